@@ -1,0 +1,211 @@
+package check
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/lockbench/lockbench/history"
+)
+
+// ev builds a history event tersely for literal histories.
+func ev(t int64, p int, typ history.Type, f string, token int64) history.Event {
+	return history.Event{Time: t, Process: p, Type: typ, F: f, Lock: "l", Token: token}
+}
+
+const (
+	inv  = history.Invoke
+	ok   = history.OK
+	info = history.Info
+	fail = history.Fail
+	acq  = history.FAcquire
+	rel  = history.FRelease
+)
+
+func TestExclusion(t *testing.T) {
+	tests := []struct {
+		name    string
+		events  []history.Event
+		verdict Verdict
+		// pairs lists the (process, process) of each expected violation.
+		pairs [][2]int
+		lines [][]int
+	}{
+		{
+			name: "sequential holders",
+			events: []history.Event{
+				ev(0, 0, inv, acq, 0), ev(1, 1, inv, acq, 0),
+				ev(2, 0, ok, acq, 10), ev(5, 0, inv, rel, 0), ev(6, 0, ok, rel, 0),
+				ev(7, 1, ok, acq, 11), ev(9, 1, inv, rel, 0), ev(10, 1, ok, rel, 0),
+			},
+			verdict: Pass,
+		},
+		{
+			name: "release invoked at t, next grant at t+1",
+			events: []history.Event{
+				ev(0, 0, inv, acq, 0), ev(1, 0, ok, acq, 10), ev(1, 1, inv, acq, 0),
+				ev(5, 0, inv, rel, 0), ev(6, 1, ok, acq, 11), ev(7, 0, ok, rel, 0),
+			},
+			verdict: Pass,
+		},
+		{
+			name: "release invoked at t, next grant at t",
+			events: []history.Event{
+				ev(0, 0, inv, acq, 0), ev(1, 0, ok, acq, 10), ev(1, 1, inv, acq, 0),
+				ev(5, 0, inv, rel, 0), ev(5, 1, ok, acq, 11),
+			},
+			verdict: Pass,
+		},
+		{
+			name: "two overlapping holders",
+			events: []history.Event{
+				ev(0, 0, inv, acq, 0), ev(1, 0, ok, acq, 10), ev(2, 1, inv, acq, 0),
+				ev(3, 1, ok, acq, 11), ev(5, 0, inv, rel, 0), ev(6, 1, inv, rel, 0),
+			},
+			verdict: Fail,
+			pairs:   [][2]int{{0, 1}},
+			lines:   [][]int{{2, 4}},
+		},
+		{
+			name: "holder never releases, second holder later",
+			events: []history.Event{
+				ev(0, 0, inv, acq, 0), ev(1, 0, ok, acq, 10),
+				ev(100, 1, inv, acq, 0), ev(200, 1, ok, acq, 11),
+			},
+			verdict: Fail,
+			pairs:   [][2]int{{0, 1}},
+			lines:   [][]int{{2, 4}},
+		},
+		{
+			name: "info acquire overlapping a holder is not certain",
+			events: []history.Event{
+				ev(0, 0, inv, acq, 0), ev(1, 1, inv, acq, 0), ev(2, 0, ok, acq, 10),
+				ev(3, 1, info, acq, 0), ev(5, 0, inv, rel, 0), ev(6, 0, ok, rel, 0),
+			},
+			verdict: Pass,
+		},
+		{
+			name: "failed acquire holds nothing",
+			events: []history.Event{
+				ev(0, 0, inv, acq, 0), ev(1, 0, ok, acq, 10), ev(2, 1, inv, acq, 0),
+				ev(3, 1, fail, acq, 0), ev(5, 0, inv, rel, 0),
+			},
+			verdict: Pass,
+		},
+		{
+			name: "crash ends the crashed holder's interval",
+			events: []history.Event{
+				ev(0, 0, inv, acq, 0), ev(1, 0, ok, acq, 10), ev(2, 1, inv, acq, 0),
+				{Time: 3, Process: 0, Type: info, F: history.FCrash},
+				ev(4, 1, ok, acq, 11), ev(5, 1, inv, rel, 0),
+			},
+			verdict: Pass,
+		},
+		{
+			name: "crash of another process does not end the interval",
+			events: []history.Event{
+				ev(0, 0, inv, acq, 0), ev(1, 0, ok, acq, 10), ev(2, 1, inv, acq, 0),
+				{Time: 3, Process: 2, Type: info, F: history.FCrash},
+				ev(4, 1, ok, acq, 11), ev(5, 1, inv, rel, 0),
+			},
+			verdict: Fail,
+			pairs:   [][2]int{{0, 1}},
+			lines:   [][]int{{2, 5}},
+		},
+		{
+			name: "lease-lost ends the interval",
+			events: []history.Event{
+				ev(0, 0, inv, acq, 0), ev(1, 0, ok, acq, 10),
+				ev(3, 0, ok, history.FLeaseLost, 0),
+				ev(4, 1, inv, acq, 0), ev(5, 1, ok, acq, 11),
+			},
+			verdict: Pass,
+		},
+		{
+			name: "different locks never conflict",
+			events: []history.Event{
+				ev(0, 0, inv, acq, 0), ev(1, 0, ok, acq, 10),
+				{Time: 2, Process: 1, Type: inv, F: acq, Lock: "other"},
+				{Time: 3, Process: 1, Type: ok, F: acq, Lock: "other", Token: 11},
+			},
+			verdict: Pass,
+		},
+		{
+			name: "unsorted hand-written history is sorted by time",
+			events: []history.Event{
+				ev(6, 1, ok, acq, 11), ev(0, 0, inv, acq, 0), ev(1, 0, ok, acq, 10),
+				ev(2, 1, inv, acq, 0), ev(5, 0, inv, rel, 0),
+			},
+			verdict: Pass,
+		},
+		{
+			name: "three at once give three pairs",
+			events: []history.Event{
+				ev(0, 0, ok, acq, 1), ev(1, 1, ok, acq, 2), ev(2, 2, ok, acq, 3),
+			},
+			verdict: Fail,
+			pairs:   [][2]int{{0, 1}, {0, 2}, {1, 2}},
+			lines:   [][]int{{1, 2}, {1, 3}, {2, 3}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := CheckExclusion(tc.events, Options{})
+			if r.Verdict != tc.verdict {
+				t.Fatalf("verdict = %s, want %s; %+v", r.Verdict, tc.verdict, r)
+			}
+			var pairs [][2]int
+			var lines [][]int
+			for _, v := range r.Violations {
+				if len(v.Holders) != 2 {
+					t.Fatalf("violation names %d holders, want 2: %+v", len(v.Holders), v)
+				}
+				pairs = append(pairs, [2]int{v.Holders[0].Process, v.Holders[1].Process})
+				lines = append(lines, v.Lines)
+			}
+			if !reflect.DeepEqual(pairs, tc.pairs) {
+				t.Errorf("violating pairs = %v, want %v", pairs, tc.pairs)
+			}
+			if !reflect.DeepEqual(lines, tc.lines) {
+				t.Errorf("violation lines = %v, want %v", lines, tc.lines)
+			}
+			if r.Count != len(tc.pairs) {
+				t.Errorf("count = %d, want %d", r.Count, len(tc.pairs))
+			}
+		})
+	}
+}
+
+func TestExclusionViolationDetail(t *testing.T) {
+	events := []history.Event{
+		ev(0, 0, inv, acq, 0), ev(1, 0, ok, acq, 10), ev(2, 1, inv, acq, 0),
+		ev(3, 1, ok, acq, 11), ev(5, 0, inv, rel, 0), ev(6, 1, inv, rel, 0),
+	}
+	r := Check(events, Options{})
+	if r.Verdict != Fail {
+		t.Fatalf("verdict %s, want fail", r.Verdict)
+	}
+	v := r.Violations()[0]
+	want := []Holder{
+		{Process: 0, From: 1, To: 5, Token: 10, FromLine: 2, ToLine: 5},
+		{Process: 1, From: 3, To: 6, Token: 11, FromLine: 4, ToLine: 6},
+	}
+	if !reflect.DeepEqual(v.Holders, want) {
+		t.Errorf("holders = %+v, want %+v", v.Holders, want)
+	}
+}
+
+func TestWorst(t *testing.T) {
+	for _, tc := range []struct {
+		in   []Verdict
+		want Verdict
+	}{
+		{nil, Pass},
+		{[]Verdict{Pass, Pass}, Pass},
+		{[]Verdict{Pass, Unknown}, Unknown},
+		{[]Verdict{Unknown, Fail, Pass}, Fail},
+	} {
+		if got := Worst(tc.in...); got != tc.want {
+			t.Errorf("Worst(%v) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,107 @@
+// Package history defines lockbench's event format (DESIGN.md §3) and a
+// recorder that many client goroutines share.
+//
+// A history is the only thing the checker reads, so every fact a verdict
+// rests on must be an event here. Field names follow Jepsen so that
+// histories can be converted to and from Jepsen/Elle tooling.
+package history
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// Type is the outcome of an operation: invoke opens it, and exactly one of
+// ok (it happened), fail (it certainly did not happen) or info (unknown)
+// completes it.
+type Type string
+
+// Operation types.
+const (
+	Invoke Type = "invoke"
+	OK     Type = "ok"
+	Fail   Type = "fail"
+	Info   Type = "info"
+)
+
+// Function names (the `f` field).
+const (
+	FAcquire   = "acquire"
+	FRelease   = "release"
+	FRead      = "read"
+	FWrite     = "write"
+	FCrash     = "crash"
+	FPause     = "pause"
+	FResume    = "resume"
+	FLeaseLost = "lease-lost"
+	FWakeup    = "wakeup"
+	FFault     = "fault"
+)
+
+// NemesisProcess is the process id of fault events.
+const NemesisProcess = -1
+
+// Event is one line of a history. Lock, Token, Value and Error are optional
+// in the contract; Key and Lease are diagnostics the recorder adds and the
+// checker never relies on, so that hand-written histories check the same.
+type Event struct {
+	// Time is nanoseconds since the run's start on a monotonic clock.
+	Time int64 `json:"time"`
+	// Process is the client id (≥0), or NemesisProcess for faults.
+	Process int    `json:"process"`
+	Type    Type   `json:"type"`
+	F       string `json:"f"`
+	Lock    string `json:"lock,omitempty"`
+	// Token is the fencing token on acquire ok and on write.
+	Token int64 `json:"token,omitempty"`
+	// Value is the resource value (read/write) or the fault description.
+	Value json.RawMessage `json:"value,omitempty"`
+	Error string          `json:"error,omitempty"`
+	// Key is the etcd key of a grant (diagnostic only).
+	Key string `json:"key,omitempty"`
+	// Lease is the etcd lease ID of a grant in hex (diagnostic only).
+	Lease string `json:"lease,omitempty"`
+}
+
+// IntValue encodes an integer resource value for Event.Value.
+func IntValue(v int64) json.RawMessage {
+	return json.RawMessage(strconv.AppendInt(nil, v, 10))
+}
+
+// ParseInt decodes an integer Event.Value; ok is false when the value is
+// absent or not an integer.
+func ParseInt(v json.RawMessage) (n int64, ok bool) {
+	if len(v) == 0 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err == nil {
+		return n, true
+	}
+	var f float64
+	if json.Unmarshal(v, &f) == nil && f == float64(int64(f)) {
+		return int64(f), true
+	}
+	return 0, false
+}
+
+// Fault is the Value of a `fault` event: which fault, on what, and (on the
+// invoke) for how long it is meant to last.
+type Fault struct {
+	Fault  string `json:"fault"`
+	Target string `json:"target,omitempty"`
+	// Resolved names the concrete member or client the target resolved to.
+	Resolved string `json:"resolved,omitempty"`
+	// ForNS is the planned duration in nanoseconds, 0 if instantaneous or
+	// ended by another step.
+	ForNS int64 `json:"for_ns,omitempty"`
+}
+
+// FaultValue encodes f for Event.Value.
+func FaultValue(f Fault) json.RawMessage {
+	b, err := json.Marshal(f)
+	if err != nil {
+		panic(err) // a struct of strings and ints always marshals
+	}
+	return b
+}

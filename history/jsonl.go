@@ -1,0 +1,153 @@
+package history
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Write encodes events as JSON Lines.
+func Write(w io.Writer, events []Event) error {
+	bw := bufio.NewWriterSize(w, 1<<16)
+	enc := json.NewEncoder(bw)
+	for i := range events {
+		if err := enc.Encode(&events[i]); err != nil {
+			return fmt.Errorf("encode event %d: %w", i, err)
+		}
+	}
+	return bw.Flush()
+}
+
+// WriteFile writes events to path atomically: a reader never sees half a
+// history, and a failed write leaves nothing behind.
+func WriteFile(path string, events []Event) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if err := Write(f, events); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// LineError names the line of a history that could not be read.
+type LineError struct {
+	Line int
+	Err  error
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+func (e *LineError) Unwrap() error { return e.Err }
+
+// ErrEmpty is returned for a history with no events.
+var ErrEmpty = errors.New("history is empty")
+
+// maxLine bounds one event's line; anything longer is not an event.
+const maxLine = 1 << 20
+
+// Read decodes a JSON Lines history, validating each event against the
+// contract. Blank lines are skipped. Unknown fields are kept out of the
+// result but allowed, so histories from other tools can carry extras.
+func Read(r io.Reader) ([]Event, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
+	var events []Event
+	line := 0
+	for sc.Scan() {
+		line++
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		var e Event
+		if err := decodeEvent(b, &e); err != nil {
+			return nil, &LineError{Line: line, Err: err}
+		}
+		events = append(events, e)
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, &LineError{Line: line + 1, Err: fmt.Errorf("line longer than %d bytes", maxLine)}
+		}
+		return nil, err
+	}
+	if len(events) == 0 {
+		return nil, ErrEmpty
+	}
+	return events, nil
+}
+
+// ReadFile reads a history from path.
+func ReadFile(path string) ([]Event, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	ev, err := Read(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return ev, nil
+}
+
+// wireEvent mirrors Event with pointers so that missing required fields
+// can be told apart from zero values.
+type wireEvent struct {
+	Time    *int64          `json:"time"`
+	Process *int            `json:"process"`
+	Type    *Type           `json:"type"`
+	F       *string         `json:"f"`
+	Lock    string          `json:"lock"`
+	Token   int64           `json:"token"`
+	Value   json.RawMessage `json:"value"`
+	Error   string          `json:"error"`
+	Key     string          `json:"key"`
+	Lease   string          `json:"lease"`
+}
+
+func decodeEvent(b []byte, e *Event) error {
+	var w wireEvent
+	if err := json.Unmarshal(b, &w); err != nil {
+		return fmt.Errorf("not a JSON event: %v", err)
+	}
+	switch {
+	case w.Time == nil:
+		return errors.New(`missing "time"`)
+	case w.Process == nil:
+		return errors.New(`missing "process"`)
+	case w.Type == nil:
+		return errors.New(`missing "type"`)
+	case w.F == nil || *w.F == "":
+		return errors.New(`missing "f"`)
+	}
+	switch *w.Type {
+	case Invoke, OK, Fail, Info:
+	default:
+		return fmt.Errorf("type %q is not one of invoke, ok, fail, info", *w.Type)
+	}
+	if *w.Time < 0 {
+		return fmt.Errorf("negative time %d", *w.Time)
+	}
+	if *w.Process < NemesisProcess {
+		return fmt.Errorf("process %d: must be ≥0, or -1 for the nemesis", *w.Process)
+	}
+	if bytes.Equal(w.Value, []byte("null")) {
+		w.Value = nil
+	}
+	*e = Event{Time: *w.Time, Process: *w.Process, Type: *w.Type, F: *w.F, Lock: w.Lock,
+		Token: w.Token, Value: w.Value, Error: w.Error, Key: w.Key, Lease: w.Lease}
+	return nil
+}
