@@ -1,0 +1,486 @@
+// Package cluster runs a real N-member etcd cluster inside the process
+// (server/v3/embed) on free loopback ports, and does to its members what a
+// chaos test needs: crash (no leadership hand-over), restart on the same
+// data, cut a member from its peers and heal it.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/client/pkg/v3/types"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+)
+
+// Defaults: a short tick and election timeout so that faults resolve in a
+// fraction of a second instead of the production 100 ms / 1 s.
+const (
+	DefaultMembers   = 3
+	DefaultTick      = 50 * time.Millisecond
+	DefaultElection  = 500 * time.Millisecond
+	DefaultStartWait = 30 * time.Second
+	maxStartAttempts = 3
+)
+
+// Options configure an embedded cluster. The zero value is the default
+// cluster: 3 members, 50 ms tick, 500 ms election, fsync on, silent.
+type Options struct {
+	Members int
+	// Tick is the raft heartbeat interval; Election the election timeout.
+	Tick, Election time.Duration
+	// UnsafeNoFsync disables fsync: faster, but a crash may lose data.
+	UnsafeNoFsync bool
+	// Verbose sends etcd's own logs (info and above) to stderr.
+	Verbose bool
+	// DataParent is where the data folder is created (default: os.TempDir).
+	DataParent string
+}
+
+func (o *Options) defaults() error {
+	if o.Members == 0 {
+		o.Members = DefaultMembers
+	}
+	if o.Tick == 0 {
+		o.Tick = DefaultTick
+	}
+	if o.Election == 0 {
+		o.Election = DefaultElection
+	}
+	switch {
+	case o.Members < 1 || o.Members > 9:
+		return fmt.Errorf("members %d: must be 1..9", o.Members)
+	case o.Tick < time.Millisecond:
+		return fmt.Errorf("tick %s: must be ≥1ms", o.Tick)
+	case o.Election < 5*o.Tick:
+		return fmt.Errorf("election timeout %s: must be ≥5× the tick (%s)", o.Election, o.Tick)
+	}
+	return nil
+}
+
+// Member is one etcd server of the cluster.
+type Member struct {
+	Index     int
+	Name      string
+	ClientURL string
+	PeerURL   string
+	dir       string
+
+	mu   sync.Mutex
+	etcd *embed.Etcd // nil while crashed
+	id   types.ID
+	// closing is closed when the last crashed server has released its
+	// listeners and data directory; a restart waits for it.
+	closing chan struct{}
+}
+
+// waitClosed blocks until a crashed server's shutdown has finished.
+func (m *Member) waitClosed(ctx context.Context) error {
+	m.mu.Lock()
+	ch := m.closing
+	m.mu.Unlock()
+	if ch == nil {
+		return nil
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ID is the member's raft ID.
+func (m *Member) ID() types.ID {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.id
+}
+
+// Running reports whether the member's server is up.
+func (m *Member) Running() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.etcd != nil
+}
+
+// Cluster is an embedded etcd cluster. Close it on every path out: it owns
+// listeners, goroutines and a temporary data folder.
+type Cluster struct {
+	opts    Options
+	dir     string
+	members []*Member
+	initial string
+}
+
+// Start launches the cluster and waits until it has a leader. On any error
+// everything it started is stopped and its data folder removed.
+func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	for attempt := 1; ; attempt++ {
+		c, err = start(ctx, opts)
+		// Free ports are picked then released; another process may take one
+		// in between. Retry on that, not on anything else.
+		if err == nil || attempt == maxStartAttempts || !isAddrInUse(err) {
+			return c, err
+		}
+	}
+}
+
+func start(ctx context.Context, opts Options) (c *Cluster, err error) {
+	dir, err := os.MkdirTemp(opts.DataParent, "lockbench-etcd-")
+	if err != nil {
+		return nil, fmt.Errorf("create data folder: %w", err)
+	}
+	c = &Cluster{opts: opts, dir: dir}
+	defer func() {
+		if r := recover(); r != nil {
+			c.Close()
+			panic(r)
+		}
+		if err != nil {
+			c.Close()
+			c = nil
+		}
+	}()
+	ports, err := freePorts(2 * opts.Members)
+	if err != nil {
+		return c, err
+	}
+	var initial []string
+	for i := 0; i < opts.Members; i++ {
+		m := &Member{
+			Index:     i,
+			Name:      fmt.Sprintf("m%d", i),
+			ClientURL: fmt.Sprintf("http://127.0.0.1:%d", ports[2*i]),
+			PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1]),
+			dir:       filepath.Join(dir, fmt.Sprintf("m%d", i)),
+		}
+		c.members = append(c.members, m)
+		initial = append(initial, m.Name+"="+m.PeerURL)
+	}
+	c.initial = strings.Join(initial, ",")
+
+	// Members of a new cluster must start together: each waits for a quorum.
+	errs := make(chan error, len(c.members))
+	for _, m := range c.members {
+		go func() { errs <- c.startMember(ctx, m, embed.ClusterStateFlagNew) }()
+	}
+	var first error
+	for range c.members {
+		if e := <-errs; e != nil && first == nil {
+			first = e
+		}
+	}
+	if first != nil {
+		return c, first
+	}
+	if _, err := c.WaitLeader(ctx); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) config(m *Member, state string) (*embed.Config, error) {
+	cfg := embed.NewConfig()
+	cfg.Name = m.Name
+	cfg.Dir = m.dir
+	cu, err := url.Parse(m.ClientURL)
+	if err != nil {
+		return nil, err
+	}
+	pu, err := url.Parse(m.PeerURL)
+	if err != nil {
+		return nil, err
+	}
+	cfg.ListenClientUrls = []url.URL{*cu}
+	cfg.AdvertiseClientUrls = []url.URL{*cu}
+	cfg.ListenPeerUrls = []url.URL{*pu}
+	cfg.AdvertisePeerUrls = []url.URL{*pu}
+	cfg.InitialCluster = c.initial
+	cfg.InitialClusterToken = "lockbench"
+	cfg.ClusterState = state
+	cfg.TickMs = uint(c.opts.Tick / time.Millisecond)
+	cfg.ElectionMs = uint(c.opts.Election / time.Millisecond)
+	cfg.UnsafeNoFsync = c.opts.UnsafeNoFsync
+	cfg.ListenMetricsUrls = nil
+	cfg.Metrics = "basic"
+	if c.opts.Verbose {
+		cfg.LogLevel = "info"
+		cfg.LogOutputs = []string{"stderr"}
+	} else {
+		cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	}
+	return cfg, nil
+}
+
+func (c *Cluster) startMember(ctx context.Context, m *Member, state string) error {
+	cfg, err := c.config(m, state)
+	if err != nil {
+		return fmt.Errorf("member %s: %w", m.Name, err)
+	}
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		return fmt.Errorf("start member %s: %w", m.Name, err)
+	}
+	wait := time.NewTimer(DefaultStartWait)
+	defer wait.Stop()
+	select {
+	case <-e.Server.ReadyNotify():
+	case err := <-e.Err():
+		e.Close()
+		return fmt.Errorf("start member %s: %w", m.Name, err)
+	case <-ctx.Done():
+		e.Close()
+		return fmt.Errorf("start member %s: %w", m.Name, ctx.Err())
+	case <-wait.C:
+		e.Close()
+		return fmt.Errorf("start member %s: not ready after %s", m.Name, DefaultStartWait)
+	}
+	m.mu.Lock()
+	m.etcd, m.id = e, e.Server.MemberID()
+	m.mu.Unlock()
+	return nil
+}
+
+// Members returns the cluster's members, index order.
+func (c *Cluster) Members() []*Member { return c.members }
+
+// Endpoints are the client URLs of all members, running or not.
+func (c *Cluster) Endpoints() []string {
+	out := make([]string, len(c.members))
+	for i, m := range c.members {
+		out[i] = m.ClientURL
+	}
+	return out
+}
+
+// DataDir is the cluster's temporary data folder, removed by Close.
+func (c *Cluster) DataDir() string { return c.dir }
+
+// Election is the cluster's election timeout.
+func (c *Cluster) Election() time.Duration { return c.opts.Election }
+
+// Leader returns the index of the member that running members agree leads,
+// or -1 when there is none (no quorum, or an election in progress).
+func (c *Cluster) Leader() int {
+	votes := map[types.ID]int{}
+	for _, m := range c.members {
+		m.mu.Lock()
+		if m.etcd != nil {
+			if l := m.etcd.Server.Leader(); l != 0 {
+				votes[l]++
+			}
+		}
+		m.mu.Unlock()
+	}
+	for _, m := range c.members {
+		if !m.Running() {
+			continue
+		}
+		// The leader must be running, believe itself leader, and be the
+		// leader for a majority of the cluster.
+		if votes[m.ID()] > len(c.members)/2 {
+			m.mu.Lock()
+			self := m.etcd.Server.Leader() == m.id
+			m.mu.Unlock()
+			if self {
+				return m.Index
+			}
+		}
+	}
+	return -1
+}
+
+// WaitLeader polls until a leader is agreed on, or ctx ends.
+func (c *Cluster) WaitLeader(ctx context.Context) (int, error) {
+	tick := time.NewTicker(c.opts.Tick / 2)
+	defer tick.Stop()
+	for {
+		if l := c.Leader(); l >= 0 {
+			return l, nil
+		}
+		select {
+		case <-ctx.Done():
+			return -1, fmt.Errorf("wait for leader: %w", ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// ErrNotRunning is returned for a fault on a member that is already down.
+var ErrNotRunning = errors.New("member is not running")
+
+// ErrRunning is returned by Restart for a member that is up.
+var ErrRunning = errors.New("member is already running")
+
+// Crash stops member i the way a power cut does: the raft loop halts at once
+// with no leadership transfer (HardStop), then its listeners and client
+// connections are closed so clients see the connection drop. Close would
+// hand leadership to a peer first, which is not a crash.
+func (c *Cluster) Crash(i int) error {
+	m, err := c.member(i)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	e := m.etcd
+	m.etcd = nil
+	m.mu.Unlock()
+	if e == nil {
+		return fmt.Errorf("crash %s: %w", m.Name, ErrNotRunning)
+	}
+	e.Server.HardStop()
+	// The raft loop is gone: the member is crashed from here on. Closing
+	// the listeners and open streams takes up to a second (etcd waits for
+	// idle peer connections), so it happens in the background; Restart and
+	// Close wait for it.
+	done := make(chan struct{})
+	m.mu.Lock()
+	m.closing = done
+	m.mu.Unlock()
+	go func() {
+		defer close(done)
+		e.Close()
+	}()
+	return nil
+}
+
+// Restart starts a crashed member again on its own data directory and
+// waits until it is ready to serve.
+func (c *Cluster) Restart(ctx context.Context, i int) error {
+	m, err := c.member(i)
+	if err != nil {
+		return err
+	}
+	if m.Running() {
+		return fmt.Errorf("restart %s: %w", m.Name, ErrRunning)
+	}
+	if err := m.waitClosed(ctx); err != nil {
+		return fmt.Errorf("restart %s: %w", m.Name, err)
+	}
+	var last error
+	for attempt := 0; attempt < 20; attempt++ {
+		last = c.startMember(ctx, m, embed.ClusterStateFlagExisting)
+		// The old listeners may take a moment to release their ports.
+		if last == nil || !isAddrInUse(last) {
+			return last
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("restart %s: %w", m.Name, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return last
+}
+
+// Partition cuts member i from all its peers, in both directions, while
+// leaving its client port open: clients connected to it stay connected to
+// a member that cannot reach a quorum.
+func (c *Cluster) Partition(i int) error { return c.cut(i, true) }
+
+// Heal undoes Partition of member i.
+func (c *Cluster) Heal(i int) error { return c.cut(i, false) }
+
+func (c *Cluster) cut(i int, cut bool) error {
+	target, err := c.member(i)
+	if err != nil {
+		return err
+	}
+	link := func(from *Member, to types.ID) {
+		from.mu.Lock()
+		defer from.mu.Unlock()
+		switch {
+		case from.etcd == nil:
+		case cut:
+			from.etcd.Server.CutPeer(to)
+		default:
+			from.etcd.Server.MendPeer(to)
+		}
+	}
+	for _, m := range c.members {
+		if m != target {
+			link(target, m.ID())
+			link(m, target.ID())
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) member(i int) (*Member, error) {
+	if i < 0 || i >= len(c.members) {
+		return nil, fmt.Errorf("member %d: cluster has members 0..%d", i, len(c.members)-1)
+	}
+	return c.members[i], nil
+}
+
+// Close stops every member and removes the data folder. It is safe to call
+// more than once and on a partly started cluster.
+func (c *Cluster) Close() error {
+	if c == nil {
+		return nil
+	}
+	var wg sync.WaitGroup
+	for _, m := range c.members {
+		m.mu.Lock()
+		e := m.etcd
+		m.etcd = nil
+		m.mu.Unlock()
+		if e == nil {
+			m.waitClosed(context.Background())
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// HardStop first: a graceful leadership transfer while the
+			// whole cluster shuts down only costs time.
+			e.Server.HardStop()
+			e.Close()
+		}()
+	}
+	wg.Wait()
+	if c.dir == "" {
+		return nil
+	}
+	err := os.RemoveAll(c.dir)
+	c.dir = ""
+	if err != nil {
+		return fmt.Errorf("remove data folder: %w", err)
+	}
+	return nil
+}
+
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("find a free port: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func isAddrInUse(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "address already in use")
+}

@@ -1,0 +1,304 @@
+// Command lockbench benchmarks and chaos-tests distributed locks on etcd.
+// It only wires flags to the packages that do the work.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+
+	"github.com/lockbench/lockbench/check"
+	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/harness"
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/scenarios"
+)
+
+// Exit codes, the same for every command.
+const (
+	exitPass        = 0   // every check passed
+	exitViolation   = 1   // a check failed (or an expectation/regression)
+	exitUsage       = 2   // bad input or usage
+	exitError       = 3   // the harness could not do its job (e.g. etcd did not start)
+	exitInterrupted = 130 // stopped by SIGINT/SIGTERM; what ran was still written
+)
+
+const usage = `lockbench — benchmark and chaos-test distributed locks on etcd
+
+Usage:
+  lockbench run   --lock NAME --scenario NAME [flags]   run one scenario on an embedded etcd cluster
+  lockbench check FILE.jsonl [--json]                   re-check a saved history
+  lockbench list                                        list lock strategies and scenarios
+
+Run 'lockbench COMMAND --help' for a command's flags.
+
+Exit status: 0 all checks pass; 1 a violation; 2 bad input or usage;
+3 the harness failed (e.g. etcd did not start); 130 interrupted.
+`
+
+// usageError marks errors that are the user's input, not the run's outcome.
+type usageError struct{ error }
+
+func main() {
+	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func realMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stopSignals := onSignal(cancel, stderr)
+	defer stopSignals()
+	var code int
+	var err error
+	switch args[0] {
+	case "run":
+		code, err = cmdRun(ctx, args[1:], stdout, stderr)
+	case "check":
+		code, err = cmdCheck(args[1:], stdout)
+	case "list":
+		code, err = cmdList(args[1:], stdout)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return exitPass
+	default:
+		err = usageError{fmt.Errorf("unknown command %q: valid commands are run, check, list", args[0])}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "lockbench %s: %v\n", args[0], err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			return exitUsage
+		}
+		if code == 0 {
+			code = exitError
+		}
+	}
+	return code
+}
+
+// onSignal cancels the work on the first SIGINT/SIGTERM so that it stops
+// cleanly (history written, cluster closed), and restores the default
+// action so that a second signal exits at once.
+func onSignal(cancel context.CancelFunc, stderr io.Writer) (stop func()) {
+	sigs := make(chan os.Signal, 1)
+	done := make(chan struct{})
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case s := <-sigs:
+			signal.Reset(os.Interrupt, syscall.SIGTERM)
+			fmt.Fprintf(stderr, "lockbench: %s — finishing cleanly (signal again to exit at once)\n", s)
+			cancel()
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(sigs)
+		close(done)
+	}
+}
+
+// newFlags makes a flag set that reports errors instead of exiting, with a
+// help text that explains the command.
+func newFlags(name, synopsis string, stdout io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	// flag's own error output repeats the whole usage; errors are reported
+	// once by realMain instead, and --help prints the usage to stdout.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	helpFor[fs] = func() {
+		fmt.Fprintf(stdout, "Usage: lockbench %s\n\nFlags:\n", synopsis)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+	return fs
+}
+
+// helpFor prints each flag set's --help text.
+var helpFor = map[*flag.FlagSet]func(){}
+
+// parse parses flags; --help is not an error, any other problem is a usage
+// error.
+func parse(fs *flag.FlagSet, args []string) (help bool, err error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			helpFor[fs]()
+			return true, nil
+		}
+		return false, usageError{fmt.Errorf("%v (see lockbench %s --help)", err, fs.Name())}
+	}
+	return false, nil
+}
+
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	fs := newFlags("run", "run --lock NAME --scenario NAME [flags]", stdout)
+	lock := fs.String("lock", "mutex", "lock strategy: "+strings.Join(locks.Names(), ", "))
+	scenario := fs.String("scenario", "contention", "scenario: "+strings.Join(scenarios.Names(), ", "))
+	clients := fs.Int("clients", 0, "number of clients, each with its own etcd connection (default: the scenario's)")
+	duration := fs.Duration("duration", 0, "how long clients run, e.g. 10s (default: the scenario's)")
+	hold := fs.Duration("hold", 0, "how long a client holds the lock, e.g. 1ms (default: the scenario's)")
+	seed := fs.Int64("seed", 1, "seed for every random choice: same seed, same schedule")
+	out := fs.String("out", harness.DefaultOut, "parent folder of run folders")
+	ttl := fs.Duration("lease-ttl", 0, "lease TTL, whole seconds (default: the scenario's, else 5s)")
+	keepalive := fs.String("keepalive", string(locks.KeepAliveAuto), "lease keepalive policy: auto (KeepAlive stream, TTL/3) or seed (KeepAliveOnce every 0.8×TTL)")
+	members := fs.Int("members", cluster.DefaultMembers, "etcd cluster members")
+	noFsync := fs.Bool("unsafe-no-fsync", false, "disable fsync in etcd (faster; a member crash may lose data)")
+	verbose := fs.Bool("verbose", false, "show etcd's own logs")
+	if help, err := parse(fs, args); help || err != nil {
+		return exitPass, err
+	}
+	if fs.NArg() > 0 {
+		return 0, usageError{fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0))}
+	}
+	sc, err := scenarios.Lookup(*scenario)
+	if err != nil {
+		return 0, usageError{err}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["clients"] {
+		if *clients < 1 {
+			return 0, usageError{fmt.Errorf("--clients %d: must be ≥1", *clients)}
+		}
+		sc.Clients = *clients
+	}
+	if set["duration"] {
+		if *duration <= 0 {
+			return 0, usageError{fmt.Errorf("--duration %s: must be > 0", *duration)}
+		}
+		sc.Duration = *duration
+	}
+	if set["hold"] {
+		if *hold < 0 {
+			return 0, usageError{fmt.Errorf("--hold %s: must be ≥0", *hold)}
+		}
+		sc.Workload.Hold = *hold
+	}
+	if set["lease-ttl"] {
+		sc.LeaseTTL = *ttl
+	}
+	spec := harness.RunSpec{
+		Lock: *lock, Scenario: sc, Seed: *seed, KeepAlive: locks.KeepAlive(*keepalive), Out: *out,
+		Cluster: cluster.Options{Members: *members, UnsafeNoFsync: *noFsync, Verbose: *verbose},
+	}
+	if err := spec.Validate(); err != nil {
+		return 0, usageError{err}
+	}
+	if *members < 1 || *members > 9 {
+		return 0, usageError{fmt.Errorf("--members %d: must be 1..9", *members)}
+	}
+	fmt.Fprintf(stderr, "lockbench: %s × %s, %d clients, %s, seed %d, %d-member etcd\n",
+		spec.Lock, sc.Name, sc.Clients, sc.Duration, spec.Seed, *members)
+	res, err := harness.Run(ctx, spec)
+	if err != nil {
+		if ctx.Err() != nil {
+			return exitInterrupted, err
+		}
+		return exitError, err
+	}
+	if err := report.RunTable(stdout, res.Summary); err != nil {
+		return exitError, err
+	}
+	for _, v := range firstN(res.Summary.Violations, 5) {
+		fmt.Fprintf(stdout, "violation: %s\n", v.Message)
+	}
+	fmt.Fprintf(stdout, "run folder: %s\n", res.Dir)
+	switch {
+	case res.Summary.Interrupted:
+		return exitInterrupted, nil
+	case res.Summary.Stopped != "":
+		fmt.Fprintf(stderr, "lockbench: run stopped early: %s\n", res.Summary.Stopped)
+		return exitError, nil
+	case res.Summary.Verdict == check.Fail:
+		return exitViolation, nil
+	}
+	return exitPass, nil
+}
+
+func cmdCheck(args []string, stdout io.Writer) (int, error) {
+	fs := newFlags("check", "check FILE.jsonl [--json]", stdout)
+	asJSON := fs.Bool("json", false, "print the check report as JSON")
+	// Accept the file before or after flags.
+	var file string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		file, args = args[0], args[1:]
+	}
+	if help, err := parse(fs, args); help || err != nil {
+		return exitPass, err
+	}
+	if file == "" && fs.NArg() > 0 {
+		file = fs.Arg(0)
+	} else if fs.NArg() > 0 {
+		return 0, usageError{fmt.Errorf("unexpected argument %q: check takes one history file", fs.Arg(0))}
+	}
+	if file == "" {
+		return 0, usageError{errors.New("no history file given: lockbench check FILE.jsonl")}
+	}
+	events, err := history.ReadFile(file)
+	if err != nil {
+		return 0, usageError{err}
+	}
+	rep := check.Check(events, check.Options{})
+	if *asJSON {
+		if err := writeJSON(stdout, rep); err != nil {
+			return exitError, err
+		}
+	} else {
+		printReport(stdout, file, len(events), rep)
+	}
+	if rep.Verdict == check.Fail {
+		return exitViolation, nil
+	}
+	return exitPass, nil
+}
+
+func printReport(w io.Writer, file string, n int, rep check.Report) {
+	fmt.Fprintf(w, "%s: %d events, verdict %s\n", file, n, rep.Verdict)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, name := range sortedKeys(rep.Checks) {
+		r := rep.Checks[name]
+		fmt.Fprintf(tw, "  %s\t%s\t%d violations\t%s\n", name, r.Verdict, r.Count, r.Note)
+	}
+	tw.Flush()
+	for _, name := range sortedKeys(rep.Checks) {
+		for _, v := range firstN(rep.Checks[name].Violations, 5) {
+			fmt.Fprintf(w, "  %s: %s\n", name, v.Message)
+		}
+	}
+}
+
+func cmdList(args []string, stdout io.Writer) (int, error) {
+	fs := newFlags("list", "list", stdout)
+	if help, err := parse(fs, args); help || err != nil {
+		return exitPass, err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "LOCK\tDESCRIPTION\tORIGIN")
+	for _, s := range locks.All() {
+		name := s.Name
+		if s.Buggy {
+			name += " (known-buggy)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", name, s.Description, s.Origin)
+	}
+	fmt.Fprintln(tw, "\nSCENARIO\tDESCRIPTION\t")
+	for _, n := range scenarios.Names() {
+		sc, _ := scenarios.Lookup(n)
+		fmt.Fprintf(tw, "%s\t%s\t\n", sc.Name, sc.Description)
+	}
+	return exitPass, tw.Flush()
+}

@@ -1,0 +1,192 @@
+// Package harness runs one cell of work end to end: it starts (or connects
+// to) the etcd cluster, runs a scenario against a lock strategy, checks the
+// history and writes the run folder. The CLI only parses flags and calls it.
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/lockbench/lockbench/check"
+	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/scenarios"
+)
+
+// DefaultOut is where run folders go unless --out says otherwise.
+const DefaultOut = "results/runs"
+
+// Run file names inside a run folder (a contract: tools read them).
+const (
+	ConfigFile  = "config.json"
+	HistoryFile = "history.jsonl"
+	SummaryFile = "summary.json"
+)
+
+// RunSpec is one run as the user asked for it, already validated.
+type RunSpec struct {
+	Lock      string
+	Scenario  scenarios.Scenario
+	Seed      int64
+	KeepAlive locks.KeepAlive
+	Cluster   cluster.Options
+	// Out is the parent folder of run folders.
+	Out string
+}
+
+// Validate checks everything that can be checked before a cluster starts,
+// so that bad input never leaves anything behind.
+func (s RunSpec) Validate() error {
+	if _, err := locks.Lookup(s.Lock); err != nil {
+		return err
+	}
+	if err := s.Scenario.Validate(); err != nil {
+		return err
+	}
+	if _, err := (locks.Options{TTL: s.Scenario.TTL(), KeepAlive: s.KeepAlive}).WithDefaults(); err != nil {
+		return err
+	}
+	if s.Out == "" {
+		return errors.New("output folder is empty")
+	}
+	return nil
+}
+
+// Config is config.json: everything needed to understand or repeat a run.
+type Config struct {
+	RunID     string             `json:"run_id"`
+	Lock      string             `json:"lock"`
+	Scenario  scenarios.Scenario `json:"scenario"`
+	Seed      int64              `json:"seed"`
+	KeepAlive locks.KeepAlive    `json:"keepalive"`
+	Prefix    string             `json:"prefix"`
+	Cluster   ClusterConfig      `json:"cluster"`
+	Started   time.Time          `json:"started"`
+	GoVersion string             `json:"go_version"`
+	Host      HostInfo           `json:"host"`
+}
+
+// ClusterConfig records the cluster a run used.
+type ClusterConfig struct {
+	Members       int      `json:"members"`
+	TickMS        int64    `json:"tick_ms"`
+	ElectionMS    int64    `json:"election_ms"`
+	UnsafeNoFsync bool     `json:"unsafe_no_fsync"`
+	Endpoints     []string `json:"endpoints"`
+}
+
+// HostInfo records the machine, since absolute figures depend on it.
+type HostInfo struct {
+	CPUs int    `json:"cpus"`
+	OS   string `json:"os"`
+	Arch string `json:"arch"`
+}
+
+// Result is a finished run.
+type Result struct {
+	Dir     string
+	Summary report.Summary
+}
+
+// Run starts an embedded cluster, runs spec on it, checks the history and
+// writes the run folder. The cluster is closed and its data removed on every
+// path out. When ctx ends early the run stops cleanly and is still written,
+// marked interrupted.
+func Run(ctx context.Context, spec RunSpec) (res *Result, err error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	runID := NewRunID(spec.Lock, spec.Scenario.Name, spec.Seed)
+	c, err := cluster.Start(ctx, spec.Cluster)
+	if err != nil {
+		return nil, fmt.Errorf("start etcd cluster: %w", err)
+	}
+	defer func() {
+		if cerr := c.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close etcd cluster: %w", cerr)
+		}
+	}()
+	opts := spec.Cluster
+	cfg := Config{
+		RunID:     runID,
+		Lock:      spec.Lock,
+		Scenario:  spec.Scenario,
+		Seed:      spec.Seed,
+		KeepAlive: spec.KeepAlive,
+		Prefix:    "/lockbench/" + runID + "/",
+		Cluster: ClusterConfig{
+			Members: len(c.Members()), TickMS: orDefault(opts.Tick, cluster.DefaultTick).Milliseconds(),
+			ElectionMS:    orDefault(opts.Election, cluster.DefaultElection).Milliseconds(),
+			UnsafeNoFsync: opts.UnsafeNoFsync, Endpoints: c.Endpoints(),
+		},
+		GoVersion: runtime.Version(),
+		Host:      HostInfo{CPUs: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH},
+	}
+	out, err := scenarios.Run(ctx, scenarios.Config{
+		Scenario: spec.Scenario, Lock: spec.Lock, Seed: spec.Seed, Prefix: cfg.Prefix,
+		Endpoints: c.Endpoints(), KeepAlive: spec.KeepAlive,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", runID, err)
+	}
+	cfg.Started = out.Start.UTC()
+	rep := check.Check(out.Events, check.Options{})
+	sum := report.Summarize(report.Run{
+		ID: runID, Lock: spec.Lock, Scenario: spec.Scenario.Name, Clients: spec.Scenario.Clients,
+		Seed: spec.Seed, Elapsed: out.Elapsed, Interrupted: out.Interrupted, Stopped: out.Stopped,
+	}, out.Events, rep)
+	dir, err := writeRunFolder(spec.Out, runID, cfg, out.Events, sum)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Dir: dir, Summary: sum}, nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// NewRunID names a run so that folders sort by time and say what ran.
+func NewRunID(lock, scenario string, seed int64) string {
+	return fmt.Sprintf("%s-%s-%s-s%d", time.Now().UTC().Format("20060102T150405.000Z"), lock, scenario, seed)
+}
+
+// writeRunFolder writes the three files into a hidden staging folder and
+// renames it into place, so a run folder is either complete or absent.
+func writeRunFolder(parent, runID string, cfg Config, events []history.Event, sum report.Summary) (string, error) {
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", fmt.Errorf("create %s: %w", parent, err)
+	}
+	stage, err := os.MkdirTemp(parent, "."+runID+"-")
+	if err != nil {
+		return "", fmt.Errorf("create run folder: %w", err)
+	}
+	defer os.RemoveAll(stage) // a no-op once renamed
+	if err := report.WriteJSON(filepath.Join(stage, ConfigFile), cfg); err != nil {
+		return "", err
+	}
+	if err := history.WriteFile(filepath.Join(stage, HistoryFile), events); err != nil {
+		return "", fmt.Errorf("write history: %w", err)
+	}
+	if err := report.WriteJSON(filepath.Join(stage, SummaryFile), sum); err != nil {
+		return "", err
+	}
+	if err := os.Chmod(stage, 0o755); err != nil {
+		return "", err
+	}
+	dir := filepath.Join(parent, runID)
+	if err := os.Rename(stage, dir); err != nil {
+		return "", fmt.Errorf("move run folder into place: %w", err)
+	}
+	return dir, nil
+}

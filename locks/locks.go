@@ -1,0 +1,200 @@
+// Package locks defines the Locker interface that every lock strategy
+// implements, and a registry of strategies by name.
+//
+// A strategy is judged only through the history its grants produce, so a
+// Grant carries what the checker and the fenced resource need: the fencing
+// token (the lock key's create revision, strictly increasing across holders
+// of one lock), the key, the lease and a channel that closes when the client
+// learns its lease is gone.
+package locks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Grant is a held lock.
+type Grant struct {
+	// Key is the etcd key whose existence is the lock.
+	Key string
+	// Token is Key's create revision: a fencing token that grows with every
+	// new holder. A resource guarded by the lock compares it
+	// (CreateRevision(Key) == Token) to reject a stale holder's writes.
+	Token int64
+	// Lease is the lease Key is attached to.
+	Lease clientv3.LeaseID
+	// Lost is closed when the client learns that the lease is gone (expired,
+	// revoked, or no longer kept alive); the holder must stop acting on the
+	// lock. It may close late: the server expires a lease before the client
+	// hears of it.
+	Lost <-chan struct{}
+}
+
+// Locker is one client's handle on one named lock. A Locker is used by one
+// goroutine at a time, as a client process is in a history.
+type Locker interface {
+	// Lock blocks until the lock is held or ctx ends. On error the lock is
+	// not held by this call, and the error wraps ErrNotAcquired when that is
+	// certain (the waiter's key is known to be gone); otherwise the outcome
+	// is unknown (e.g. the cleanup after a cancel did not complete).
+	Lock(ctx context.Context) (*Grant, error)
+	// Unlock gives up g. It deletes only g's own key at g's revision, so a
+	// holder whose lease expired never removes its successor's lock.
+	Unlock(ctx context.Context, g *Grant) error
+	// Close ends the client's session and revokes its lease.
+	Close(ctx context.Context) error
+}
+
+// TryLocker is a Locker that can also attempt the lock without waiting.
+type TryLocker interface {
+	Locker
+	// TryLock takes the lock if it is free and fails with ErrLocked (and
+	// ErrNotAcquired) at once if it is held.
+	TryLock(ctx context.Context) (*Grant, error)
+}
+
+// Sentinel errors, named after the noun as in etcd's concurrency package.
+var (
+	// ErrNotAcquired wraps every Lock error after which the caller certainly
+	// does not hold the lock.
+	ErrNotAcquired = errors.New("lock not acquired")
+	// ErrLocked is returned by TryLock when another client holds the lock.
+	ErrLocked = fmt.Errorf("locked by another client: %w", ErrNotAcquired)
+	// ErrLeaseLost is returned when the client's lease is gone.
+	ErrLeaseLost = errors.New("lease lost")
+)
+
+// KeepAlive is how a client keeps its lease alive.
+type KeepAlive string
+
+// Keepalive policies.
+const (
+	// KeepAliveAuto is the client's KeepAlive stream, refreshing every TTL/3.
+	KeepAliveAuto KeepAlive = "auto"
+	// KeepAliveSeed sends one KeepAliveOnce every 0.8×TTL, as the seed
+	// article's code schedules it: a little network delay lets the lease
+	// lapse while the holder believes it is alive.
+	KeepAliveSeed KeepAlive = "seed"
+)
+
+// Defaults for Options.
+const (
+	DefaultTTL  = 5 * time.Second
+	DefaultName = "lock"
+)
+
+// Options are common to all strategies.
+type Options struct {
+	// Name is the lock's name; strategies derive their key(s) from it.
+	Name string
+	// Prefix is the run's key namespace (e.g. "/lockbench/<run-id>/"): a
+	// strategy reads and writes nothing outside it.
+	Prefix string
+	// TTL is the lease TTL, in whole seconds (etcd grants seconds).
+	TTL time.Duration
+	// KeepAlive is the lease refresh policy.
+	KeepAlive KeepAlive
+	// OnWakeup, when set, is called each time a waiter is woken by a watch
+	// event; the runner records it as a `wakeup` event (herd metrics).
+	OnWakeup func()
+}
+
+// WithDefaults fills zero fields and validates the rest.
+func (o Options) WithDefaults() (Options, error) {
+	if o.Name == "" {
+		o.Name = DefaultName
+	}
+	if o.TTL == 0 {
+		o.TTL = DefaultTTL
+	}
+	if o.KeepAlive == "" {
+		o.KeepAlive = KeepAliveAuto
+	}
+	switch {
+	case o.TTL < time.Second || o.TTL%time.Second != 0:
+		return o, fmt.Errorf("lease TTL %s: must be a whole number of seconds ≥1s", o.TTL)
+	case o.KeepAlive != KeepAliveAuto && o.KeepAlive != KeepAliveSeed:
+		return o, fmt.Errorf("keepalive %q: valid policies are %s, %s", o.KeepAlive, KeepAliveAuto, KeepAliveSeed)
+	case strings.Contains(o.Name, "/"):
+		return o, fmt.Errorf("lock name %q: must not contain /", o.Name)
+	}
+	if o.OnWakeup == nil {
+		o.OnWakeup = func() {}
+	}
+	return o, nil
+}
+
+// Key is the lock's key (or key prefix, for queue strategies) in etcd.
+func (o Options) Key() string { return o.Prefix + "locks/" + o.Name }
+
+// ttlSeconds is the TTL as etcd grants it.
+func (o Options) ttlSeconds() int64 { return int64(o.TTL / time.Second) }
+
+// Factory makes one client's Locker over an open etcd client.
+type Factory func(ctx context.Context, cli *clientv3.Client, opts Options) (Locker, error)
+
+// Strategy is a registered lock implementation.
+type Strategy struct {
+	Name        string
+	Description string
+	Origin      string
+	// Buggy marks a strategy kept on purpose to prove the checker catches
+	// its bug; the suite expects it to fail.
+	Buggy bool
+	New   Factory
+}
+
+var (
+	registryMu sync.RWMutex
+	registry   = map[string]Strategy{}
+)
+
+// Register adds a strategy; registering a name twice is a programming error.
+func Register(s Strategy) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if _, dup := registry[s.Name]; dup {
+		panic("locks: strategy registered twice: " + s.Name)
+	}
+	registry[s.Name] = s
+}
+
+// Names lists the registered strategies in a stable order.
+func Names() []string {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	out := make([]string, 0, len(registry))
+	for n := range registry {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Lookup finds a strategy by name; the error lists the valid names.
+func Lookup(name string) (Strategy, error) {
+	registryMu.RLock()
+	s, ok := registry[name]
+	registryMu.RUnlock()
+	if !ok {
+		return Strategy{}, fmt.Errorf("unknown lock %q: valid locks are %s", name, strings.Join(Names(), ", "))
+	}
+	return s, nil
+}
+
+// All returns every registered strategy, by name.
+func All() []Strategy {
+	var out []Strategy
+	for _, n := range Names() {
+		s, _ := Lookup(n)
+		out = append(out, s)
+	}
+	return out
+}
