@@ -45,6 +45,24 @@ Exit status: 0 all checks pass; 1 a violation; 2 bad input or usage;
 3 the harness failed (e.g. etcd did not start); 130 interrupted.
 `
 
+// command runs one subcommand; it returns the exit code, and an error to
+// print (a usageError for bad input).
+type command func(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error)
+
+// commands is filled by each command's file (init), so that a new command
+// is one new file.
+var commands = map[string]command{}
+
+func init() {
+	commands["run"] = cmdRun
+	commands["check"] = func(_ context.Context, args []string, stdout, _ io.Writer) (int, error) {
+		return cmdCheck(args, stdout)
+	}
+	commands["list"] = func(_ context.Context, args []string, stdout, _ io.Writer) (int, error) {
+		return cmdList(args, stdout)
+	}
+}
+
 // usageError marks errors that are the user's input, not the run's outcome.
 type usageError struct{ error }
 
@@ -61,20 +79,17 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	stopSignals := onSignal(cancel, stderr)
 	defer stopSignals()
-	var code int
-	var err error
-	switch args[0] {
-	case "run":
-		code, err = cmdRun(ctx, args[1:], stdout, stderr)
-	case "check":
-		code, err = cmdCheck(args[1:], stdout)
-	case "list":
-		code, err = cmdList(args[1:], stdout)
-	case "help", "-h", "-help", "--help":
+	if h := args[0]; h == "help" || h == "-h" || h == "-help" || h == "--help" {
 		fmt.Fprint(stdout, usage)
 		return exitPass
-	default:
-		err = usageError{fmt.Errorf("unknown command %q: valid commands are run, check, list", args[0])}
+	}
+	var code int
+	cmd, ok := commands[args[0]]
+	var err error
+	if ok {
+		code, err = cmd(ctx, args[1:], stdout, stderr)
+	} else {
+		err = usageError{fmt.Errorf("unknown command %q: valid commands are %s", args[0], strings.Join(sortedKeys(commands), ", "))}
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "lockbench %s: %v\n", args[0], err)
