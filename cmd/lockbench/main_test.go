@@ -1,0 +1,241 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/harness"
+	"github.com/lockbench/lockbench/report"
+)
+
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = realMain(args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+// TestBadInput: each bad input gives one clear message naming what was
+// wrong and what is valid, exit 2, and writes nothing.
+func TestBadInput(t *testing.T) {
+	dir := t.TempDir()
+	badHistory := filepath.Join(dir, "bad.jsonl")
+	os.WriteFile(badHistory, []byte(`{"time":1,"process":0,"type":"invoke","f":"acquire"}`+"\n"+`{"time":2,"process":0,"type":"ok",`+"\n"), 0o644)
+	badType := filepath.Join(dir, "badtype.jsonl")
+	os.WriteFile(badType, []byte(`{"time":1,"process":0,"type":"done","f":"acquire"}`+"\n"), 0o644)
+	empty := filepath.Join(dir, "empty.jsonl")
+	os.WriteFile(empty, nil, 0o644)
+	out := filepath.Join(dir, "runs")
+
+	tests := []struct {
+		args []string
+		want []string // substrings of stderr
+	}{
+		{[]string{"run", "--out", out, "--lock", "nope"}, []string{`unknown lock "nope"`, "mutex"}},
+		{[]string{"run", "--out", out, "--scenario", "nope"}, []string{`unknown scenario "nope"`, "contention"}},
+		{[]string{"run", "--out", out, "--clients", "0"}, []string{"--clients 0", "≥1"}},
+		{[]string{"run", "--out", out, "--clients", "-3"}, []string{"--clients -3"}},
+		{[]string{"run", "--out", out, "--duration", "0s"}, []string{"--duration 0s", "> 0"}},
+		{[]string{"run", "--out", out, "--duration", "-1s"}, []string{"--duration -1s"}},
+		{[]string{"run", "--out", out, "--duration", "ten"}, []string{`invalid value "ten"`, "duration"}},
+		{[]string{"run", "--out", out, "--hold", "-1ms"}, []string{"--hold -1ms"}},
+		{[]string{"run", "--out", out, "--lease-ttl", "1500ms"}, []string{"lease", "whole number of seconds"}},
+		{[]string{"run", "--out", out, "--keepalive", "sometimes"}, []string{`keepalive "sometimes"`, "auto", "seed"}},
+		{[]string{"run", "--out", out, "--no-such-flag"}, []string{"no-such-flag"}},
+		{[]string{"run", "--out", out, "extra"}, []string{`unexpected argument "extra"`}},
+		{[]string{"check"}, []string{"no history file"}},
+		{[]string{"check", filepath.Join(dir, "missing.jsonl")}, []string{"missing.jsonl", "no such file"}},
+		{[]string{"check", badHistory}, []string{"line 2"}},
+		{[]string{"check", badType}, []string{"line 1", `"done"`, "invoke, ok, fail, info"}},
+		{[]string{"check", empty}, []string{"empty"}},
+		{[]string{"frobnicate"}, []string{`unknown command "frobnicate"`, "run"}},
+		{nil, []string{"Usage"}},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, _, stderr := runCLI(t, tc.args...)
+			if code != exitUsage {
+				t.Errorf("exit %d, want %d; stderr: %s", code, exitUsage, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr %q does not mention %q", stderr, w)
+				}
+			}
+			if n := strings.Count(strings.TrimSpace(stderr), "\n"); n > 0 && len(tc.args) > 0 {
+				t.Errorf("want one line of error, got %d:\n%s", n+1, stderr)
+			}
+		})
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("bad input wrote %s", out)
+	}
+}
+
+func TestHelpExitsZero(t *testing.T) {
+	for _, cmd := range []string{"run", "check", "list"} {
+		code, stdout, _ := runCLI(t, cmd, "--help")
+		if code != exitPass || !strings.Contains(stdout, "Usage: lockbench "+cmd) {
+			t.Errorf("%s --help: exit %d, stdout %q", cmd, code, stdout)
+		}
+	}
+}
+
+func TestCheckCleanAndViolatingHistories(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, lines ...string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+		return p
+	}
+	clean := write("clean.jsonl",
+		`{"time":0,"process":0,"type":"invoke","f":"acquire","lock":"l"}`,
+		`{"time":1,"process":0,"type":"ok","f":"acquire","lock":"l","token":5}`,
+		`{"time":2,"process":0,"type":"invoke","f":"release","lock":"l"}`,
+		`{"time":3,"process":1,"type":"invoke","f":"acquire","lock":"l"}`,
+		`{"time":4,"process":1,"type":"ok","f":"acquire","lock":"l","token":6}`)
+	bad := write("bad.jsonl",
+		`{"time":0,"process":0,"type":"invoke","f":"acquire","lock":"l"}`,
+		`{"time":1,"process":0,"type":"ok","f":"acquire","lock":"l","token":5}`,
+		`{"time":3,"process":1,"type":"invoke","f":"acquire","lock":"l"}`,
+		`{"time":4,"process":1,"type":"ok","f":"acquire","lock":"l","token":6}`)
+	if code, out, errs := runCLI(t, "check", clean); code != exitPass || !strings.Contains(out, "verdict pass") {
+		t.Errorf("clean: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, _ := runCLI(t, "check", bad)
+	if code != exitViolation || !strings.Contains(out, "process 0") || !strings.Contains(out, "process 1") {
+		t.Errorf("bad: exit %d\n%s", code, out)
+	}
+	code, out, _ = runCLI(t, "check", bad, "--json")
+	var rep struct{ Verdict string }
+	if code != exitViolation || json.Unmarshal([]byte(out), &rep) != nil || rep.Verdict != "fail" {
+		t.Errorf("bad --json: exit %d\n%s", code, out)
+	}
+}
+
+// TestRunWritesRunFolder is the foundation end to end: a real 3-member
+// cluster, the mutex strategy, a history that checks clean.
+func TestRunWritesRunFolder(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an etcd cluster")
+	}
+	out := t.TempDir()
+	code, stdout, stderr := runCLI(t, "run", "--lock", "mutex", "--scenario", "contention",
+		"--clients", "4", "--duration", "2s", "--out", out, "--unsafe-no-fsync")
+	if code != exitPass {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, col := range []string{"acquisitions", "acq/s", "p50 ms", "p99 ms", "violations"} {
+		if !strings.Contains(stdout, col) {
+			t.Errorf("table lacks %q:\n%s", col, stdout)
+		}
+	}
+	runs, _ := os.ReadDir(out)
+	if len(runs) != 1 {
+		t.Fatalf("want one run folder, got %v", runs)
+	}
+	dir := filepath.Join(out, runs[0].Name())
+	var sum report.Summary
+	readJSON(t, filepath.Join(dir, harness.SummaryFile), &sum)
+	if sum.Lock != "mutex" || sum.Scenario != "contention" || sum.Clients != 4 || sum.Verdict != "pass" {
+		t.Errorf("summary: %+v", sum)
+	}
+	if sum.Acquisitions < 10 || sum.ThroughputPerS <= 0 || sum.LatencyMS["acquire"].P50 <= 0 {
+		t.Errorf("implausible figures: %d acquisitions, %.1f/s, %+v", sum.Acquisitions, sum.ThroughputPerS, sum.LatencyMS)
+	}
+	if _, err := os.Stat(filepath.Join(dir, harness.HistoryFile)); err != nil {
+		t.Error(err)
+	}
+	// The saved history re-checks the same.
+	if code, out, _ := runCLI(t, "check", filepath.Join(dir, harness.HistoryFile)); code != exitPass {
+		t.Errorf("re-check: exit %d\n%s", code, out)
+	}
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// TestInterruptLeavesNothingBehind sends SIGINT to a real lockbench run
+// and checks that the run is written and marked interrupted, and that no
+// listener or data folder of the cluster is left.
+func TestInterruptLeavesNothingBehind(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an etcd cluster")
+	}
+	bin := filepath.Join(t.TempDir(), "lockbench")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	tmp, out := t.TempDir(), t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "run", "--duration", "60s", "--clients", "4", "--out", out, "--unsafe-no-fsync")
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the cluster's data folder exists and the run is going.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		ents, _ := os.ReadDir(tmp)
+		if len(ents) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("cluster never started")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second)
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	code := cmd.ProcessState.ExitCode()
+	if err == nil || code != exitInterrupted {
+		t.Fatalf("exit %d (%v), want %d\n%s", code, err, exitInterrupted, stderr.String())
+	}
+	runs, _ := os.ReadDir(out)
+	if len(runs) != 1 {
+		t.Fatalf("want one run folder, got %v", runs)
+	}
+	dir := filepath.Join(out, runs[0].Name())
+	var sum report.Summary
+	readJSON(t, filepath.Join(dir, harness.SummaryFile), &sum)
+	if !sum.Interrupted {
+		t.Error("summary not marked interrupted")
+	}
+	if sum.DurationS >= 30 {
+		t.Errorf("run went on for %.1fs after the signal", sum.DurationS)
+	}
+	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+		t.Errorf("left in TMPDIR: %v", ents)
+	}
+	var cfg harness.Config
+	readJSON(t, filepath.Join(dir, harness.ConfigFile), &cfg)
+	for _, ep := range cfg.Cluster.Endpoints {
+		u, _ := url.Parse(ep)
+		if c, err := net.DialTimeout("tcp", u.Host, time.Second); err == nil {
+			c.Close()
+			t.Errorf("something still listens on %s", u.Host)
+		}
+	}
+}
