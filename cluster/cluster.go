@@ -268,6 +268,23 @@ func (c *Cluster) Endpoints() []string {
 // DataDir is the cluster's temporary data folder, removed by Close.
 func (c *Cluster) DataDir() string { return c.dir }
 
+// Tick is the cluster's raft heartbeat interval.
+func (c *Cluster) Tick() time.Duration { return c.opts.Tick }
+
+// UnsafeNoFsync reports whether the cluster runs without fsync.
+func (c *Cluster) UnsafeNoFsync() bool { return c.opts.UnsafeNoFsync }
+
+// Healthy reports whether every member runs and one leads: a cluster fit
+// to start a new run on.
+func (c *Cluster) Healthy() bool {
+	for _, m := range c.members {
+		if !m.Running() {
+			return false
+		}
+	}
+	return c.Leader() >= 0
+}
+
 // Election is the cluster's election timeout.
 func (c *Cluster) Election() time.Duration { return c.opts.Election }
 

@@ -103,7 +103,6 @@ func Run(ctx context.Context, spec RunSpec) (res *Result, err error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	runID := NewRunID(spec.Lock, spec.Scenario.Name, spec.Seed)
 	c, err := cluster.Start(ctx, spec.Cluster)
 	if err != nil {
 		return nil, fmt.Errorf("start etcd cluster: %w", err)
@@ -113,7 +112,17 @@ func Run(ctx context.Context, spec RunSpec) (res *Result, err error) {
 			err = fmt.Errorf("close etcd cluster: %w", cerr)
 		}
 	}()
-	opts := spec.Cluster
+	return RunOn(ctx, c, spec)
+}
+
+// RunOn runs spec on a running embedded cluster (see Run). The run's keys
+// live under their own prefix and are deleted at the end, so runs can share
+// a cluster.
+func RunOn(ctx context.Context, c *cluster.Cluster, spec RunSpec) (*Result, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	runID := NewRunID(spec.Lock, spec.Scenario.Name, spec.Seed)
 	cfg := Config{
 		RunID:     runID,
 		Lock:      spec.Lock,
@@ -122,22 +131,21 @@ func Run(ctx context.Context, spec RunSpec) (res *Result, err error) {
 		KeepAlive: spec.KeepAlive,
 		Prefix:    "/lockbench/" + runID + "/",
 		Cluster: ClusterConfig{
-			Members: len(c.Members()), TickMS: orDefault(opts.Tick, cluster.DefaultTick).Milliseconds(),
-			ElectionMS:    orDefault(opts.Election, cluster.DefaultElection).Milliseconds(),
-			UnsafeNoFsync: opts.UnsafeNoFsync, Endpoints: c.Endpoints(),
+			Members: len(c.Members()), TickMS: c.Tick().Milliseconds(), ElectionMS: c.Election().Milliseconds(),
+			UnsafeNoFsync: c.UnsafeNoFsync(), Endpoints: c.Endpoints(),
 		},
 		GoVersion: runtime.Version(),
 		Host:      HostInfo{CPUs: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH},
 	}
 	out, err := scenarios.Run(ctx, scenarios.Config{
 		Scenario: spec.Scenario, Lock: spec.Lock, Seed: spec.Seed, Prefix: cfg.Prefix,
-		Endpoints: c.Endpoints(), KeepAlive: spec.KeepAlive,
+		Endpoints: c.Endpoints(), Cluster: c, KeepAlive: spec.KeepAlive,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", runID, err)
 	}
 	cfg.Started = out.Start.UTC()
-	rep := check.Check(out.Events, check.Options{})
+	rep := check.Check(out.Events, CheckOptions(spec.Scenario, c.Election()))
 	sum := report.Summarize(report.Run{
 		ID: runID, Lock: spec.Lock, Scenario: spec.Scenario.Name, Clients: spec.Scenario.Clients,
 		Seed: spec.Seed, Elapsed: out.Elapsed, Interrupted: out.Interrupted, Stopped: out.Stopped,
@@ -149,11 +157,11 @@ func Run(ctx context.Context, spec RunSpec) (res *Result, err error) {
 	return &Result{Dir: dir, Summary: sum}, nil
 }
 
-func orDefault(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
+// CheckOptions derives the checker's bounds from the scenario and cluster:
+// a stall is a free lock with waiters for longer than a lease TTL plus an
+// election, the longest any correct lock may take to recover.
+func CheckOptions(sc scenarios.Scenario, election time.Duration) check.Options {
+	return check.Options{LivenessBound: sc.TTL() + election}
 }
 
 // NewRunID names a run so that folders sort by time and say what ran.

@@ -5,14 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/pkg/v3/proxy"
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/lockbench/lockbench/chaos"
+	"github.com/lockbench/lockbench/cluster"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locks"
 )
@@ -25,6 +31,12 @@ type Config struct {
 	// Prefix is the run's key namespace; nothing outside it is touched.
 	Prefix    string
 	Endpoints []string
+	// Cluster is the embedded cluster, for member faults; nil when the
+	// cluster is external.
+	Cluster *cluster.Cluster
+	// ClientConfig, when set, is the base etcd client configuration (TLS,
+	// credentials); Endpoints, DialTimeout and Logger are filled in.
+	ClientConfig clientv3.Config
 	// DialTimeout bounds connecting each client (default 5 s).
 	DialTimeout time.Duration
 	KeepAlive   locks.KeepAlive
@@ -46,20 +58,34 @@ type Outcome struct {
 	// Stopped says why the run ended early other than by interruption
 	// (e.g. the history limit), empty otherwise.
 	Stopped string
+	// RPCs is the number of etcd RPCs each client made.
+	RPCs []int64
 }
 
-// releaseTimeout bounds an Unlock: a release must finish even after the run
-// has ended, but must not hang the run on a dead cluster.
-const releaseTimeout = 5 * time.Second
+// opTimeout bounds a release, a counter operation or a fault action: they
+// must finish after the run has ended, but not hang it on a dead cluster.
+const opTimeout = 5 * time.Second
+
+// counterKey is the counter workloads' shared resource, in the run's
+// namespace.
+func counterKey(prefix string) string { return prefix + "counter" }
 
 // Run drives Scenario.Clients clients against the lock for the scenario's
-// duration and returns the recorded history. ctx ending stops the run
-// early, cleanly: waiters are cancelled, holders release, and the history
-// so far is returned with Interrupted set.
-func Run(ctx context.Context, cfg Config) (*Outcome, error) {
+// duration while injecting its fault steps, and returns the recorded
+// history. ctx ending stops the run early, cleanly: waiters are cancelled,
+// holders release, faults are undone, and the history so far is returned
+// with Interrupted set.
+func Run(ctx context.Context, cfg Config) (out *Outcome, err error) {
 	sc := cfg.Scenario
 	if err := sc.Validate(); err != nil {
 		return nil, err
+	}
+	steps, err := sc.ChaosSteps()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Cluster == nil && sc.NeedsMembers() {
+		return nil, fmt.Errorf("scenario %s injects member faults, which need the embedded cluster; on an external cluster only client faults work", sc.Name)
 	}
 	strategy, err := locks.Lookup(cfg.Lock)
 	if err != nil {
@@ -68,61 +94,72 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if cfg.DialTimeout == 0 {
 		cfg.DialTimeout = 5 * time.Second
 	}
+	r := &runner{cfg: cfg, strategy: strategy, stopRun: func() {}}
+	defer r.close()
 
-	// The recorder is made once every client is connected (below), so the
-	// history's time 0 is the moment the clients start and set-up cost is
-	// not measured as lock latency; record is only called after that.
-	var rec *history.Recorder
-	runCtx, stopRun := context.WithCancel(ctx)
-	defer stopRun()
-	var stopOnce sync.Once
-	var stopped string
-	record := func(e history.Event) int64 {
-		t, err := rec.Append(e)
-		if err != nil {
-			stopOnce.Do(func() { stopped = err.Error() })
-			stopRun()
-		}
-		return t
+	admin, err := r.newEtcdClient(cfg.Endpoints, nil)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
 	}
-
-	clients := make([]*client, sc.Clients)
-	defer func() {
-		for _, c := range clients {
-			if c != nil {
-				c.close()
+	r.admin = admin
+	// Connect every client before the clock starts, so that set-up cost is
+	// not measured as lock latency.
+	r.clients = make([]*client, sc.Clients)
+	for i := range r.clients {
+		c := &client{id: i, r: r}
+		if sc.NeedsProxies() {
+			if err := c.startProxies(); err != nil {
+				return nil, err
 			}
 		}
-	}()
-	for i := range clients {
-		c, err := newClient(ctx, i, cfg, strategy, record)
-		if err != nil {
+		r.clients[i] = c
+		if err := c.connect(ctx); err != nil {
 			return nil, err
 		}
-		clients[i] = c
+	}
+	if sc.Workload.Kind != WorkloadHold {
+		cctx, cancel := context.WithTimeout(ctx, opTimeout)
+		_, err := admin.Put(cctx, counterKey(cfg.Prefix), "0")
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("initialise counter: %w", err)
+		}
 	}
 
 	if cfg.NoRecord {
-		rec = history.NewDiscardRecorder()
+		r.rec = history.NewDiscardRecorder()
 	} else {
-		rec = history.NewRecorder(cfg.MaxEvents)
+		r.rec = history.NewRecorder(cfg.MaxEvents)
 	}
-	start := time.Now()
-	deadline, cancelDeadline := context.WithTimeout(runCtx, sc.Duration)
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	r.stopRun = stopRun
+	deadline, cancelDeadline := context.WithTimeout(runCtx, sc.Duration.D())
 	defer cancelDeadline()
+
 	g, gctx := errgroup.WithContext(deadline)
-	for _, c := range clients {
-		rng := rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(c.id)))
-		g.Go(func() error { return c.loop(gctx, sc.Workload, rng) })
+	for _, c := range r.clients {
+		c.startWorker(gctx)
 	}
+	plan := chaos.Plan(steps, cfg.Seed)
+	g.Go(func() error { return r.nemesis(gctx, plan) })
 	err = g.Wait()
-	elapsed := time.Since(start)
-	out := &Outcome{
-		Events:      rec.Events(),
-		Start:       rec.Start(),
+	for _, c := range r.clients {
+		c.wait()
+	}
+	elapsed := time.Duration(r.rec.Now())
+	if sc.Workload.Kind != WorkloadHold {
+		r.finalRead()
+	}
+	out = &Outcome{
+		Events:      r.rec.Events(),
+		Start:       r.rec.Start(),
 		Elapsed:     elapsed,
 		Interrupted: ctx.Err() != nil,
-		Stopped:     stopped,
+		Stopped:     r.stopped,
+	}
+	for _, c := range r.clients {
+		out.RPCs = append(out.RPCs, c.rpcs.Count())
 	}
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 		return out, err
@@ -130,97 +167,768 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	return out, nil
 }
 
-// client is one simulated process: its own etcd connection and Locker.
-type client struct {
-	id     int
-	lock   string
-	cli    *clientv3.Client
-	locker locks.Locker
-	record func(history.Event) int64
+// runner is one run's shared state; it is the chaos.World faults act on.
+type runner struct {
+	cfg      Config
+	strategy locks.Strategy
+	rec      *history.Recorder
+	admin    *clientv3.Client
+	clients  []*client
+	stopRun  context.CancelFunc
+
+	mu      sync.Mutex
+	stopped string
+	seq     int64 // orders acquire requests, for waiter:K
 }
 
-func newClient(ctx context.Context, id int, cfg Config, s locks.Strategy, record func(history.Event) int64) (*client, error) {
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   cfg.Endpoints,
-		DialTimeout: cfg.DialTimeout,
-		Logger:      zap.NewNop(),
-	})
+// record appends an event; hitting the history limit stops the run.
+func (r *runner) record(e history.Event) int64 {
+	t, err := r.rec.Append(e)
 	if err != nil {
-		return nil, fmt.Errorf("client %d: connect: %w", id, err)
+		r.mu.Lock()
+		if r.stopped == "" {
+			r.stopped = err.Error()
+		}
+		r.mu.Unlock()
+		r.stopRun()
 	}
-	c := &client{id: id, cli: cli, record: record}
-	opts := locks.Options{
-		Name:      locks.DefaultName,
-		Prefix:    cfg.Prefix,
-		TTL:       cfg.Scenario.TTL(),
-		KeepAlive: cfg.KeepAlive,
-		OnWakeup: func() {
-			c.record(history.Event{Process: id, Type: history.OK, F: history.FWakeup, Lock: c.lock})
-		},
-	}
-	c.lock = opts.Name
-	c.locker, err = s.New(ctx, cli, opts)
-	if err != nil {
-		cli.Close()
-		return nil, fmt.Errorf("client %d: %s: %w", id, s.Name, err)
-	}
-	return c, nil
+	return t
 }
 
-func (c *client) close() {
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+func (r *runner) nextSeq() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seq++
+	return r.seq
+}
+
+func (r *runner) newEtcdClient(endpoints []string, counter *locks.RPCCounter) (*clientv3.Client, error) {
+	cc := r.cfg.ClientConfig
+	cc.Endpoints = endpoints
+	cc.DialTimeout = r.cfg.DialTimeout
+	cc.Logger = zap.NewNop()
+	if counter != nil {
+		cc.DialOptions = append(append([]grpcDialOption(nil), cc.DialOptions...), counter.DialOptions()...)
+	}
+	return clientv3.New(cc)
+}
+
+// finalRead records the counter's final value as the nemesis, so the
+// checker can compare it with the accepted increments.
+func (r *runner) finalRead() {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	c.locker.Close(ctx)
-	c.cli.Close()
+	r.record(history.Event{Process: history.NemesisProcess, Type: history.Invoke, F: history.FRead})
+	resp, err := r.admin.Get(ctx, counterKey(r.cfg.Prefix))
+	if err != nil || len(resp.Kvs) == 0 {
+		r.record(history.Event{Process: history.NemesisProcess, Type: history.Info, F: history.FRead, Error: errString(err, "counter missing")})
+		return
+	}
+	v, err := strconv.ParseInt(string(resp.Kvs[0].Value), 10, 64)
+	if err != nil {
+		r.record(history.Event{Process: history.NemesisProcess, Type: history.Info, F: history.FRead, Error: err.Error()})
+		return
+	}
+	r.record(history.Event{Process: history.NemesisProcess, Type: history.OK, F: history.FRead, Value: history.IntValue(v)})
 }
 
-// loop runs the workload until ctx ends. Errors from the lock are recorded,
-// not returned: a run is a measurement, and failures are its data.
-func (c *client) loop(ctx context.Context, w Workload, rng *rand.Rand) error {
-	for ctx.Err() == nil {
-		c.record(history.Event{Process: c.id, Type: history.Invoke, F: history.FAcquire, Lock: c.lock})
-		g, err := c.locker.Lock(ctx)
-		if err != nil {
-			typ := history.Info
-			if errors.Is(err, locks.ErrNotAcquired) {
-				typ = history.Fail
+// close stops every client and removes the run's keys (on an external
+// cluster nothing of the run may stay behind).
+func (r *runner) close() {
+	for _, c := range r.clients {
+		if c != nil {
+			c.close()
+		}
+	}
+	if r.admin != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		if r.cfg.Prefix != "" {
+			r.admin.Delete(ctx, r.cfg.Prefix, clientv3.WithPrefix())
+		}
+		cancel()
+		r.admin.Close()
+	}
+}
+
+// nemesis runs the fault plan: each step at its time, undone after its
+// `for`; every fault still in effect is undone when the run ends.
+func (r *runner) nemesis(ctx context.Context, plan []chaos.PlannedStep) error {
+	type active struct {
+		undoAt time.Duration // 0: at the end of the run
+		undo   func(context.Context) error
+		value  history.Fault
+	}
+	var pending []*active
+	undo := func(a *active) {
+		uctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		defer cancel()
+		typ, msg := history.OK, ""
+		if err := a.undo(uctx); err != nil {
+			typ, msg = history.Info, err.Error()
+		}
+		r.record(history.Event{Process: history.NemesisProcess, Type: typ, F: history.FFault, Value: history.FaultValue(a.value), Error: msg})
+	}
+	next := 0
+	for {
+		// The next thing to do: a step, or an undo, whichever is first.
+		wake := time.Duration(-1)
+		if next < len(plan) {
+			wake = plan[next].At
+		}
+		var due *active
+		for _, a := range pending {
+			if a.undoAt > 0 && (wake < 0 || a.undoAt < wake) {
+				wake, due = a.undoAt, a
 			}
-			c.record(history.Event{Process: c.id, Type: typ, F: history.FAcquire, Lock: c.lock, Error: err.Error()})
-			if ctx.Err() == nil {
-				// Back off briefly so a broken cluster is not hammered.
-				sleep(ctx, time.Duration(10+rng.IntN(40))*time.Millisecond)
+		}
+		if wake >= 0 {
+			if !sleep(ctx, wake-time.Duration(r.rec.Now())) {
+				break
 			}
+		} else {
+			<-ctx.Done()
+			break
+		}
+		if due != nil {
+			undo(due)
+			pending = remove(pending, due)
 			continue
 		}
-		c.record(history.Event{Process: c.id, Type: history.OK, F: history.FAcquire, Lock: c.lock,
-			Token: g.Token, Key: g.Key, Lease: strconv.FormatInt(int64(g.Lease), 16)})
-		if w.Hold > 0 {
-			time.Sleep(w.Hold)
+		st := plan[next]
+		next++
+		v := history.Fault{Fault: st.Fault.Name(), Target: st.Target.String(), ForNS: int64(st.For)}
+		target, err := r.resolve(ctx, st)
+		if err == nil {
+			v.Resolved = r.describe(st.Fault.Targets(), target)
+			r.record(history.Event{Process: history.NemesisProcess, Type: history.Invoke, F: history.FFault, Value: history.FaultValue(v)})
+			var u func(context.Context) error
+			u, err = st.Fault.Inject(ctx, r, target, st.Arg)
+			switch {
+			case err != nil:
+			case u == nil: // instantaneous
+				r.record(history.Event{Process: history.NemesisProcess, Type: history.OK, F: history.FFault, Value: history.FaultValue(v)})
+			default:
+				a := &active{undo: u, value: v}
+				if st.For > 0 {
+					a.undoAt = st.At + st.For
+				}
+				pending = append(pending, a)
+			}
+		} else {
+			r.record(history.Event{Process: history.NemesisProcess, Type: history.Invoke, F: history.FFault, Value: history.FaultValue(v)})
 		}
-		c.release(g)
-		if w.Think > 0 {
-			sleep(ctx, w.Think)
+		if err != nil {
+			r.record(history.Event{Process: history.NemesisProcess, Type: history.Fail, F: history.FFault, Value: history.FaultValue(v), Error: err.Error()})
+		}
+	}
+	for _, a := range pending {
+		undo(a)
+	}
+	return nil
+}
+
+// resolveWait bounds how long a fault waits for its target to exist (a
+// holder between grants, enough waiters).
+const resolveWait = 2 * time.Second
+
+// resolve finds the step's target, waiting up to resolveWait for a client
+// target to appear: a holder is only a holder while inside its hold.
+func (r *runner) resolve(ctx context.Context, st chaos.PlannedStep) (int, error) {
+	deadline := time.Now().Add(resolveWait)
+	for {
+		t, err := chaos.Resolve(st.Target, st.Fault.Targets(), r, st.Draw)
+		if err == nil || st.Fault.Targets() != chaos.ClientTarget || time.Now().After(deadline) {
+			return t, err
+		}
+		if !sleep(ctx, 5*time.Millisecond) {
+			return -1, err
+		}
+	}
+}
+
+func remove[T comparable](xs []T, x T) []T {
+	for i, y := range xs {
+		if y == x {
+			return append(xs[:i], xs[i+1:]...)
+		}
+	}
+	return xs
+}
+
+func (r *runner) describe(class chaos.TargetClass, i int) string {
+	switch {
+	case i < 0:
+		return ""
+	case class == chaos.MemberTarget:
+		return "member:" + strconv.Itoa(i)
+	}
+	return "client:" + strconv.Itoa(i)
+}
+
+// chaos.World: members.
+
+func (r *runner) Members() int {
+	if r.cfg.Cluster == nil {
+		return 0
+	}
+	return len(r.cfg.Cluster.Members())
+}
+
+func (r *runner) Leader() int { return r.cfg.Cluster.Leader() }
+
+func (r *runner) RunningMembers() []int {
+	var out []int
+	for _, m := range r.cfg.Cluster.Members() {
+		if m.Running() {
+			out = append(out, m.Index)
+		}
+	}
+	return out
+}
+
+func (r *runner) CrashMember(i int) error { return r.cfg.Cluster.Crash(i) }
+func (r *runner) RestartMember(ctx context.Context, i int) error {
+	return r.cfg.Cluster.Restart(ctx, i)
+}
+func (r *runner) PartitionMember(i int) error { return r.cfg.Cluster.Partition(i) }
+func (r *runner) HealMember(i int) error      { return r.cfg.Cluster.Heal(i) }
+
+// chaos.World: clients.
+
+func (r *runner) Clients() int { return len(r.clients) }
+
+func (r *runner) Holder() int {
+	best, bestT := -1, int64(-1)
+	for _, c := range r.clients {
+		c.mu.Lock()
+		if c.state == holding && !c.crashed && (best < 0 || c.heldSince < bestT) {
+			best, bestT = c.id, c.heldSince
+		}
+		c.mu.Unlock()
+	}
+	return best
+}
+
+func (r *runner) Waiters() []int {
+	type w struct {
+		id  int
+		seq int64
+	}
+	var ws []w
+	for _, c := range r.clients {
+		c.mu.Lock()
+		if c.state == waiting && !c.crashed {
+			ws = append(ws, w{c.id, c.seq})
+		}
+		c.mu.Unlock()
+	}
+	sortSlice(ws, func(a, b w) bool { return a.seq < b.seq })
+	out := make([]int, len(ws))
+	for i, x := range ws {
+		out[i] = x.id
+	}
+	return out
+}
+
+func (r *runner) CrashClient(i int) error                        { return r.clients[i].crash() }
+func (r *runner) RestartClient(ctx context.Context, i int) error { return r.clients[i].restart(ctx) }
+func (r *runner) PauseClient(i int) error                        { return r.clients[i].pause() }
+func (r *runner) ResumeClient(i int) error                       { return r.clients[i].resume() }
+func (r *runner) IsolateClient(i int, cut bool) error            { return r.clients[i].isolate(cut) }
+func (r *runner) DelayClient(i int, d time.Duration) error       { return r.clients[i].delay(d) }
+
+func (r *runner) RevokeLease(ctx context.Context, i int) error {
+	c := r.clients[i]
+	c.mu.Lock()
+	g := c.grant
+	c.mu.Unlock()
+	if g == nil {
+		return fmt.Errorf("client %d holds no grant whose lease to revoke", i)
+	}
+	_, err := r.admin.Revoke(ctx, g.Lease)
+	return err
+}
+
+// clientState is where a client's worker is in its loop.
+type clientState int
+
+const (
+	idle clientState = iota
+	waiting
+	holding
+)
+
+// client is one simulated process: its own etcd connection (through its
+// own fault proxies when the scenario needs them) and Locker.
+type client struct {
+	id   int
+	r    *runner
+	rpcs locks.RPCCounter
+
+	proxies []proxy.Server
+
+	mu        sync.Mutex
+	cli       *clientv3.Client
+	locker    locks.Locker
+	state     clientState
+	seq       int64
+	heldSince int64
+	grant     *locks.Grant
+	crashed   bool
+	gen       int           // worker generation: a restart starts a new one
+	paused    chan struct{} // non-nil while paused; closed on resume
+	pauses    int           // pauses so far: tells a worker it was frozen
+	cancel    context.CancelFunc
+	done      chan struct{}
+	runCtx    context.Context
+}
+
+// startProxies puts one fault proxy in front of each member for this
+// client alone, so that its network can be cut or slowed on its own.
+func (c *client) startProxies() error {
+	for _, ep := range c.r.cfg.Endpoints {
+		to, err := url.Parse(ep)
+		if err != nil {
+			return fmt.Errorf("endpoint %q: %w", ep, err)
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return fmt.Errorf("client %d proxy: %w", c.id, err)
+		}
+		from := url.URL{Scheme: "tcp", Host: l.Addr().String()}
+		l.Close() // the proxy listens on it itself
+		p := proxy.NewServer(proxy.ServerConfig{Logger: zap.NewNop(), From: from, To: url.URL{Scheme: "tcp", Host: to.Host}})
+		c.proxies = append(c.proxies, p)
+		select {
+		case <-p.Ready():
+		case err := <-p.Error():
+			return fmt.Errorf("client %d proxy: %w", c.id, err)
 		}
 	}
 	return nil
 }
 
-func (c *client) release(g *locks.Grant) {
-	c.record(history.Event{Process: c.id, Type: history.Invoke, F: history.FRelease, Lock: c.lock, Token: g.Token})
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-	defer cancel()
-	if err := c.locker.Unlock(ctx, g); err != nil {
-		c.record(history.Event{Process: c.id, Type: history.Info, F: history.FRelease, Lock: c.lock, Token: g.Token, Error: err.Error()})
-		return
+func (c *client) endpoints() []string {
+	if len(c.proxies) == 0 {
+		return c.r.cfg.Endpoints
 	}
-	c.record(history.Event{Process: c.id, Type: history.OK, F: history.FRelease, Lock: c.lock, Token: g.Token})
+	var eps []string
+	for _, p := range c.proxies {
+		eps = append(eps, "http://"+strings.TrimPrefix(p.From(), "tcp://"))
+	}
+	return eps
 }
 
-func sleep(ctx context.Context, d time.Duration) {
+// connect opens the client's etcd connection and Locker.
+func (c *client) connect(ctx context.Context) error {
+	cli, err := c.r.newEtcdClient(c.endpoints(), &c.rpcs)
+	if err != nil {
+		return fmt.Errorf("client %d: connect: %w", c.id, err)
+	}
+	opts := locks.Options{
+		Name:      locks.DefaultName,
+		Prefix:    c.r.cfg.Prefix,
+		TTL:       c.r.cfg.Scenario.TTL(),
+		KeepAlive: c.r.cfg.KeepAlive,
+		OnWakeup: func() {
+			c.emit(c.currentGen(), history.Event{Type: history.OK, F: history.FWakeup})
+		},
+	}
+	locker, err := c.r.strategy.New(ctx, cli, opts)
+	if err != nil {
+		cli.Close()
+		return fmt.Errorf("client %d: %s: %w", c.id, c.r.strategy.Name, err)
+	}
+	c.mu.Lock()
+	c.cli, c.locker = cli, locker
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *client) currentGen() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen
+}
+
+// emit records an event of this process unless the worker generation that
+// made it has crashed: a crashed process says nothing more.
+func (c *client) emit(gen int, e history.Event) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.crashed || gen != c.gen {
+		return -1
+	}
+	e.Process, e.Lock = c.id, locks.DefaultName
+	return c.r.record(e)
+}
+
+func (c *client) startWorker(ctx context.Context) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	wctx, cancel := context.WithCancel(ctx)
+	c.runCtx = ctx
+	c.cancel = cancel
+	c.done = make(chan struct{})
+	gen, cli, locker, done := c.gen, c.cli, c.locker, c.done
+	seed := uint64(c.r.cfg.Seed)
+	go func() {
+		defer close(done)
+		rng := rand.New(rand.NewPCG(seed, uint64(c.id)<<16|uint64(gen)))
+		c.loop(wctx, gen, cli, locker, rng)
+	}()
+}
+
+func (c *client) wait() {
+	c.mu.Lock()
+	done := c.done
+	c.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+}
+
+// setState tracks the worker's place for targets (holder, waiter:K).
+func (c *client) setState(gen int, s clientState, g *locks.Grant, t int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen != c.gen {
+		return
+	}
+	c.state, c.grant = s, g
+	switch s {
+	case waiting:
+		c.seq = c.r.nextSeq()
+	case holding:
+		c.heldSince = t
+	}
+}
+
+// checkpoint blocks while the client is paused: the process is frozen at
+// this point of its loop. It returns false when ctx ends.
+func (c *client) checkpoint(ctx context.Context) bool {
+	for {
+		c.mu.Lock()
+		p := c.paused
+		c.mu.Unlock()
+		if p == nil {
+			return ctx.Err() == nil
+		}
+		select {
+		case <-p:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// loop runs the workload until ctx ends. Errors from the lock are recorded,
+// not returned: a run is a measurement, and failures are its data.
+func (c *client) loop(ctx context.Context, gen int, cli *clientv3.Client, locker locks.Locker, rng *rand.Rand) {
+	w := c.r.cfg.Scenario.Workload
+	for c.checkpoint(ctx) {
+		c.setState(gen, waiting, nil, 0)
+		c.emit(gen, history.Event{Type: history.Invoke, F: history.FAcquire})
+		g, err := locker.Lock(ctx)
+		if err != nil {
+			c.setState(gen, idle, nil, 0)
+			typ := history.Info
+			if errors.Is(err, locks.ErrNotAcquired) {
+				typ = history.Fail
+			}
+			c.emit(gen, history.Event{Type: typ, F: history.FAcquire, Error: err.Error()})
+			// Back off briefly so that a broken cluster is not hammered.
+			sleep(ctx, time.Duration(10+rng.IntN(40))*time.Millisecond)
+			continue
+		}
+		t := c.emit(gen, history.Event{Type: history.OK, F: history.FAcquire, Token: g.Token, Key: g.Key,
+			Lease: strconv.FormatInt(int64(g.Lease), 16)})
+		c.setState(gen, holding, g, t)
+		if c.criticalSection(ctx, gen, cli, g, w) {
+			continue
+		}
+		c.release(gen, locker, g)
+		if w.Think > 0 {
+			sleep(ctx, w.Think.D())
+		}
+	}
+}
+
+// criticalSection does the workload's work while holding g. It returns
+// true when the lease was lost (and recorded as such) so there is nothing
+// to release.
+func (c *client) criticalSection(ctx context.Context, gen int, cli *clientv3.Client, g *locks.Grant, w Workload) (lost bool) {
+	leaseLost := func() bool {
+		select {
+		case <-g.Lost:
+			c.emit(gen, history.Event{Type: history.OK, F: history.FLeaseLost, Token: g.Token})
+			return true
+		default:
+			return false
+		}
+	}
+	// The hold: end it early, as a careful client does, when the lease is
+	// reported lost — unless the process was frozen meanwhile: then it wakes
+	// and carries on, unaware, as a process after a GC pause does. Not on
+	// ctx: a holder finishes its work at run end. Only during the hold is
+	// the client a fault's "holder".
+	holdFor := func() bool {
+		defer c.setState(gen, idle, nil, 0)
+		if w.Hold <= 0 {
+			return false
+		}
+		p0 := c.pauseCount()
+		t := time.NewTimer(w.Hold.D())
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-g.Lost:
+			if c.checkpoint(context.Background()); c.pauseCount() == p0 {
+				return leaseLost()
+			}
+		}
+		c.checkpoint(context.Background())
+		return false
+	}
+	if w.Kind == WorkloadHold {
+		if holdFor() {
+			return true
+		}
+		return leaseLost()
+	}
+	if leaseLost() {
+		return true
+	}
+	// read → hold → write(+1). A pause freezes the process between its
+	// read and its write: the stale write the scenario is about.
+	opCtx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	key := counterKey(c.r.cfg.Prefix)
+	c.emit(gen, history.Event{Type: history.Invoke, F: history.FRead})
+	resp, err := cli.Get(opCtx, key)
+	if err != nil || len(resp.Kvs) == 0 {
+		c.emit(gen, history.Event{Type: history.Fail, F: history.FRead, Error: errString(err, "counter missing")})
+		return leaseLost()
+	}
+	v, _ := strconv.ParseInt(string(resp.Kvs[0].Value), 10, 64)
+	c.emit(gen, history.Event{Type: history.OK, F: history.FRead, Value: history.IntValue(v)})
+	if holdFor() {
+		return true
+	}
+	wctx, wcancel := context.WithTimeout(context.Background(), opTimeout)
+	defer wcancel()
+	nv := history.IntValue(v + 1)
+	c.emit(gen, history.Event{Type: history.Invoke, F: history.FWrite, Value: nv, Token: g.Token})
+	if w.Kind == WorkloadCounterFenced {
+		// The resource accepts the write only while the grant's key still
+		// exists at the grant's revision: a stale holder is rejected.
+		tr, err := cli.Txn(wctx).If(clientv3.Compare(clientv3.CreateRevision(g.Key), "=", g.Token)).
+			Then(clientv3.OpPut(key, strconv.FormatInt(v+1, 10))).Commit()
+		switch {
+		case err != nil:
+			c.emit(gen, history.Event{Type: history.Info, F: history.FWrite, Value: nv, Token: g.Token, Error: err.Error()})
+		case !tr.Succeeded:
+			c.emit(gen, history.Event{Type: history.Fail, F: history.FWrite, Value: nv, Token: g.Token, Error: "stale token"})
+		default:
+			c.emit(gen, history.Event{Type: history.OK, F: history.FWrite, Value: nv, Token: g.Token})
+		}
+	} else {
+		if _, err := cli.Put(wctx, key, strconv.FormatInt(v+1, 10)); err != nil {
+			c.emit(gen, history.Event{Type: history.Info, F: history.FWrite, Value: nv, Token: g.Token, Error: err.Error()})
+		} else {
+			c.emit(gen, history.Event{Type: history.OK, F: history.FWrite, Value: nv, Token: g.Token})
+		}
+	}
+	return leaseLost()
+}
+
+func (c *client) release(gen int, locker locks.Locker, g *locks.Grant) {
+	c.emit(gen, history.Event{Type: history.Invoke, F: history.FRelease, Token: g.Token})
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	if err := locker.Unlock(ctx, g); err != nil {
+		c.emit(gen, history.Event{Type: history.Info, F: history.FRelease, Token: g.Token, Error: err.Error()})
+		return
+	}
+	c.emit(gen, history.Event{Type: history.OK, F: history.FRelease, Token: g.Token})
+}
+
+// crash stops the process as SIGKILL would: its connection drops, its
+// worker stops where it stands, and its lease is not revoked, so its keys
+// stay until the TTL ends.
+func (c *client) crash() error {
+	c.mu.Lock()
+	if c.crashed {
+		c.mu.Unlock()
+		return fmt.Errorf("client %d has already crashed", c.id)
+	}
+	// Recorded under the lock that emit takes: nothing of this process can
+	// appear after its crash.
+	c.r.record(history.Event{Process: c.id, Type: history.Info, F: history.FCrash, Lock: locks.DefaultName})
+	c.crashed = true
+	c.state, c.grant = idle, nil
+	cli, cancel := c.cli, c.cancel
+	if c.paused != nil {
+		close(c.paused)
+		c.paused = nil
+	}
+	c.mu.Unlock()
+	cli.Close()
+	cancel()
+	return nil
+}
+
+// restart brings a crashed process back as the same process id, with a new
+// connection and Locker (its old lease is gone or going).
+func (c *client) restart(ctx context.Context) error {
+	c.wait()
+	c.mu.Lock()
+	if !c.crashed {
+		c.mu.Unlock()
+		return fmt.Errorf("client %d is not crashed", c.id)
+	}
+	c.mu.Unlock()
+	if err := c.connect(ctx); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.crashed = false
+	c.gen++
+	runCtx := c.runCtx
+	c.mu.Unlock()
+	c.startWorker(runCtx)
+	return nil
+}
+
+func (c *client) needProxies(fault string) error {
+	if len(c.proxies) == 0 {
+		return fmt.Errorf("client %d has no fault proxy (%s): invariant broken", c.id, fault)
+	}
+	return nil
+}
+
+// pause freezes the process: its worker stops at its next checkpoint and
+// nothing it sends (keepalives included) gets through.
+func (c *client) pause() error {
+	if err := c.needProxies("pause"); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if c.paused != nil || c.crashed {
+		c.mu.Unlock()
+		return fmt.Errorf("client %d is already paused or crashed", c.id)
+	}
+	c.paused = make(chan struct{})
+	c.pauses++
+	c.r.record(history.Event{Process: c.id, Type: history.OK, F: history.FPause, Lock: locks.DefaultName})
+	c.mu.Unlock()
+	for _, p := range c.proxies {
+		p.BlackholeTx()
+		p.BlackholeRx()
+	}
+	return nil
+}
+
+func (c *client) pauseCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pauses
+}
+
+func (c *client) resume() error {
+	for _, p := range c.proxies {
+		p.UnblackholeTx()
+		p.UnblackholeRx()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.paused == nil {
+		return nil // crashed meanwhile
+	}
+	close(c.paused)
+	c.paused = nil
+	c.r.record(history.Event{Process: c.id, Type: history.OK, F: history.FResume, Lock: locks.DefaultName})
+	return nil
+}
+
+// isolate cuts (or restores) the client's network; its process runs on.
+func (c *client) isolate(cut bool) error {
+	if err := c.needProxies("isolate"); err != nil {
+		return err
+	}
+	for _, p := range c.proxies {
+		if cut {
+			p.BlackholeTx()
+			p.BlackholeRx()
+		} else {
+			p.UnblackholeTx()
+			p.UnblackholeRx()
+		}
+	}
+	return nil
+}
+
+// delay adds d of latency each way to everything the client sends and
+// receives; 0 removes it.
+func (c *client) delay(d time.Duration) error {
+	if err := c.needProxies("delay"); err != nil {
+		return err
+	}
+	for _, p := range c.proxies {
+		if d > 0 {
+			p.DelayTx(d, 0)
+			p.DelayRx(d, 0)
+		} else {
+			p.UndelayTx()
+			p.UndelayRx()
+		}
+	}
+	return nil
+}
+
+func (c *client) close() {
+	c.mu.Lock()
+	if c.paused != nil {
+		close(c.paused)
+		c.paused = nil
+	}
+	cli, locker, cancel, crashed := c.cli, c.locker, c.cancel, c.crashed
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	c.wait()
+	if locker != nil && !crashed {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		locker.Close(ctx)
+		cancel()
+	}
+	if cli != nil {
+		cli.Close()
+	}
+	for _, p := range c.proxies {
+		p.Close()
+	}
+}
+
+// sleep waits d or until ctx ends; it reports whether the full time passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
+		return true
 	case <-ctx.Done():
+		return false
 	}
+}
+
+func errString(err error, otherwise string) string {
+	if err != nil {
+		return err.Error()
+	}
+	return otherwise
 }

@@ -1,15 +1,25 @@
 // Package scenarios holds what a run does: the scenario (data: clients,
-// workload, duration, fault steps, expectations), the built-in scenarios,
-// and the runner that drives lock clients against etcd and records the
-// history.
+// workload, duration, fault steps, expectations), the built-in scenarios
+// (embedded YAML), and the runner that drives lock clients against etcd and
+// records the history.
 package scenarios
 
 import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path"
 	"sort"
 	"strings"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
+	"github.com/lockbench/lockbench/chaos"
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/locks"
 )
@@ -18,30 +28,129 @@ import (
 const (
 	// WorkloadHold acquires, holds for Hold, releases, thinks for Think.
 	WorkloadHold = "hold"
+	// WorkloadCounter reads a shared counter in etcd inside the critical
+	// section, holds, then writes read+1: a stale holder loses updates.
+	WorkloadCounter = "counter"
+	// WorkloadCounterFenced writes through a txn guarded by the grant's
+	// token, so a stale holder's write is rejected.
+	WorkloadCounterFenced = "counter-fenced"
 )
+
+var workloads = []string{WorkloadHold, WorkloadCounter, WorkloadCounterFenced}
+
+// Duration is a time.Duration written as "1.5s" in YAML and JSON.
+type Duration time.Duration
+
+// D is d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// UnmarshalJSON reads "1.5s" (or a number of nanoseconds).
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		var n int64
+		if err := json.Unmarshal(b, &n); err != nil {
+			return fmt.Errorf("duration %s: want a string like \"1.5s\"", b)
+		}
+		*d = Duration(n)
+		return nil
+	}
+	return d.parse(s)
+}
+
+// UnmarshalYAML reads "1.5s"; a bare 0 is allowed.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Value == "0" {
+		*d = 0
+		return nil
+	}
+	if err := d.parse(n.Value); err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	return nil
+}
+
+func (d *Duration) parse(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("bad duration %q: want a number with a unit, e.g. 500ms, 2s, 1m", s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML writes the duration as a string.
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
 
 // Workload is what each client does in a loop.
 type Workload struct {
 	Kind string `json:"kind" yaml:"kind"`
 	// Hold is how long a client keeps the lock once granted.
-	Hold time.Duration `json:"hold" yaml:"hold"`
+	Hold Duration `json:"hold" yaml:"hold"`
 	// Think is how long a client waits after a release before the next
 	// acquire.
-	Think time.Duration `json:"think" yaml:"think"`
+	Think Duration `json:"think" yaml:"think"`
+}
+
+// Step is one fault in a scenario file.
+type Step struct {
+	At     Duration `json:"at" yaml:"at"`
+	Fault  string   `json:"fault" yaml:"fault"`
+	Target string   `json:"target,omitempty" yaml:"target"`
+	For    Duration `json:"for,omitempty" yaml:"for"`
+	// Delay is delay-client's added latency each way (default 200ms).
+	Delay Duration `json:"delay,omitempty" yaml:"delay"`
+	line  int
+}
+
+// UnmarshalYAML keeps the step's line for error messages.
+func (s *Step) UnmarshalYAML(n *yaml.Node) error {
+	type plain Step
+	var p plain
+	if err := decodeStrict(n, &p); err != nil {
+		return err
+	}
+	*s = Step(p)
+	s.line = n.Line
+	return nil
+}
+
+// Expectations map a strategy name, or "default", to the verdict expected
+// of each check.
+type Expectations map[string]map[string]check.Verdict
+
+// For returns the expected verdicts for a strategy: its own entries over
+// the defaults.
+func (e Expectations) For(lock string) map[string]check.Verdict {
+	out := map[string]check.Verdict{}
+	for c, v := range e["default"] {
+		out[c] = v
+	}
+	for c, v := range e[lock] {
+		out[c] = v
+	}
+	return out
 }
 
 // Scenario is a run described as data, so it can be read, edited and
 // re-run with the same schedule.
 type Scenario struct {
-	Name        string        `json:"name" yaml:"name"`
-	Description string        `json:"description" yaml:"description"`
-	Clients     int           `json:"clients" yaml:"clients"`
-	LeaseTTL    time.Duration `json:"lease_ttl" yaml:"lease_ttl"`
-	Duration    time.Duration `json:"duration" yaml:"duration"`
-	Workload    Workload      `json:"workload" yaml:"workload"`
-	// Expect maps a strategy name (or "default") to the verdict expected of
-	// each check.
-	Expect map[string]map[string]check.Verdict `json:"expect,omitempty" yaml:"expect"`
+	Name        string `json:"name" yaml:"name"`
+	Description string `json:"description" yaml:"description"`
+	Clients     int    `json:"clients" yaml:"clients"`
+	// LeaseTTL is every client's lease TTL (default 5s).
+	LeaseTTL Duration     `json:"lease_ttl,omitempty" yaml:"lease_ttl"`
+	Duration Duration     `json:"duration" yaml:"duration"`
+	Workload Workload     `json:"workload" yaml:"workload"`
+	Steps    []Step       `json:"steps,omitempty" yaml:"steps"`
+	Expect   Expectations `json:"expect,omitempty" yaml:"expect"`
+	// Source is the file the scenario came from ("builtin:NAME" for ours).
+	Source string `json:"source,omitempty" yaml:"-"`
 }
 
 // Defaults shared by built-ins and CLI flags.
@@ -51,29 +160,87 @@ const (
 	DefaultHold     = time.Millisecond
 )
 
-// Validate reports the first thing wrong with s, naming the field and what
-// is valid.
+// where prefixes an error with the scenario's file and, when known, line.
+func (s Scenario) where(line int) string {
+	src := s.Source
+	if src == "" {
+		src = "scenario " + s.Name
+	}
+	if line > 0 {
+		return fmt.Sprintf("%s:%d", src, line)
+	}
+	return src
+}
+
+// Validate reports the first thing wrong with s, naming the file, the line
+// where known, the field and what is valid.
 func (s Scenario) Validate() error {
+	w := s.where(0)
 	switch {
 	case s.Name == "":
-		return fmt.Errorf("scenario has no name")
+		return fmt.Errorf("%s: scenario has no name", w)
 	case s.Clients < 1:
-		return fmt.Errorf("scenario %s: clients %d: must be ≥1", s.Name, s.Clients)
+		return fmt.Errorf("%s: clients %d: must be ≥1", w, s.Clients)
 	case s.Duration <= 0:
-		return fmt.Errorf("scenario %s: duration %s: must be > 0", s.Name, s.Duration)
+		return fmt.Errorf("%s: duration %s: must be > 0", w, s.Duration)
 	case s.Workload.Hold < 0:
-		return fmt.Errorf("scenario %s: hold %s: must be ≥0", s.Name, s.Workload.Hold)
+		return fmt.Errorf("%s: hold %s: must be ≥0", w, s.Workload.Hold)
 	case s.Workload.Think < 0:
-		return fmt.Errorf("scenario %s: think %s: must be ≥0", s.Name, s.Workload.Think)
-	case s.LeaseTTL != 0 && (s.LeaseTTL < time.Second || s.LeaseTTL%time.Second != 0):
-		return fmt.Errorf("scenario %s: lease_ttl %s: must be a whole number of seconds ≥1s", s.Name, s.LeaseTTL)
+		return fmt.Errorf("%s: think %s: must be ≥0", w, s.Workload.Think)
+	case s.LeaseTTL != 0 && (s.LeaseTTL < Duration(time.Second) || s.LeaseTTL%Duration(time.Second) != 0):
+		return fmt.Errorf("%s: lease_ttl %s: must be a whole number of seconds ≥1s", w, s.LeaseTTL)
 	}
-	switch s.Workload.Kind {
-	case WorkloadHold:
-	default:
-		return fmt.Errorf("scenario %s: workload %q: valid workloads are %s", s.Name, s.Workload.Kind, WorkloadHold)
+	if !contains(workloads, s.Workload.Kind) {
+		return fmt.Errorf("%s: workload kind %q: valid kinds are %s", w, s.Workload.Kind, strings.Join(workloads, ", "))
+	}
+	if _, err := s.ChaosSteps(); err != nil {
+		return err
+	}
+	checks := []string{check.Exclusion, check.Resource, check.Fencing, check.Fairness, check.Liveness, check.Herd}
+	for lock, exp := range s.Expect {
+		if lock != "default" {
+			if _, err := locks.Lookup(lock); err != nil {
+				return fmt.Errorf("%s: expect: %w (or default)", w, err)
+			}
+		}
+		for c, v := range exp {
+			if !contains(checks, c) {
+				return fmt.Errorf("%s: expect.%s: unknown check %q: valid checks are %s", w, lock, c, strings.Join(checks, ", "))
+			}
+			if v != check.Pass && v != check.Fail && v != check.Unknown {
+				return fmt.Errorf("%s: expect.%s.%s: verdict %q: valid verdicts are pass, fail, unknown", w, lock, c, v)
+			}
+		}
 	}
 	return nil
+}
+
+// ChaosSteps parses the steps into faults and targets.
+func (s Scenario) ChaosSteps() ([]chaos.Step, error) {
+	var out []chaos.Step
+	for i, st := range s.Steps {
+		w := s.where(st.line)
+		f, err := chaos.Lookup(st.Fault)
+		if err != nil {
+			return nil, fmt.Errorf("%s: step %d: %w", w, i+1, err)
+		}
+		t, err := chaos.ParseTarget(st.Target, f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: step %d: %w", w, i+1, err)
+		}
+		switch {
+		case st.At < 0:
+			return nil, fmt.Errorf("%s: step %d: at %s: must be ≥0", w, i+1, st.At)
+		case st.At >= s.Duration:
+			return nil, fmt.Errorf("%s: step %d: at %s: must be before the end of the run (duration %s)", w, i+1, st.At, s.Duration)
+		case st.For < 0:
+			return nil, fmt.Errorf("%s: step %d: for %s: must be ≥0", w, i+1, st.For)
+		case st.Delay != 0 && st.Fault != "delay-client":
+			return nil, fmt.Errorf("%s: step %d: delay applies only to delay-client", w, i+1)
+		}
+		out = append(out, chaos.Step{At: st.At.D(), Fault: f, Target: t, For: st.For.D(), Arg: st.Delay.D()})
+	}
+	return out, nil
 }
 
 // TTL is the scenario's lease TTL, or the default.
@@ -81,20 +248,117 @@ func (s Scenario) TTL() time.Duration {
 	if s.LeaseTTL == 0 {
 		return locks.DefaultTTL
 	}
-	return s.LeaseTTL
+	return s.LeaseTTL.D()
 }
 
-// builtins are the scenarios that ship with lockbench.
-var builtins = map[string]Scenario{
-	"contention": {
-		Name:        "contention",
-		Description: "C clients loop acquire → hold → release on one lock for the whole run",
-		Clients:     DefaultClients,
-		Duration:    DefaultDuration,
-		Workload:    Workload{Kind: WorkloadHold, Hold: DefaultHold},
-		Expect:      map[string]map[string]check.Verdict{"default": {check.Exclusion: check.Pass}},
-	},
+// NeedsMembers reports whether a step acts on cluster members, which only
+// an embedded cluster allows.
+func (s Scenario) NeedsMembers() bool {
+	steps, _ := s.ChaosSteps()
+	for _, st := range steps {
+		if st.Fault.Targets() == chaos.MemberTarget || st.Fault.Name() == "heal" {
+			return true
+		}
+	}
+	return false
 }
+
+// NeedsProxies reports whether a step acts on a client's network, so each
+// client must talk through its own fault proxy.
+func (s Scenario) NeedsProxies() bool {
+	for _, st := range s.Steps {
+		switch st.Fault {
+		case "pause-client", "isolate-client", "delay-client":
+			return true
+		}
+	}
+	return false
+}
+
+// Parse reads a scenario file. Unknown keys, bad durations, unknown faults
+// or targets are errors naming the file, the line and the valid choices.
+func Parse(name string, r io.Reader) (Scenario, error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return Scenario{}, fmt.Errorf("%s: %w", name, err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	var s Scenario
+	if err := dec.Decode(&s); err != nil {
+		if errors.Is(err, io.EOF) {
+			return Scenario{}, fmt.Errorf("%s: empty scenario file", name)
+		}
+		return Scenario{}, fmt.Errorf("%s: %v", name, cleanYAMLError(err))
+	}
+	s.Source = name
+	if err := s.Validate(); err != nil {
+		return Scenario{}, err
+	}
+	return s, nil
+}
+
+// decodeStrict decodes a node, rejecting keys the target does not have.
+// yaml.v3 drops KnownFields inside custom unmarshalers, so the node is
+// re-encoded and decoded strictly, shifted to keep its line numbers.
+func decodeStrict(n *yaml.Node, v any) error {
+	b, err := yaml.Marshal(n)
+	if err != nil {
+		return err
+	}
+	// Re-decoding loses the node's line numbers, so shift them back.
+	dec := yaml.NewDecoder(bytes.NewReader(append(bytes.Repeat([]byte("\n"), max(n.Line-1, 0)), b...)))
+	dec.KnownFields(true)
+	err = dec.Decode(v)
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}
+
+func cleanYAMLError(err error) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	msg = strings.ReplaceAll(msg, "unmarshal errors:\n  ", "")
+	msg = strings.ReplaceAll(msg, "in type scenarios.Scenario", "(valid keys: name, description, clients, lease_ttl, duration, workload, steps, expect)")
+	msg = strings.ReplaceAll(msg, "in type scenarios.Workload", "in workload (valid keys: kind, hold, think)")
+	msg = strings.ReplaceAll(msg, "in type scenarios.plain", "in step (valid keys: at, fault, target, for, delay)")
+	return errors.New(msg)
+}
+
+// ParseFile reads a scenario from a file.
+func ParseFile(p string) (Scenario, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return Scenario{}, err
+	}
+	defer f.Close()
+	return Parse(p, f)
+}
+
+//go:embed builtin/*.yaml
+var builtinFS embed.FS
+
+// builtins are the scenarios that ship with lockbench, parsed once.
+var builtins = func() map[string]Scenario {
+	ents, err := builtinFS.ReadDir("builtin")
+	if err != nil {
+		panic(err)
+	}
+	out := map[string]Scenario{}
+	for _, e := range ents {
+		p := path.Join("builtin", e.Name())
+		b, err := builtinFS.ReadFile(p)
+		if err != nil {
+			panic(err)
+		}
+		s, err := Parse("builtin:"+e.Name(), bytes.NewReader(b))
+		if err != nil {
+			panic(fmt.Sprintf("built-in scenario is invalid: %v", err))
+		}
+		out[s.Name] = s
+	}
+	return out
+}()
 
 // Names lists the built-in scenarios.
 func Names() []string {
@@ -106,12 +370,33 @@ func Names() []string {
 	return out
 }
 
-// Lookup returns a copy of a built-in scenario; the error lists the valid
-// names.
+// Lookup returns a built-in scenario by name, or reads a scenario file when
+// name looks like a path (ends in .yaml/.yml or contains a slash).
 func Lookup(name string) (Scenario, error) {
+	if strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") || strings.Contains(name, "/") {
+		return ParseFile(name)
+	}
 	s, ok := builtins[name]
 	if !ok {
-		return Scenario{}, fmt.Errorf("unknown scenario %q: valid scenarios are %s", name, strings.Join(Names(), ", "))
+		return Scenario{}, fmt.Errorf("unknown scenario %q: valid scenarios are %s, or a path to a .yaml file", name, strings.Join(Names(), ", "))
 	}
 	return s, nil
+}
+
+// Builtin returns the YAML source of a built-in scenario.
+func Builtin(name string) ([]byte, error) {
+	s, ok := builtins[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown scenario %q", name)
+	}
+	return builtinFS.ReadFile(path.Join("builtin", strings.TrimPrefix(s.Source, "builtin:")))
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if x == y {
+			return true
+		}
+	}
+	return false
 }

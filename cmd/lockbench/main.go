@@ -195,16 +195,16 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		if *duration <= 0 {
 			return 0, usageError{fmt.Errorf("--duration %s: must be > 0", *duration)}
 		}
-		sc.Duration = *duration
+		sc.Duration = scenarios.Duration(*duration)
 	}
 	if set["hold"] {
 		if *hold < 0 {
 			return 0, usageError{fmt.Errorf("--hold %s: must be ≥0", *hold)}
 		}
-		sc.Workload.Hold = *hold
+		sc.Workload.Hold = scenarios.Duration(*hold)
 	}
 	if set["lease-ttl"] {
-		sc.LeaseTTL = *ttl
+		sc.LeaseTTL = scenarios.Duration(*ttl)
 	}
 	spec := harness.RunSpec{
 		Lock: *lock, Scenario: sc, Seed: *seed, KeepAlive: locks.KeepAlive(*keepalive), Out: *out,

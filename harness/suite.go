@@ -1,0 +1,169 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/lockbench/lockbench/check"
+	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/scenarios"
+)
+
+// SuiteFile is the suite's summary, beside its cells' run folders.
+const SuiteFile = "suite.json"
+
+// DefaultQuickDuration caps fault-free scenarios in a suite: their verdicts
+// need seconds, not the 10 s a benchmark run takes.
+const DefaultQuickDuration = 3 * time.Second
+
+// SuiteSpec is a matrix of strategies × scenarios × seeds.
+type SuiteSpec struct {
+	Locks     []string
+	Scenarios []scenarios.Scenario
+	// Seeds runs every cell with seeds 1..Seeds.
+	Seeds     int
+	KeepAlive locks.KeepAlive
+	Cluster   cluster.Options
+	Out       string
+	// QuickDuration caps the duration of scenarios without fault steps
+	// (0: DefaultQuickDuration; negative: no cap).
+	QuickDuration time.Duration
+	// Progress, when set, hears about each cell as it starts.
+	Progress func(done, total int, cell string)
+}
+
+// SuiteResult is a finished suite.
+type SuiteResult struct {
+	Dir        string
+	Cells      []report.Cell
+	Mismatches int
+}
+
+// Validate checks the whole matrix before anything starts.
+func (s SuiteSpec) Validate() error {
+	if len(s.Locks) == 0 || len(s.Scenarios) == 0 {
+		return fmt.Errorf("suite has no cells: give at least one lock and one scenario")
+	}
+	if s.Seeds < 1 {
+		return fmt.Errorf("--seeds %d: must be ≥1", s.Seeds)
+	}
+	for _, l := range s.Locks {
+		for _, sc := range s.Scenarios {
+			if err := (RunSpec{Lock: l, Scenario: sc, KeepAlive: s.KeepAlive, Out: s.Out}).Validate(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Suite runs every cell on one embedded cluster (restarted only when a
+// cell leaves it unhealthy), writes a run folder per cell and suite.json,
+// and compares each cell's verdicts with its scenario's expectations.
+func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if spec.QuickDuration == 0 {
+		spec.QuickDuration = DefaultQuickDuration
+	}
+	id := "suite-" + time.Now().UTC().Format("20060102T150405.000Z")
+	dir := filepath.Join(spec.Out, id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create suite folder: %w", err)
+	}
+	var c *cluster.Cluster
+	defer func() {
+		if cerr := c.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close etcd cluster: %w", cerr)
+		}
+	}()
+	res = &SuiteResult{Dir: dir}
+	total := len(spec.Locks) * len(spec.Scenarios) * spec.Seeds
+	for _, sc := range spec.Scenarios {
+		if len(sc.Steps) == 0 && spec.QuickDuration > 0 && sc.Duration.D() > spec.QuickDuration {
+			sc.Duration = scenarios.Duration(spec.QuickDuration)
+		}
+		for _, lock := range spec.Locks {
+			for seed := int64(1); seed <= int64(spec.Seeds); seed++ {
+				if ctx.Err() != nil {
+					return res, writeSuite(dir, res)
+				}
+				name := fmt.Sprintf("%s × %s seed %d", lock, sc.Name, seed)
+				if spec.Progress != nil {
+					spec.Progress(len(res.Cells), total, name)
+				}
+				if c == nil || !c.Healthy() {
+					c.Close()
+					if c, err = cluster.Start(ctx, spec.Cluster); err != nil {
+						return res, fmt.Errorf("start etcd cluster: %w", err)
+					}
+				}
+				r, err := RunOn(ctx, c, RunSpec{Lock: lock, Scenario: sc, Seed: seed, KeepAlive: spec.KeepAlive, Cluster: spec.Cluster, Out: dir})
+				if err != nil {
+					return res, fmt.Errorf("%s: %w", name, err)
+				}
+				cell := judge(r.Summary, sc.Expect.For(lock))
+				cell.Dir, _ = filepath.Rel(dir, r.Dir)
+				if !cell.Matches {
+					res.Mismatches++
+				}
+				res.Cells = append(res.Cells, cell)
+			}
+		}
+	}
+	return res, writeSuite(dir, res)
+}
+
+// judge compares a run's verdicts with what its scenario expects of the
+// strategy, check by check.
+func judge(sum report.Summary, expect map[string]check.Verdict) report.Cell {
+	cell := report.Cell{Summary: sum, Matches: true}
+	var exp []check.Verdict
+	var diffs []string
+	for _, name := range sortedNames(expect) {
+		want := expect[name]
+		exp = append(exp, want)
+		got := check.Unknown
+		if r, ok := sum.Checks[name]; ok {
+			got = r.Verdict
+		}
+		if got != want {
+			cell.Matches = false
+			diffs = append(diffs, fmt.Sprintf("%s: %s, expected %s", name, got, want))
+		}
+	}
+	if sum.Interrupted {
+		cell.Matches = false
+		diffs = append(diffs, "interrupted")
+	}
+	if len(exp) > 0 {
+		cell.Expected = check.Worst(exp...)
+	}
+	cell.Note = strings.Join(diffs, "; ")
+	return cell
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func writeSuite(dir string, res *SuiteResult) error {
+	s := report.Suite{}
+	for _, c := range res.Cells {
+		s.Cells = append(s.Cells, c.Summary)
+	}
+	return report.WriteJSON(filepath.Join(dir, SuiteFile), s)
+}

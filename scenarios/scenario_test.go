@@ -1,0 +1,160 @@
+package scenarios
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/chaos"
+	"github.com/lockbench/lockbench/check"
+)
+
+func TestBuiltinsParse(t *testing.T) {
+	want := []string{"client-isolation", "contention", "herd", "holder-crash", "leader-kill",
+		"lease-expiry", "lease-expiry-fenced", "partition-leader", "waiter-crash"}
+	if got := Names(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("built-ins = %v, want %v", got, want)
+	}
+	for _, n := range want {
+		s, err := Lookup(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Description == "" || len(s.Expect) == 0 {
+			t.Errorf("%s: needs a description and expectations", n)
+		}
+	}
+	herd, _ := Lookup("herd")
+	if herd.Clients != 32 || herd.Workload.Hold != 0 {
+		t.Errorf("herd: %+v", herd)
+	}
+	wc, _ := Lookup("waiter-crash")
+	if got := wc.Expect.For("queue-naive")[check.Exclusion]; got != check.Fail {
+		t.Errorf("waiter-crash expects queue-naive exclusion %s, want fail", got)
+	}
+	if got := wc.Expect.For("queue")[check.Exclusion]; got != check.Pass {
+		t.Errorf("waiter-crash expects queue exclusion %s, want pass", got)
+	}
+}
+
+const userScenario = `name: my-scenario
+description: leader crash under contention, restarted 2s later
+clients: 4
+lease_ttl: 3s
+duration: 8s
+workload:
+  kind: counter-fenced
+  hold: 20ms
+  think: 5ms
+steps:
+  - at: 2s
+    fault: crash-member
+    target: leader
+    for: 2s
+  - {at: 5s, fault: delay-client, target: "client:1", for: 1s, delay: 50ms}
+expect:
+  default: {exclusion: pass, resource: pass}
+  queue-naive: {exclusion: fail}
+`
+
+func TestParseUserScenario(t *testing.T) {
+	s, err := Parse("my.yaml", strings.NewReader(userScenario))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Clients != 4 || s.TTL() != 3*time.Second || s.Duration.D() != 8*time.Second ||
+		s.Workload != (Workload{Kind: WorkloadCounterFenced, Hold: Duration(20 * time.Millisecond), Think: Duration(5 * time.Millisecond)}) {
+		t.Errorf("parsed %+v", s)
+	}
+	steps, err := s.ChaosSteps()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(steps) != 2 || steps[0].Fault.Name() != "crash-member" || steps[0].Target != (chaos.Target{Kind: "leader"}) ||
+		steps[0].For != 2*time.Second || steps[1].Target != (chaos.Target{Kind: "client", N: 1}) || steps[1].Arg != 50*time.Millisecond {
+		t.Errorf("steps %+v", steps)
+	}
+	if !s.NeedsMembers() || !s.NeedsProxies() {
+		t.Error("needs members and proxies")
+	}
+}
+
+func TestParseErrorsNameFileLineAndChoices(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"unknown key", "name: x\nclients: 2\nduration: 1s\nworkload: {kind: hold}\nretries: 3\n",
+			[]string{"bad.yaml", "line 5", "retries", "valid keys"}},
+		{"unknown workload key", "name: x\nclients: 2\nduration: 1s\nworkload:\n  kind: hold\n  holdd: 1s\n",
+			[]string{"line 6", "holdd", "kind, hold, think"}},
+		{"bad duration", "name: x\nclients: 2\nduration: 10 seconds\nworkload: {kind: hold}\n",
+			[]string{"bad.yaml", "line 3", `"10 seconds"`, "500ms"}},
+		{"unknown fault", "name: x\nclients: 2\nduration: 5s\nworkload: {kind: hold}\nsteps:\n  - at: 1s\n    fault: explode\n    target: leader\n",
+			[]string{"bad.yaml:6", `unknown fault "explode"`, "crash-member", "pause-client"}},
+		{"unknown target", "name: x\nclients: 2\nduration: 5s\nworkload: {kind: hold}\nsteps:\n  - {at: 1s, fault: crash-client, target: boss}\n",
+			[]string{"bad.yaml:6", `"boss"`, "holder", "waiter:K"}},
+		{"member target for a client fault", "name: x\nclients: 2\nduration: 5s\nworkload: {kind: hold}\nsteps:\n  - {at: 1s, fault: pause-client, target: leader}\n",
+			[]string{"pause-client", "a client"}},
+		{"unknown step key", "name: x\nclients: 2\nduration: 5s\nworkload: {kind: hold}\nsteps:\n  - {at: 1s, fault: heal, tagret: x}\n",
+			[]string{"line 6", "tagret", "at, fault, target, for"}},
+		{"step after the end", "name: x\nclients: 2\nduration: 5s\nworkload: {kind: hold}\nsteps:\n  - {at: 9s, fault: heal}\n",
+			[]string{"bad.yaml:6", "before the end"}},
+		{"unknown workload", "name: x\nclients: 2\nduration: 5s\nworkload: {kind: spin}\n",
+			[]string{`"spin"`, "hold, counter, counter-fenced"}},
+		{"zero clients", "name: x\nclients: 0\nduration: 5s\nworkload: {kind: hold}\n", []string{"clients 0"}},
+		{"unknown check", "name: x\nclients: 1\nduration: 5s\nworkload: {kind: hold}\nexpect: {default: {safety: pass}}\n",
+			[]string{`"safety"`, "exclusion"}},
+		{"unknown lock in expect", "name: x\nclients: 1\nduration: 5s\nworkload: {kind: hold}\nexpect: {nolock: {exclusion: pass}}\n",
+			[]string{`"nolock"`, "default"}},
+		{"bad verdict", "name: x\nclients: 1\nduration: 5s\nworkload: {kind: hold}\nexpect: {default: {exclusion: ok}}\n",
+			[]string{`"ok"`, "pass, fail, unknown"}},
+		{"malformed", "name: [x\n", []string{"bad.yaml", "line"}},
+		{"empty", "", []string{"bad.yaml", "empty"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("bad.yaml", strings.NewReader(tc.yaml))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestPlanIsDeterministic: same seed, same schedule and draws; another
+// seed draws differently.
+func TestPlanIsDeterministic(t *testing.T) {
+	s, err := Parse("my.yaml", strings.NewReader(userScenario))
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps, _ := s.ChaosSteps()
+	// Faults hold funcs, which DeepEqual never finds equal: compare names.
+	flat := func(p []chaos.PlannedStep) []string {
+		var out []string
+		for _, s := range p {
+			out = append(out, fmt.Sprintf("%s %s %s %s %s %d", s.At, s.Fault.Name(), s.Target, s.For, s.Arg, s.Draw))
+		}
+		return out
+	}
+	a, b := flat(chaos.Plan(steps, 7)), flat(chaos.Plan(steps, 7))
+	if !reflect.DeepEqual(a, b) {
+		t.Fatalf("same seed, different plans:\n%+v\n%+v", a, b)
+	}
+	if c := flat(chaos.Plan(steps, 8)); reflect.DeepEqual(a, c) {
+		t.Error("different seeds drew the same")
+	}
+	// Steps given out of order are planned in time order.
+	p := chaos.Plan([]chaos.Step{steps[1], steps[0]}, 7)
+	if p[0].At > p[1].At {
+		t.Error("plan not in time order")
+	}
+}
