@@ -1,11 +1,28 @@
 // Package check turns a history into verdicts. Every function here is a pure
 // function of the events: no etcd, no clock, no I/O, so a history from any
 // client or tool is checked the same way (DESIGN.md §4).
+//
+// Check runs six checks, each giving one Result:
+//
+//   - exclusion: two certain holders of one lock at once (CheckExclusion).
+//   - resource: lost updates of the counter workloads (CheckResource).
+//   - fencing: accepted writes with a stale or decreasing token (CheckFencing).
+//   - fairness: grant order, Jain's index, waits; fails only on starvation
+//     (CheckFairness).
+//   - liveness: the lock free, someone waiting, no fault active, for longer
+//     than a bound (CheckLiveness).
+//   - herd: wake-ups and RPCs per handoff; informational (CheckHerd).
+//
+// Every check reads only the contract fields of DESIGN.md §3 (never Key or
+// Lease), tolerates any input without panicking, and runs in time linear in
+// the history (plus a sort of the events only when they are out of time
+// order, and sorts of per-grant data for percentiles).
 package check
 
 import (
 	"fmt"
-	"sort"
+	"math"
+	"slices"
 	"time"
 
 	"github.com/lockbench/lockbench/history"
@@ -43,20 +60,80 @@ func Worst(vs ...Verdict) Verdict {
 	return w
 }
 
-// Check names (keys of Report.Checks).
+// Check names (keys of Report.Checks). Every Report has all of them.
 const (
 	Exclusion = "exclusion"
+	Resource  = "resource"
+	Fencing   = "fencing"
+	Fairness  = "fairness"
+	Liveness  = "liveness"
+	Herd      = "herd"
 )
 
-// Options tune checks whose bounds are not in the history itself.
+// CheckNames lists every check Check runs, in a stable order.
+var CheckNames = []string{Exclusion, Resource, Fencing, Fairness, Liveness, Herd}
+
+// FRPCs is the `f` of the extension event in which a process reports, at the
+// end of a run, how many RPCs it sent (type ok, value = the count). When a
+// process reports more than once, its last report counts (a running total).
+const FRPCs = "rpcs"
+
+// Defaults of Options.
+const (
+	// DefaultMaxViolations is how many violations a check lists by default.
+	DefaultMaxViolations = 100
+	// DefaultLeaseTTL and DefaultElectionTimeout are the harness's defaults;
+	// their sum is the default liveness bound: a crashed holder's lease
+	// outlives it by up to the TTL, and a leader change adds an election.
+	DefaultLeaseTTL        = 5 * time.Second
+	DefaultElectionTimeout = 500 * time.Millisecond
+	DefaultLivenessBound   = DefaultLeaseTTL + DefaultElectionTimeout
+	// DefaultStarvationGrants is how many grants other processes must get
+	// while one process waits in vain before that counts as starvation.
+	DefaultStarvationGrants = 10
+)
+
+// Options tune checks whose bounds are not in the history itself. The zero
+// value means every default.
 type Options struct {
 	// MaxViolations caps how many violations each check lists (the count is
 	// always exact). 0 means DefaultMaxViolations.
 	MaxViolations int
+	// LivenessBound is the longest a lock may stay free while someone waits
+	// and no fault is active. 0 means DefaultLivenessBound; negative turns
+	// stall violations off (the figures are still reported).
+	LivenessBound time.Duration
+	// StarvationMin is how long a process must have requested a lock, from
+	// its first acquire invoke to its last request's end (or the history's
+	// end), without one grant, before it counts as starved. 0 means twice
+	// the liveness bound; negative turns starvation violations off.
+	StarvationMin time.Duration
+	// StarvationGrants is how many grants of that lock to other processes
+	// the span must contain. 0 means DefaultStarvationGrants.
+	StarvationGrants int
 }
 
-// DefaultMaxViolations is how many violations a check lists by default.
-const DefaultMaxViolations = 100
+// WithDefaults returns o with every zero field set to its default, as the
+// checks see it.
+func (o Options) WithDefaults() Options {
+	if o.MaxViolations <= 0 {
+		o.MaxViolations = DefaultMaxViolations
+	}
+	if o.LivenessBound == 0 {
+		o.LivenessBound = DefaultLivenessBound
+	}
+	if o.StarvationMin == 0 {
+		b := o.LivenessBound
+		if b < 0 {
+			b = DefaultLivenessBound
+		}
+		o.StarvationMin = 2 * b
+	}
+	if o.StarvationGrants <= 0 {
+		o.StarvationGrants = DefaultStarvationGrants
+	}
+	return o
+}
 
 // Holder is one side of an exclusion violation: who held the lock, from
 // when to when, with which token, and on which history lines (1-based
@@ -79,7 +156,7 @@ type Violation struct {
 	Lock    string   `json:"lock,omitempty"`
 	Message string   `json:"message"`
 	Holders []Holder `json:"holders,omitempty"`
-	// Lines are the history lines that show the violation.
+	// Lines are the history lines that show the violation, ascending.
 	Lines []int `json:"lines,omitempty"`
 }
 
@@ -91,6 +168,12 @@ type Result struct {
 	Count int `json:"count"`
 	// Note explains an unknown verdict or qualifies a pass.
 	Note string `json:"note,omitempty"`
+	// Metrics are the check's figures, by stable snake_case name (see each
+	// Check* function). Always finite.
+	Metrics map[string]float64 `json:"metrics,omitempty"`
+	// PerProcess holds figures per client process: metric name → process
+	// id → value (fairness: "grants"; herd: "wakeups", "rpcs").
+	PerProcess map[string]map[int]float64 `json:"per_process,omitempty"`
 }
 
 // Report is the checker's output: one result per check and their composed
@@ -106,7 +189,7 @@ func (r Report) Violations() []Violation {
 	for n := range r.Checks {
 		names = append(names, n)
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	var out []Violation
 	for _, n := range names {
 		out = append(out, r.Checks[n].Violations...)
@@ -114,18 +197,23 @@ func (r Report) Violations() []Violation {
 	return out
 }
 
-// Check runs every check over events.
+// Check runs every check over events. The events need not be in time order
+// (ties keep line order), but a history the recorder wrote is, and then no
+// sort is done.
 func Check(events []history.Event, opts Options) Report {
-	if opts.MaxViolations <= 0 {
-		opts.MaxViolations = DefaultMaxViolations
-	}
-	r := Report{Checks: map[string]Result{}}
-	r.Checks[Exclusion] = CheckExclusion(events, opts)
-	vs := make([]Verdict, 0, len(r.Checks))
+	opts = opts.WithDefaults()
+	p := prepare(events)
+	r := Report{Checks: make(map[string]Result, len(CheckNames))}
+	r.Checks[Exclusion] = p.exclusion(opts)
+	r.Checks[Resource] = p.resource(opts)
+	r.Checks[Fencing] = p.fencing(opts)
+	r.Checks[Fairness] = p.fairness(opts)
+	r.Checks[Liveness] = p.liveness(opts)
+	r.Checks[Herd] = p.herd(opts)
+	r.Verdict = Pass
 	for _, c := range r.Checks {
-		vs = append(vs, c.Verdict)
+		r.Verdict = Worst(r.Verdict, c.Verdict)
 	}
-	r.Verdict = Worst(vs...)
 	return r
 }
 
@@ -145,7 +233,55 @@ func (r *Result) add(v Violation, max int) {
 	}
 }
 
+// metric sets a figure, dropping values JSON cannot carry.
+func (r *Result) metric(name string, v float64) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return
+	}
+	if r.Metrics == nil {
+		r.Metrics = map[string]float64{}
+	}
+	r.Metrics[name] = v
+}
+
+// finish sets the verdict from the count: any violation fails.
+func (r *Result) finish() {
+	if r.Count > 0 {
+		r.Verdict = Fail
+	}
+}
+
+// ms converts nanoseconds to milliseconds for metrics.
+func ms(ns int64) float64 { return float64(ns) / 1e6 }
+
 func holderString(h Holder) string {
 	return fmt.Sprintf("process %d (token %d) held %s–%s [lines %d–%d]",
 		h.Process, h.Token, fmtNS(h.From), fmtNS(h.To), h.FromLine, h.ToLine)
+}
+
+// lines returns the positive line numbers among xs, ascending and unique.
+func lines(xs ...int) []int {
+	var out []int
+	for _, x := range xs {
+		if x > 0 {
+			out = append(out, x)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// note joins non-empty notes.
+func joinNotes(ns ...string) string {
+	out := ""
+	for _, n := range ns {
+		if n == "" {
+			continue
+		}
+		if out != "" {
+			out += "; "
+		}
+		out += n
+	}
+	return out
 }

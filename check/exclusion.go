@@ -1,116 +1,150 @@
 package check
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"math"
+	"slices"
 
 	"github.com/lockbench/lockbench/history"
 )
 
-// interval is a stretch during which a process held (certain) or may have
-// held (possible) a lock.
-type interval struct {
+// Interval is a stretch during which a process held (Certain) or may have
+// held a lock.
+type Interval struct {
 	Holder
-	certain bool
-	lock    string
+	Certain bool `json:"certain"`
 }
 
-// Intervals extracts, per lock, the holding intervals of every process.
+// Intervals extracts, per lock, the holding intervals of every process,
+// ordered by start (ties in line order).
 //
 // A certain interval runs from an acquire ok to the holder's next release
 // invoke, crash, or lease-lost (the client knows it no longer holds), or to
-// the end of the history. An acquire that ends info may have taken the lock
-// at any time after its invoke: its interval is possible, not certain, and
-// runs until the process's next event. Events are taken in time order, ties
-// in line order, so hand-written histories need not be sorted.
-func Intervals(events []history.Event) map[string][]interval {
-	order := make([]int, len(events))
-	for i := range order {
-		order[i] = i
+// the end of the history. A crash or lease-lost without a lock ends all of
+// the process's intervals. An acquire that ends info may have taken the
+// lock at any time after its invoke: its interval is possible, not certain,
+// and runs until the process's next event (other than another acquire's
+// outcome). An acquire cut short by the process's crash or next invoke is
+// treated like info. Events are taken in time order, ties in line order, so
+// hand-written histories need not be sorted.
+func Intervals(events []history.Event) map[string][]Interval {
+	p := prepare(events)
+	ivs := p.intervals()
+	out := make(map[string][]Interval, len(ivs))
+	for l, list := range ivs {
+		if len(list) == 0 {
+			continue
+		}
+		xs := make([]Interval, len(list))
+		for j, iv := range list {
+			xs[j] = Interval{Holder: iv.Holder, Certain: iv.certain}
+		}
+		out[p.locks[l]] = xs
 	}
-	sort.SliceStable(order, func(a, b int) bool { return events[order[a]].Time < events[order[b]].Time })
+	return out
+}
 
-	type key struct {
-		proc int
-		lock string
+// ivRec is an interval with its process index.
+type ivRec struct {
+	Holder
+	certain bool
+	pi      int32
+}
+
+// intervals returns the intervals of each lock (by lock index).
+func (p *prepared) intervals() [][]ivRec {
+	out := make([][]ivRec, len(p.locks))
+	for l := range out {
+		out[l] = make([]ivRec, 0, p.nGrant[l])
 	}
-	open := map[key]*interval{}       // held now
-	pending := map[key]int{}          // acquire invoked, line index
-	possible := map[int][]*interval{} // info acquires by process, closed at its next event
-	out := map[string][]interval{}
-	closeIv := func(k key, iv *interval, t int64, line int) {
+	open := make([]int32, len(p.slotProc)) // per slot: index+1 of its open interval
+	procOpen := make([][]int32, len(p.procs))
+	closeSlot := func(s int32, t int64, line int) {
+		x := open[s]
+		if x == 0 {
+			return
+		}
+		iv := &out[p.slotLock[s]][x-1]
 		iv.To, iv.ToLine = t, line
-		out[k.lock] = append(out[k.lock], *iv)
+		open[s] = 0
+		po := procOpen[p.slotProc[s]]
+		if j := slices.Index(po, s); j >= 0 {
+			procOpen[p.slotProc[s]] = slices.Delete(po, j, j+1)
+		}
 	}
-	for _, i := range order {
-		e := &events[i]
-		line := i + 1
+	for k := range p.n() {
+		i := p.at(k)
+		op, ty := p.op(i), p.ty(i)
+		if op != opAcquire && op != opRelease && op != opLeaseLost && op != opCrash {
+			continue
+		}
+		e := &p.ev[i]
 		if e.Process < 0 {
 			continue
 		}
-		if ps := possible[e.Process]; len(ps) > 0 && !(e.F == history.FAcquire && e.Type != history.Invoke) {
-			for _, iv := range ps {
-				iv.To, iv.ToLine = e.Time, line
-				out[iv.lock] = append(out[iv.lock], *iv)
-			}
-			delete(possible, e.Process)
-		}
-		k := key{e.Process, e.Lock}
+		s := p.slot[i]
 		switch {
-		case e.F == history.FAcquire && e.Type == history.Invoke:
-			pending[k] = line
-		case e.F == history.FAcquire && e.Type == history.OK:
-			if iv := open[k]; iv != nil { // re-acquire without release: keep the first interval
+		case op == opAcquire && ty == tyOK:
+			if open[s] != 0 { // re-acquire without release: keep the first interval
 				continue
 			}
-			open[k] = &interval{Holder: Holder{Process: e.Process, From: e.Time, Token: e.Token, FromLine: line}, certain: true, lock: e.Lock}
-			delete(pending, k)
-		case e.F == history.FAcquire && e.Type == history.Info:
-			inv, ok := pending[k]
-			from := e.Time
-			if ok {
-				from = events[inv-1].Time
-			} else {
-				inv = line
-			}
-			delete(pending, k)
-			iv := &interval{Holder: Holder{Process: e.Process, From: from, FromLine: inv}, lock: e.Lock}
-			possible[e.Process] = append(possible[e.Process], iv)
-		case e.F == history.FAcquire && e.Type == history.Fail:
-			delete(pending, k)
-		case e.F == history.FRelease && e.Type == history.Invoke,
-			e.F == history.FLeaseLost && e.Type != history.Invoke && e.Type != history.Fail:
-			if iv := open[k]; iv != nil {
-				closeIv(k, iv, e.Time, line)
-				delete(open, k)
-			}
-		case e.F == history.FCrash:
-			for ok, iv := range open {
-				if ok.proc == e.Process && (e.Lock == "" || e.Lock == ok.lock) {
-					closeIv(ok, iv, e.Time, line)
-					delete(open, ok)
+			l := p.slotLock[s]
+			out[l] = append(out[l], ivRec{Holder: Holder{Process: e.Process, From: e.Time, To: -1, Token: e.Token, FromLine: i + 1}, certain: true, pi: p.slotProc[s]})
+			open[s] = int32(len(out[l]))
+			procOpen[p.slotProc[s]] = append(procOpen[p.slotProc[s]], s)
+		case op == opRelease && ty == tyInvoke:
+			closeSlot(s, e.Time, i+1)
+		case op == opLeaseLost && ty != tyInvoke && ty != tyFail, op == opCrash:
+			if p.slotLock[s] == p.noLock {
+				for _, o := range slices.Clone(procOpen[p.slotProc[s]]) {
+					closeSlot(o, e.Time, i+1)
 				}
+			} else {
+				closeSlot(s, e.Time, i+1)
 			}
 		}
 	}
-	for k, iv := range open {
-		iv.To, iv.ToLine = -1, 0
-		out[k.lock] = append(out[k.lock], *iv)
+	if len(p.poss) == 0 {
+		return out
 	}
-	for _, ps := range possible {
-		for _, iv := range ps {
-			iv.To, iv.ToLine = -1, 0
-			out[iv.lock] = append(out[iv.lock], *iv)
+	// Possible intervals start at their invoke, in the past: sort them
+	// apart and merge them into the certain ones, which are in order.
+	byStart := func(a, b ivRec) int {
+		if c := cmp.Compare(a.From, b.From); c != 0 {
+			return c
 		}
+		return cmp.Compare(a.FromLine, b.FromLine)
 	}
-	for l := range out {
-		ivs := out[l]
-		sort.Slice(ivs, func(a, b int) bool {
-			if ivs[a].From != ivs[b].From {
-				return ivs[a].From < ivs[b].From
+	poss := make([][]ivRec, len(p.locks))
+	for _, r := range p.poss {
+		st := int(r.start)
+		e := &p.ev[st]
+		h := Holder{Process: e.Process, From: e.Time, To: -1, FromLine: st + 1}
+		if r.end >= 0 {
+			h.To, h.ToLine = p.ev[r.end].Time, int(r.end)+1
+		}
+		l := p.lockOf(st)
+		poss[l] = append(poss[l], ivRec{Holder: h, pi: p.procOf(st)})
+	}
+	for l, ps := range poss {
+		if len(ps) == 0 {
+			continue
+		}
+		slices.SortStableFunc(ps, byStart)
+		cs := out[l]
+		if !slices.IsSortedFunc(cs, byStart) { // only if times are equal across reordered lines
+			slices.SortStableFunc(cs, byStart)
+		}
+		merged := make([]ivRec, 0, len(cs)+len(ps))
+		for len(cs) > 0 && len(ps) > 0 {
+			if byStart(ps[0], cs[0]) < 0 {
+				merged, ps = append(merged, ps[0]), ps[1:]
+			} else {
+				merged, cs = append(merged, cs[0]), cs[1:]
 			}
-			return ivs[a].FromLine < ivs[b].FromLine
-		})
+		}
+		out[l] = append(append(merged, cs...), ps...)
 	}
 	return out
 }
@@ -119,62 +153,140 @@ func Intervals(events []history.Event) map[string][]interval {
 // overlap. Intervals are half-open: a release invoked at t and the next
 // grant at t do not overlap. Possible (info) intervals never make a
 // violation; they are counted in the note.
+//
+// Metrics: holds (certain intervals), possible_holds, overlaps (= Count),
+// possible_overlaps.
 func CheckExclusion(events []history.Event, opts Options) Result {
-	if opts.MaxViolations <= 0 {
-		opts.MaxViolations = DefaultMaxViolations
+	return prepare(events).exclusion(opts.WithDefaults())
+}
+
+// ivHeap is a min-heap of interval indices by end (open ends last).
+type ivHeap struct {
+	idx []int32
+	ivs []ivRec
+	cnt []int32 // per process: how many of its intervals are in the heap
+}
+
+func endKey(iv *ivRec) int64 {
+	if iv.To < 0 {
+		return math.MaxInt64
 	}
-	res := Result{Verdict: Pass}
-	possibleOverlaps := 0
-	locks := Intervals(events)
-	names := make([]string, 0, len(locks))
-	for l := range locks {
-		names = append(names, l)
+	return iv.To
+}
+
+func (h *ivHeap) less(a, b int) bool {
+	return endKey(&h.ivs[h.idx[a]]) < endKey(&h.ivs[h.idx[b]])
+}
+
+func (h *ivHeap) push(x int32) {
+	h.idx = append(h.idx, x)
+	h.cnt[h.ivs[x].pi]++
+	for j := len(h.idx) - 1; j > 0; {
+		par := (j - 1) / 2
+		if !h.less(j, par) {
+			break
+		}
+		h.idx[j], h.idx[par] = h.idx[par], h.idx[j]
+		j = par
 	}
-	sort.Strings(names)
-	for _, lock := range names {
-		var active []interval // certain or possible intervals that may still overlap
-		for _, iv := range locks[lock] {
-			kept := active[:0]
-			for _, a := range active {
-				if a.To < 0 || a.To > iv.From {
-					kept = append(kept, a)
-				}
+}
+
+// popEnded drops every interval that ends at or before from.
+func (h *ivHeap) popEnded(from int64) {
+	for len(h.idx) > 0 {
+		top := &h.ivs[h.idx[0]]
+		if top.To < 0 || top.To > from {
+			return
+		}
+		h.cnt[top.pi]--
+		last := len(h.idx) - 1
+		h.idx[0] = h.idx[last]
+		h.idx = h.idx[:last]
+		for j := 0; ; {
+			l, r, m := 2*j+1, 2*j+2, j
+			if l < last && h.less(l, m) {
+				m = l
 			}
-			active = kept
-			for _, a := range active {
-				if a.Process == iv.Process {
-					continue
-				}
-				if !a.certain || !iv.certain {
-					possibleOverlaps++
-					continue
-				}
-				res.add(Violation{
-					Check:   Exclusion,
-					Lock:    lock,
-					Message: fmt.Sprintf("lock %q held by two processes at once: %s; %s", lock, holderString(a.Holder), holderString(iv.Holder)),
-					Holders: []Holder{a.Holder, iv.Holder},
-					Lines:   nonZero(a.FromLine, iv.FromLine),
-				}, opts.MaxViolations)
+			if r < last && h.less(r, m) {
+				m = r
 			}
-			active = append(active, iv)
+			if m == j {
+				break
+			}
+			h.idx[j], h.idx[m] = h.idx[m], h.idx[j]
+			j = m
 		}
 	}
-	if res.Count > 0 {
-		res.Verdict = Fail
+}
+
+func (h *ivHeap) clear() {
+	for _, x := range h.idx {
+		h.cnt[h.ivs[x].pi]--
 	}
+	h.idx = h.idx[:0]
+}
+
+func (p *prepared) exclusion(opts Options) Result {
+	res := Result{Verdict: Pass}
+	all := p.intervals()
+	holds, possibleHolds, possibleOverlaps := 0, 0, 0
+	certain := &ivHeap{cnt: make([]int32, len(p.procs))}
+	possible := &ivHeap{cnt: make([]int32, len(p.procs))}
+	var others []int32
+	for _, l := range p.lockOrder() {
+		ivs := all[l]
+		if len(ivs) == 0 {
+			continue
+		}
+		lock := p.locks[l]
+		certain.ivs, possible.ivs = ivs, ivs
+		for x := range ivs {
+			iv := &ivs[x]
+			certain.popEnded(iv.From)
+			possible.popEnded(iv.From)
+			otherPossible := len(possible.idx) - int(possible.cnt[iv.pi])
+			otherCertain := len(certain.idx) - int(certain.cnt[iv.pi])
+			if !iv.certain {
+				possibleHolds++
+				possibleOverlaps += otherPossible + otherCertain
+				possible.push(int32(x))
+				continue
+			}
+			holds++
+			possibleOverlaps += otherPossible
+			if otherCertain > 0 && len(res.Violations) < opts.MaxViolations {
+				others = others[:0]
+				for _, y := range certain.idx {
+					if ivs[y].pi != iv.pi {
+						others = append(others, y)
+					}
+				}
+				slices.Sort(others) // start order
+				for _, y := range others {
+					a := &ivs[y]
+					res.add(Violation{
+						Check:   Exclusion,
+						Lock:    lock,
+						Message: fmt.Sprintf("lock %q held by two processes at once: %s; %s", lock, holderString(a.Holder), holderString(iv.Holder)),
+						Holders: []Holder{a.Holder, iv.Holder},
+						Lines:   lines(a.FromLine, iv.FromLine),
+					}, opts.MaxViolations)
+				}
+			} else {
+				res.Count += otherCertain
+			}
+			certain.push(int32(x))
+		}
+		certain.clear()
+		possible.clear()
+	}
+	res.finish()
 	if possibleOverlaps > 0 {
 		res.Note = fmt.Sprintf("%d overlaps involve an acquire of unknown outcome (info) and are not counted", possibleOverlaps)
 	}
+	res.metric("holds", float64(holds))
+	res.metric("possible_holds", float64(possibleHolds))
+	res.metric("overlaps", float64(res.Count))
+	res.metric("possible_overlaps", float64(possibleOverlaps))
 	return res
-}
-
-func nonZero(xs ...int) []int {
-	var out []int
-	for _, x := range xs {
-		if x > 0 {
-			out = append(out, x)
-		}
-	}
-	return out
 }

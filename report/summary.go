@@ -1,11 +1,19 @@
 // Package report turns a checked history into figures people read: latency
-// distributions (HdrHistogram), summary.json and tables.
+// distributions (HdrHistogram), summary.json, tables, Go benchmark lines,
+// a self-contained HTML report, and the comparison of two runs or suites
+// against a threshold (for CI).
+//
+// Every function here is a pure function of its arguments except the few
+// that read or write files (LoadRun, ReadSuiteFile, WriteJSON).
 package report
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -14,7 +22,23 @@ import (
 	"github.com/lockbench/lockbench/history"
 )
 
-// Latency is a distribution in milliseconds.
+// Latency names: the keys of Summary.LatencyMS. Every summary has all four.
+const (
+	// LatAcquire is an acquire's invoke → its ok.
+	LatAcquire = "acquire"
+	// LatHandoff is a holder's release invoke → the next grant of that lock.
+	LatHandoff = "handoff"
+	// LatHold is an acquire ok → the holder's release invoke.
+	LatHold = "hold"
+	// LatUnavailability is a fault's invoke → the first acquire ok after it.
+	LatUnavailability = "unavailability"
+)
+
+// LatencyNames lists the distributions of a summary in display order.
+var LatencyNames = []string{LatAcquire, LatHandoff, LatHold, LatUnavailability}
+
+// Latency is a distribution in milliseconds. A distribution with no
+// samples is all zeros.
 type Latency struct {
 	Count int64   `json:"count"`
 	P50   float64 `json:"p50"`
@@ -22,21 +46,67 @@ type Latency struct {
 	P99   float64 `json:"p99"`
 	P999  float64 `json:"p999"`
 	Max   float64 `json:"max"`
+	// Mean is the arithmetic mean.
+	Mean float64 `json:"mean,omitempty"`
+	// CDF samples the distribution at fixed quantiles (0 = min, 1 = max),
+	// enough to draw it; summaries written before it existed lack it.
+	CDF []Quantile `json:"cdf,omitempty"`
+}
+
+// Quantile is one point of a CDF: the fraction Q of samples are ≤ MS.
+type Quantile struct {
+	Q  float64 `json:"q"`
+	MS float64 `json:"ms"`
+}
+
+// cdfQuantiles are the points Latency.CDF samples.
+var cdfQuantiles = []float64{0, 0.01, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9,
+	0.95, 0.98, 0.99, 0.995, 0.999, 0.9999, 1}
+
+// Points returns the CDF to draw: CDF when present, else one built from
+// the fixed percentiles (older summaries), without points that would make
+// it go backwards. Nil when there are no samples.
+func (l Latency) Points() []Quantile {
+	if l.Count == 0 {
+		return nil
+	}
+	pts := l.CDF
+	if len(pts) == 0 {
+		pts = []Quantile{{0.5, l.P50}, {0.9, l.P90}, {0.99, l.P99}, {0.999, l.P999}, {1, l.Max}}
+	}
+	// Keep a drawable curve from hand-made or partial summaries: drop
+	// points that are missing (0 past the first) or go backwards.
+	out := make([]Quantile, 0, len(pts))
+	for _, p := range pts {
+		if n := len(out); n > 0 && (p.MS < out[n-1].MS || p.Q < out[n-1].Q || p.MS == 0) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // Summary is summary.json: the run's identity, its figures and the
 // checker's verdict.
 type Summary struct {
-	RunID          string                  `json:"run_id"`
-	Lock           string                  `json:"lock"`
-	Scenario       string                  `json:"scenario"`
-	Clients        int                     `json:"clients"`
-	Seed           int64                   `json:"seed"`
-	DurationS      float64                 `json:"duration_s"`
-	Events         int                     `json:"events"`
-	Acquisitions   int                     `json:"acquisitions"`
-	ThroughputPerS float64                 `json:"throughput_per_s"`
-	LatencyMS      map[string]Latency      `json:"latency_ms"`
+	RunID          string  `json:"run_id"`
+	Lock           string  `json:"lock"`
+	Scenario       string  `json:"scenario"`
+	Clients        int     `json:"clients"`
+	Seed           int64   `json:"seed"`
+	DurationS      float64 `json:"duration_s"`
+	Events         int     `json:"events"`
+	Acquisitions   int     `json:"acquisitions"`
+	ThroughputPerS float64 `json:"throughput_per_s"`
+	// LatencyMS holds the distributions named by LatencyNames.
+	LatencyMS map[string]Latency `json:"latency_ms"`
+	// Faults is the number of fault invokes; FaultsUnrecovered of them were
+	// followed by no acquire ok (no unavailability sample).
+	Faults            int `json:"faults"`
+	FaultsUnrecovered int `json:"faults_unrecovered,omitempty"`
+	// ViolationCount is the exact number of violations over all checks;
+	// Violations lists them up to each check's cap.
+	ViolationCount int                     `json:"violation_count"`
 	Violations     []check.Violation       `json:"violations"`
 	Checks         map[string]check.Result `json:"checks"`
 	Verdict        check.Verdict           `json:"verdict"`
@@ -45,6 +115,38 @@ type Summary struct {
 	Interrupted bool `json:"interrupted,omitempty"`
 	// Stopped says why the run stopped early, when not interrupted.
 	Stopped string `json:"stopped,omitempty"`
+}
+
+// Key names a summary's cell in a suite: lock/scenario.
+func (s Summary) Key() string { return s.Lock + "/" + s.Scenario }
+
+// TotalViolations is the exact violation count, also for summaries written
+// before ViolationCount existed.
+func (s Summary) TotalViolations() int {
+	if s.ViolationCount > 0 {
+		return s.ViolationCount
+	}
+	n := 0
+	for _, r := range s.Checks {
+		n += r.Count
+	}
+	return max(n, len(s.Violations))
+}
+
+// Metric returns a check's metric (see check.Result.Metrics).
+func (s Summary) Metric(checkName, metric string) (float64, bool) {
+	r, ok := s.Checks[checkName]
+	if !ok {
+		return 0, false
+	}
+	v, ok := r.Metrics[metric]
+	return v, ok
+}
+
+// WakeupsPerHandoff is the herd check's figure; ok is false when the run
+// had no handoff.
+func (s Summary) WakeupsPerHandoff() (float64, bool) {
+	return s.Metric(check.Herd, "wakeups_per_handoff")
 }
 
 // Run identifies a run for Summarize; the rest comes from the history.
@@ -59,30 +161,87 @@ type Run struct {
 }
 
 // Summarize computes the figures of a run from its history and check
-// report. It reads nothing but its arguments.
+// report. It reads nothing but its arguments. Events need not be in time
+// order (ties keep their order).
+//
+// Distributions (see LatencyNames): acquire is each acquire invoke → ok of
+// one process; hold is an acquire ok → that process's release invoke of the
+// lock (a crash or lease-lost drops it); handoff is a holder's release
+// invoke → the next acquire ok of that lock by any process; unavailability
+// is each fault invoke (process -1, f "fault") → the first acquire ok of
+// any lock after it.
 func Summarize(run Run, events []history.Event, rep check.Report) Summary {
-	acquire := newHist()
-	pending := map[int]int64{} // process → acquire invoke time
-	acquisitions := 0
+	events = ordered(events)
+	hs := map[string]hist{}
+	for _, n := range LatencyNames {
+		hs[n] = newHist()
+	}
+	type pl struct {
+		proc int
+		lock string
+	}
+	pending := map[int]int64{}     // process → acquire invoke time
+	holding := map[pl]int64{}      // holder → grant time
+	released := map[string]int64{} // lock → a holder's release invoke, awaiting the next grant
+	var faults []int64             // fault invokes awaiting the first grant
+	acquisitions, nFaults := 0, 0
 	var last int64
 	for _, e := range events {
-		if e.Time > last {
-			last = e.Time
-		}
-		if e.F != history.FAcquire || e.Process < 0 {
+		last = max(last, e.Time)
+		if e.Process < 0 {
+			if e.F == history.FFault && e.Type == history.Invoke {
+				nFaults++
+				faults = append(faults, e.Time)
+			}
 			continue
 		}
-		switch e.Type {
-		case history.Invoke:
-			pending[e.Process] = e.Time
-		case history.OK:
-			acquisitions++
-			if t0, ok := pending[e.Process]; ok {
-				acquire.record(e.Time - t0)
+		switch e.F {
+		case history.FAcquire:
+			switch e.Type {
+			case history.Invoke:
+				pending[e.Process] = e.Time
+			case history.OK:
+				acquisitions++
+				if t0, ok := pending[e.Process]; ok {
+					hs[LatAcquire].record(e.Time - t0)
+				}
+				delete(pending, e.Process)
+				if t0, ok := released[e.Lock]; ok {
+					hs[LatHandoff].record(e.Time - t0)
+					delete(released, e.Lock)
+				}
+				for _, f := range faults {
+					hs[LatUnavailability].record(e.Time - f)
+				}
+				faults = faults[:0]
+				if _, ok := holding[pl{e.Process, e.Lock}]; !ok {
+					holding[pl{e.Process, e.Lock}] = e.Time
+				}
+			default:
+				delete(pending, e.Process)
 			}
-			delete(pending, e.Process)
-		default:
-			delete(pending, e.Process)
+		case history.FRelease:
+			if e.Type != history.Invoke {
+				continue
+			}
+			k := pl{e.Process, e.Lock}
+			if t0, ok := holding[k]; ok {
+				hs[LatHold].record(e.Time - t0)
+				delete(holding, k)
+				released[e.Lock] = e.Time
+			}
+		case history.FCrash, history.FLeaseLost:
+			if e.Type == history.Invoke || e.Type == history.Fail {
+				continue
+			}
+			for k := range holding {
+				if k.proc == e.Process && (e.F == history.FCrash || e.Lock == "" || e.Lock == k.lock) {
+					delete(holding, k)
+				}
+			}
+			if e.F == history.FCrash {
+				delete(pending, e.Process)
+			}
 		}
 	}
 	elapsed := run.Elapsed
@@ -91,15 +250,23 @@ func Summarize(run Run, events []history.Event, rep check.Report) Summary {
 	}
 	s := Summary{
 		RunID: run.ID, Lock: run.Lock, Scenario: run.Scenario, Clients: run.Clients, Seed: run.Seed,
-		DurationS:    elapsed.Seconds(),
-		Events:       len(events),
-		Acquisitions: acquisitions,
-		LatencyMS:    map[string]Latency{"acquire": acquire.latency()},
-		Violations:   rep.Violations(),
-		Checks:       rep.Checks,
-		Verdict:      rep.Verdict,
-		Interrupted:  run.Interrupted,
-		Stopped:      run.Stopped,
+		DurationS:         elapsed.Seconds(),
+		Events:            len(events),
+		Acquisitions:      acquisitions,
+		LatencyMS:         make(map[string]Latency, len(hs)),
+		Faults:            nFaults,
+		FaultsUnrecovered: len(faults),
+		Violations:        rep.Violations(),
+		Checks:            rep.Checks,
+		Verdict:           rep.Verdict,
+		Interrupted:       run.Interrupted,
+		Stopped:           run.Stopped,
+	}
+	for n, h := range hs {
+		s.LatencyMS[n] = h.latency()
+	}
+	for _, r := range rep.Checks {
+		s.ViolationCount += r.Count
 	}
 	if s.Violations == nil {
 		s.Violations = []check.Violation{}
@@ -108,6 +275,18 @@ func Summarize(run Run, events []history.Event, rep check.Report) Summary {
 		s.ThroughputPerS = float64(acquisitions) / elapsed.Seconds()
 	}
 	return s
+}
+
+// ordered returns events in time order, ties in their order: events itself
+// when already so (a recorder's history), else a sorted copy.
+func ordered(events []history.Event) []history.Event {
+	byTime := func(a, b history.Event) int { return cmp.Compare(a.Time, b.Time) }
+	if slices.IsSortedFunc(events, byTime) {
+		return events
+	}
+	out := slices.Clone(events)
+	slices.SortStableFunc(out, byTime)
+	return out
 }
 
 // hist records nanosecond durations at microsecond resolution, 3
@@ -126,14 +305,28 @@ func (h hist) latency() Latency {
 	if h.h.TotalCount() == 0 {
 		return Latency{}
 	}
-	return Latency{
+	l := Latency{
 		Count: h.h.TotalCount(),
 		P50:   ms(h.h.ValueAtQuantile(50)),
 		P90:   ms(h.h.ValueAtQuantile(90)),
 		P99:   ms(h.h.ValueAtQuantile(99)),
 		P999:  ms(h.h.ValueAtQuantile(99.9)),
 		Max:   ms(h.h.Max()),
+		Mean:  math.Round(h.h.Mean()) / 1000,
 	}
+	for _, q := range cdfQuantiles {
+		var v int64
+		switch q {
+		case 0:
+			v = h.h.Min()
+		case 1:
+			v = h.h.Max()
+		default:
+			v = h.h.ValueAtQuantile(q * 100)
+		}
+		l.CDF = append(l.CDF, Quantile{Q: q, MS: ms(v)})
+	}
+	return l
 }
 
 // WriteJSON writes v as indented JSON to path, atomically.

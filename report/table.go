@@ -3,30 +3,145 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/lockbench/lockbench/check"
 )
 
-// RunTable prints a run's headline figures: what users compare first.
+// RunTable prints a run's headline figures (what users compare first),
+// then its latency distributions (LatencyTable).
 func RunTable(w io.Writer, s Summary) error {
-	t := newTable(w)
+	t := newTable(w, "LLRRRRRRRRL")
 	t.Header("lock", "scenario", "clients", "acquisitions", "acq/s", "p50 ms", "p90 ms", "p99 ms", "max ms", "violations", "verdict")
-	a := s.LatencyMS["acquire"]
+	a := s.LatencyMS[LatAcquire]
 	if err := t.Append(s.Lock, s.Scenario, fmt.Sprint(s.Clients), fmt.Sprint(s.Acquisitions),
 		fmt.Sprintf("%.1f", s.ThroughputPerS), ms(a.P50), ms(a.P90), ms(a.P99), ms(a.Max),
-		fmt.Sprint(len(s.Violations)), string(s.Verdict)); err != nil {
+		fmt.Sprint(s.TotalViolations()), string(s.Verdict)); err != nil {
 		return err
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	return LatencyTable(w, s)
+}
+
+// LatencyTable prints every distribution of LatencyNames: count, p50, p90,
+// p99, p99.9 and max in milliseconds ("-" where there are no samples).
+func LatencyTable(w io.Writer, s Summary) error {
+	t := newTable(w, "LRRRRRR")
+	t.Header("latency", "count", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms")
+	for _, n := range LatencyNames {
+		l := s.LatencyMS[n]
+		row := []any{n, fmt.Sprint(l.Count), "-", "-", "-", "-", "-"}
+		if l.Count > 0 {
+			row = []any{n, fmt.Sprint(l.Count), ms(l.P50), ms(l.P90), ms(l.P99), ms(l.P999), ms(l.Max)}
+		}
+		if err := t.Append(row...); err != nil {
+			return err
+		}
 	}
 	return t.Render()
 }
 
+// ChecksTable prints each check's verdict, violation count and note.
+func ChecksTable(w io.Writer, s Summary) error {
+	t := newTable(w, "LLRL")
+	t.Header("check", "verdict", "violations", "note")
+	for _, n := range checkNames(s.Checks) {
+		r := s.Checks[n]
+		if err := t.Append(n, string(r.Verdict), fmt.Sprint(r.Count), clip(r.Note, 72)); err != nil {
+			return err
+		}
+	}
+	return t.Render()
+}
+
+// SuiteTable prints the suite matrix, one row per cell: strategy ×
+// scenario, the verdict against the expectation, throughput, handoff
+// p50/p99, violations and wake-ups per handoff.
+func SuiteTable(w io.Writer, cells []Cell) error {
+	t := newTable(w, "LLLLLRRRRR")
+	t.Header("lock", "scenario", "verdict", "expected", "match", "acq/s", "handoff p50 ms", "handoff p99 ms", "violations", "wakeups/handoff")
+	for _, c := range cells {
+		s := c.Summary
+		h := s.LatencyMS[LatHandoff]
+		p50, p99 := "-", "-"
+		if h.Count > 0 {
+			p50, p99 = ms(h.P50), ms(h.P99)
+		}
+		if err := t.Append(s.Lock, s.Scenario, string(s.Verdict), expectedString(c.Expected), matchString(c),
+			fmt.Sprintf("%.1f", s.ThroughputPerS), p50, p99, fmt.Sprint(s.TotalViolations()), wakeupsString(s)); err != nil {
+			return err
+		}
+	}
+	return t.Render()
+}
+
+func expectedString(v check.Verdict) string {
+	if v == "" {
+		return "-"
+	}
+	return string(v)
+}
+
+func matchString(c Cell) string {
+	switch {
+	case c.Mismatch():
+		return "NO"
+	case c.Expected == "" && c.Note == "":
+		return "-"
+	}
+	return "yes"
+}
+
+func wakeupsString(s Summary) string {
+	if v, ok := s.WakeupsPerHandoff(); ok {
+		return fmt.Sprintf("%.2f", v)
+	}
+	return "-"
+}
+
+// checkNames lists the checks of a summary: check.CheckNames first, in
+// their order, then any others sorted.
+func checkNames(m map[string]check.Result) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, n := range check.CheckNames {
+		if _, ok := m[n]; ok {
+			out = append(out, n)
+			seen[n] = true
+		}
+	}
+	var rest []string
+	for n := range m {
+		if !seen[n] {
+			rest = append(rest, n)
+		}
+	}
+	slices.Sort(rest)
+	return append(out, rest...)
+}
+
 // newTable is the one table style of every report: headers as written,
-// numbers right-aligned.
-func newTable(w io.Writer) *tablewriter.Table {
+// text left-aligned and numbers right-aligned. align has one letter per
+// column, L or R (columns past it are right-aligned).
+func newTable(w io.Writer, align string) *tablewriter.Table {
+	per := make([]tw.Align, len(align))
+	for i, c := range align {
+		per[i] = tw.AlignRight
+		if c == 'L' {
+			per[i] = tw.AlignLeft
+		}
+	}
 	return tablewriter.NewTable(w,
 		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithRowAlignment(tw.AlignRight))
+		tablewriter.WithRowAutoWrap(tw.WrapNone),
+		tablewriter.WithRowAlignmentConfig(tw.CellAlignment{Global: tw.AlignRight, PerColumn: per}))
 }
 
 func ms(v float64) string {
@@ -37,4 +152,14 @@ func ms(v float64) string {
 		return fmt.Sprintf("%.1f", v)
 	}
 	return fmt.Sprintf("%.2f", v)
+}
+
+// clip shortens s to n runes, on one line.
+func clip(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
 }

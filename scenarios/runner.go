@@ -772,7 +772,15 @@ func (c *client) crash() error {
 		close(c.paused)
 		c.paused = nil
 	}
+	proxies := c.proxies
 	c.mu.Unlock()
+	// The network goes first, as when a process is killed: nothing it sends
+	// from here on reaches etcd, not even the cleanup of its cancelled calls.
+	for _, p := range proxies {
+		p.BlackholeTx()
+		p.BlackholeRx()
+		p.Close()
+	}
 	cli.Close()
 	cancel()
 	return nil
@@ -787,7 +795,14 @@ func (c *client) restart(ctx context.Context) error {
 		c.mu.Unlock()
 		return fmt.Errorf("client %d is not crashed", c.id)
 	}
+	old := c.proxies
+	c.proxies = nil
 	c.mu.Unlock()
+	if len(old) > 0 {
+		if err := c.startProxies(); err != nil {
+			return err
+		}
+	}
 	if err := c.connect(ctx); err != nil {
 		return err
 	}

@@ -264,11 +264,14 @@ func (s Scenario) NeedsMembers() bool {
 }
 
 // NeedsProxies reports whether a step acts on a client's network, so each
-// client must talk through its own fault proxy.
+// client must talk through its own fault proxy. A crash needs one too: the
+// crashed client's connections must drop before its code can send another
+// RPC (a cancelled Lock's cleanup would otherwise delete its key, which a
+// killed process never does).
 func (s Scenario) NeedsProxies() bool {
 	for _, st := range s.Steps {
 		switch st.Fault {
-		case "pause-client", "isolate-client", "delay-client":
+		case "pause-client", "isolate-client", "delay-client", "crash-client":
 			return true
 		}
 	}

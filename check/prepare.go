@@ -1,0 +1,377 @@
+package check
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/lockbench/lockbench/history"
+)
+
+// Operation codes: the `f` of an event, classified once.
+const (
+	opOther uint8 = iota
+	opAcquire
+	opRelease
+	opRead
+	opWrite
+	opCrash
+	opPause
+	opResume
+	opLeaseLost
+	opWakeup
+	opFault
+	opRPCs
+)
+
+// Type codes: the `type` of an event.
+const (
+	tyInvoke uint8 = iota
+	tyOK
+	tyFail
+	tyInfo
+	tyOther // not a contract type; ignored by every check
+)
+
+func opOf(f string) uint8 {
+	switch f {
+	case history.FAcquire:
+		return opAcquire
+	case history.FRelease:
+		return opRelease
+	case history.FRead:
+		return opRead
+	case history.FWrite:
+		return opWrite
+	case history.FCrash:
+		return opCrash
+	case history.FPause:
+		return opPause
+	case history.FResume:
+		return opResume
+	case history.FLeaseLost:
+		return opLeaseLost
+	case history.FWakeup:
+		return opWakeup
+	case history.FFault:
+		return opFault
+	case FRPCs:
+		return opRPCs
+	}
+	return opOther
+}
+
+func typeOf(t history.Type) uint8 {
+	switch t {
+	case history.Invoke:
+		return tyInvoke
+	case history.OK:
+		return tyOK
+	case history.Fail:
+		return tyFail
+	case history.Info:
+		return tyInfo
+	}
+	return tyOther
+}
+
+// clientOp reports whether op is one of a client's operations, of which a
+// process has at most one in flight (invoke … ok/fail/info).
+func clientOp(op uint8) bool { return op >= opAcquire && op <= opWrite }
+
+func completion(ty uint8) bool { return ty == tyOK || ty == tyFail || ty == tyInfo }
+
+// Outcomes of an invoked operation.
+const (
+	outPending uint8 = iota // never ended: still in flight at the end
+	outOK
+	outFail
+	outInfo
+	outAborted // ended by the process's crash or its next invoke: unknown
+)
+
+// possRec is an acquire of unknown outcome (info, or cut short by a crash
+// or another invoke): the lock may have been held from start to end.
+type possRec struct {
+	start int32 // the acquire invoke, or the info itself when it has none
+	end   int32 // the process's next event after the outcome; -1: history end
+}
+
+// prepared is a compact, time-ordered index of a history that every check
+// walks. Building it is the only pass that looks at strings.
+type prepared struct {
+	ev  []history.Event
+	ord []int32 // time order (ties by line); nil when ev is already in order
+	// code is op<<3 | type, per event.
+	code []uint8
+	// slot is the (process, lock) pair of each event. A completion without
+	// a lock takes its invoke's.
+	slot []int32
+	// pair, on a client-op invoke, is the event that ended it (completion,
+	// crash, or the process's next invoke); -1 if none did.
+	pair []int32
+	// ended, on any event, is the client-op invoke that event ended; -1.
+	ended []int32
+
+	procs    []int    // raw process id by process index
+	locks    []string // lock name by lock index
+	slotProc []int32
+	slotLock []int32
+	noLock   int32 // index of lock "" or -1
+	poss     []possRec
+	nAcq     []int32 // acquire events per lock
+	nGrant   []int32 // acquire ok events per lock
+	endTime  int64   // time of the last event in time order
+
+	ws *writeScan // memoized by writes
+}
+
+func (p *prepared) n() int { return len(p.ev) }
+
+// at is the event index of the k-th event in time order.
+func (p *prepared) at(k int) int {
+	if p.ord != nil {
+		return int(p.ord[k])
+	}
+	return k
+}
+
+func (p *prepared) op(i int) uint8 { return p.code[i] >> 3 }
+func (p *prepared) ty(i int) uint8 { return p.code[i] & 7 }
+
+func (p *prepared) lockOf(i int) int32 { return p.slotLock[p.slot[i]] }
+func (p *prepared) procOf(i int) int32 { return p.slotProc[p.slot[i]] }
+
+// outcome of the client-op invoke inv.
+func (p *prepared) outcome(inv int) uint8 {
+	j := p.pair[inv]
+	if j < 0 {
+		return outPending
+	}
+	if p.op(int(j)) != p.op(inv) {
+		return outAborted
+	}
+	switch p.ty(int(j)) {
+	case tyOK:
+		return outOK
+	case tyFail:
+		return outFail
+	case tyInfo:
+		return outInfo
+	}
+	return outAborted
+}
+
+// interner maps processes, locks and (process, lock) pairs to dense
+// indices, with fast paths for the common shapes (small process ids, one
+// lock name repeated).
+type interner struct {
+	p       *prepared
+	procTab []int32 // process id+1 → index+1, for small ids
+	procMap map[int]int32
+	lockMap map[string]int32
+	lastL   string
+	lastLID int32
+	// per process: the slot of its last lock, and a map for the rest
+	procLastLock []int32
+	procLastSlot []int32
+	slotMap      map[uint64]int32
+}
+
+const smallProc = 1 << 16
+
+func (in *interner) proc(id int) int32 {
+	if id >= -1 && id < smallProc-1 {
+		k := id + 1
+		if k < len(in.procTab) && in.procTab[k] != 0 {
+			return in.procTab[k] - 1
+		}
+		x := in.newProc(id)
+		if k >= len(in.procTab) {
+			in.procTab = append(in.procTab, make([]int32, k+1-len(in.procTab))...)
+		}
+		in.procTab[k] = x + 1
+		return x
+	}
+	if x, ok := in.procMap[id]; ok {
+		return x
+	}
+	if in.procMap == nil {
+		in.procMap = map[int]int32{}
+	}
+	x := in.newProc(id)
+	in.procMap[id] = x
+	return x
+}
+
+func (in *interner) newProc(id int) int32 {
+	x := int32(len(in.p.procs))
+	in.p.procs = append(in.p.procs, id)
+	in.procLastLock = append(in.procLastLock, -1)
+	in.procLastSlot = append(in.procLastSlot, -1)
+	return x
+}
+
+func (in *interner) lock(name string) int32 {
+	if in.lastLID >= 0 && name == in.lastL {
+		return in.lastLID
+	}
+	x, ok := in.lockMap[name]
+	if !ok {
+		x = int32(len(in.p.locks))
+		in.p.locks = append(in.p.locks, name)
+		in.p.nAcq = append(in.p.nAcq, 0)
+		in.p.nGrant = append(in.p.nGrant, 0)
+		in.lockMap[name] = x
+		if name == "" {
+			in.p.noLock = x
+		}
+	}
+	in.lastL, in.lastLID = name, x
+	return x
+}
+
+func (in *interner) slot(pi, li int32) int32 {
+	if in.procLastLock[pi] == li {
+		return in.procLastSlot[pi]
+	}
+	k := uint64(uint32(pi))<<32 | uint64(uint32(li))
+	s, ok := in.slotMap[k]
+	if !ok {
+		s = int32(len(in.p.slotProc))
+		in.p.slotProc = append(in.p.slotProc, pi)
+		in.p.slotLock = append(in.p.slotLock, li)
+		in.slotMap[k] = s
+	}
+	in.procLastLock[pi], in.procLastSlot[pi] = li, s
+	return s
+}
+
+// prepare indexes events in one pass (plus a sort if they are out of time
+// order). Memory: about 17 bytes per event, 21 when a sort is needed.
+func prepare(events []history.Event) *prepared {
+	n := len(events)
+	p := &prepared{
+		ev:     events,
+		code:   make([]uint8, n),
+		slot:   make([]int32, n),
+		pair:   make([]int32, n),
+		ended:  make([]int32, n),
+		noLock: -1,
+	}
+	for i := 1; i < n; i++ {
+		if events[i].Time < events[i-1].Time {
+			p.ord = make([]int32, n)
+			for j := range p.ord {
+				p.ord[j] = int32(j)
+			}
+			slices.SortFunc(p.ord, func(a, b int32) int {
+				if c := cmp.Compare(events[a].Time, events[b].Time); c != 0 {
+					return c
+				}
+				return cmp.Compare(a, b)
+			})
+			break
+		}
+	}
+	if n > 0 {
+		p.endTime = events[p.at(n-1)].Time
+	}
+	in := &interner{p: p, lockMap: map[string]int32{}, slotMap: map[uint64]int32{}, lastLID: -1}
+	var pend []int32    // per process: its client-op invoke in flight, -1
+	var armed [][]int32 // per process: poss records its next event ends
+	for k := 0; k < n; k++ {
+		i := p.at(k)
+		e := &events[i]
+		op, ty := opOf(e.F), typeOf(e.Type)
+		p.code[i] = op<<3 | ty
+		pi := in.proc(e.Process)
+		li := in.lock(e.Lock)
+		s := in.slot(pi, li)
+		p.slot[i] = s
+		p.pair[i], p.ended[i] = -1, -1
+		if op == opAcquire {
+			p.nAcq[li]++
+			if ty == tyOK {
+				p.nGrant[li]++
+			}
+		}
+		if e.Process < 0 {
+			continue
+		}
+		for int(pi) >= len(pend) {
+			pend = append(pend, -1)
+			armed = append(armed, nil)
+		}
+		// An acquire of unknown outcome may hold the lock until the
+		// process's next event (other than another acquire's outcome).
+		if len(armed[pi]) > 0 && !(op == opAcquire && completion(ty)) {
+			for _, r := range armed[pi] {
+				p.poss[r].end = int32(i)
+			}
+			armed[pi] = armed[pi][:0]
+		}
+		abort := func() {
+			q := pend[pi]
+			if q < 0 {
+				return
+			}
+			p.pair[q], p.ended[i] = int32(i), q
+			pend[pi] = -1
+			if p.op(int(q)) == opAcquire {
+				p.poss = append(p.poss, possRec{start: q, end: int32(i)})
+			}
+		}
+		switch {
+		case clientOp(op) && ty == tyInvoke:
+			abort()
+			pend[pi] = int32(i)
+		case clientOp(op) && completion(ty):
+			q := pend[pi]
+			if q >= 0 && p.op(int(q)) == op && (e.Lock == "" || li == p.lockOf(int(q))) {
+				p.pair[q], p.ended[i] = int32(i), q
+				pend[pi] = -1
+				p.slot[i] = p.slot[q]
+			} else {
+				q = -1
+			}
+			if op == opAcquire && ty == tyInfo {
+				start := int32(i)
+				if q >= 0 {
+					start = q
+				}
+				armed[pi] = append(armed[pi], int32(len(p.poss)))
+				p.poss = append(p.poss, possRec{start: start, end: -1})
+			}
+		case op == opCrash:
+			abort()
+		}
+	}
+	return p
+}
+
+// lockOrder returns lock indices sorted by name.
+func (p *prepared) lockOrder() []int32 {
+	ids := make([]int32, len(p.locks))
+	for i := range ids {
+		ids[i] = int32(i)
+	}
+	slices.SortFunc(ids, func(a, b int32) int { return cmp.Compare(p.locks[a], p.locks[b]) })
+	return ids
+}
+
+// fenwick counts, per position, and answers prefix sums: O(log n) each.
+type fenwick []int32
+
+func (f fenwick) add(i int) { // 0-based
+	for i++; i < len(f); i += i & -i {
+		f[i]++
+	}
+}
+
+func (f fenwick) prefix(i int) int { // sum over [0, i]
+	s := 0
+	for i++; i > 0; i -= i & -i {
+		s += int(f[i])
+	}
+	return s
+}

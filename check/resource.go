@@ -1,0 +1,407 @@
+package check
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/lockbench/lockbench/history"
+)
+
+// The counter workloads (DESIGN.md §4), as the checker reads them: inside
+// the critical section a process reads the counter (read invoke → read ok,
+// value = what it read), then writes read+1 (write invoke with value and
+// token = its grant's token). write ok means the resource accepted the
+// write, write fail that it rejected it (counter-fenced: the token guard
+// failed, error "stale token"), write info that nobody knows. At the end the
+// nemesis (process -1) reads the final value: a read ok with value N.
+//
+// The lock of a write is the write's own, else its invoke's, else the lock
+// of the process's last grant. A final read with a lock is that lock's
+// counter; one without a lock counts every lock's writes (one counter per
+// run).
+
+// CheckResource finds lost updates: a counter whose final value is lower
+// than the number of writes it accepted (each accepted write is one +1).
+//
+// Verdicts: fail on a lost update; unknown when writes were accepted but no
+// final read covers them or the final value is not an integer; pass with
+// note "no resource operations" when the history has no read or write.
+// Writes of unknown outcome (info) never make a violation.
+//
+// Metrics: accepted_writes, rejected_writes, unknown_writes, final_value
+// (when there is one final read), lost_updates (when decidable).
+func CheckResource(events []history.Event, opts Options) Result {
+	return prepare(events).resource(opts.WithDefaults())
+}
+
+// CheckFencing checks fencing tokens of accepted writes, per lock:
+//   - a write accepted with a token lower than that of a grant (acquire ok)
+//     made before the write was invoked came from a superseded holder: a
+//     stale accepted write;
+//   - a write accepted with a token lower than that of a write accepted
+//     before it was invoked: the accepted tokens decreased (a regression).
+//
+// A write counts once even when it is both. A rejected stale write (fail)
+// is what fencing is for and is fine; a stale write of unknown outcome
+// (info) is counted, not failed. Writes without a token are skipped.
+//
+// Verdicts: fail on any such write; unknown when writes were accepted but
+// none carries a token; pass with note "no resource operations" when the
+// history has no write.
+//
+// Metrics: accepted_writes, tokened_writes, stale_accepted_writes,
+// token_regressions, rejected_stale_writes, unknown_stale_writes.
+func CheckFencing(events []history.Event, opts Options) Result {
+	return prepare(events).fencing(opts.WithDefaults())
+}
+
+const noResourceOps = "no resource operations"
+
+type writeScan struct {
+	resourceOps bool // any read or write
+	writes      int  // write events of clients
+	accepted    []int
+	acceptedAt  [][]int32 // per lock: the write ok events
+	rejected    int
+	unknown     int
+	finals      []int32 // per lock: the last final read, -1
+
+	fencing       Result
+	tokened       int
+	stale         int
+	regressions   int
+	rejectedStale int
+	unknownStale  int
+}
+
+type tokenAt struct {
+	tok int64
+	at  int32 // event index, -1 if none
+}
+
+type pendingWrite struct {
+	inv   int32
+	lock  int32
+	grant tokenAt // highest grant of the lock before the invoke
+	acc   tokenAt // highest accepted write token before the invoke
+}
+
+func (p *prepared) scanWrites(opts Options) *writeScan {
+	nl := len(p.locks)
+	w := &writeScan{
+		accepted:   make([]int, nl),
+		acceptedAt: make([][]int32, nl),
+		finals:     make([]int32, nl),
+		fencing:    Result{Verdict: Pass},
+	}
+	for l := range w.finals {
+		w.finals[l] = -1
+	}
+	none := tokenAt{0, -1}
+	maxGrant := make([]tokenAt, nl)
+	maxAcc := make([]tokenAt, nl)
+	for l := range maxGrant {
+		maxGrant[l], maxAcc[l] = none, none
+	}
+	lastGrantLock := make([]int32, len(p.procs))
+	pend := make([]pendingWrite, len(p.procs))
+	for x := range pend {
+		lastGrantLock[x] = -1
+		pend[x].inv = -1
+	}
+	lockOfWrite := func(i int, pi int32) int32 {
+		if l := p.lockOf(i); l != p.noLock {
+			return l
+		}
+		if l := lastGrantLock[pi]; l >= 0 {
+			return l
+		}
+		return p.lockOf(i)
+	}
+	for k := range p.n() {
+		i := p.at(k)
+		op := p.op(i)
+		if op != opAcquire && op != opRead && op != opWrite {
+			continue
+		}
+		ty := p.ty(i)
+		e := &p.ev[i]
+		pi := p.procOf(i)
+		if e.Process < 0 {
+			if op == opRead && ty == tyOK {
+				w.finals[p.lockOf(i)] = int32(i)
+				w.resourceOps = true
+			}
+			continue
+		}
+		switch {
+		case op == opAcquire:
+			if ty == tyOK {
+				l := p.lockOf(i)
+				lastGrantLock[pi] = l
+				if e.Token != 0 && (maxGrant[l].at < 0 || e.Token > maxGrant[l].tok) {
+					maxGrant[l] = tokenAt{e.Token, int32(i)}
+				}
+			}
+			continue
+		case op == opRead:
+			w.resourceOps = true
+			continue
+		}
+		w.resourceOps = true
+		w.writes++
+		if ty == tyInvoke {
+			l := lockOfWrite(i, pi)
+			pend[pi] = pendingWrite{inv: int32(i), lock: l, grant: maxGrant[l], acc: maxAcc[l]}
+			continue
+		}
+		if !completion(ty) {
+			continue
+		}
+		inv := p.ended[i]
+		var pw pendingWrite
+		if inv >= 0 && pend[pi].inv == inv {
+			pw = pend[pi]
+		} else { // a completion without its invoke: invoked now
+			l := lockOfWrite(i, pi)
+			pw = pendingWrite{inv: -1, lock: l, grant: maxGrant[l], acc: maxAcc[l]}
+		}
+		pend[pi].inv = -1
+		tok := e.Token
+		if pw.inv >= 0 && p.ev[pw.inv].Token != 0 {
+			tok = p.ev[pw.inv].Token
+		}
+		l := pw.lock
+		staleGrant := tok != 0 && pw.grant.at >= 0 && tok < pw.grant.tok
+		switch ty {
+		case tyFail:
+			w.rejected++
+			if staleGrant || strings.Contains(e.Error, "stale") {
+				w.rejectedStale++
+			}
+		case tyInfo:
+			w.unknown++
+			if staleGrant {
+				w.unknownStale++
+			}
+		case tyOK:
+			w.accepted[l]++
+			w.acceptedAt[l] = append(w.acceptedAt[l], int32(i))
+			if tok == 0 {
+				continue
+			}
+			w.tokened++
+			regress := pw.acc.at >= 0 && tok < pw.acc.tok
+			if staleGrant {
+				w.stale++
+			}
+			if regress {
+				w.regressions++
+			}
+			if staleGrant || regress {
+				w.fencing.add(p.fencingViolation(i, int(pw.inv), tok, l, pw, staleGrant, regress), opts.MaxViolations)
+			}
+			if maxAcc[l].at < 0 || tok > maxAcc[l].tok {
+				maxAcc[l] = tokenAt{tok, int32(i)}
+			}
+		}
+	}
+	return w
+}
+
+func (p *prepared) fencingViolation(i, inv int, tok int64, l int32, pw pendingWrite, stale, regress bool) Violation {
+	e := &p.ev[i]
+	what := fmt.Sprintf("process %d's write", e.Process)
+	val := e.Value
+	if inv >= 0 {
+		val = p.ev[inv].Value
+		what += fmt.Sprintf(" (invoked at %s, line %d)", fmtNS(p.ev[inv].Time), inv+1)
+	}
+	if len(val) > 0 && len(val) <= 64 {
+		what += " of " + string(val)
+	}
+	what += fmt.Sprintf(" with token %d was accepted at %s (line %d)", tok, fmtNS(e.Time), i+1)
+	var why []string
+	ls := []int{inv + 1, i + 1}
+	if stale {
+		g := &p.ev[pw.grant.at]
+		why = append(why, fmt.Sprintf("process %d had been granted the lock with token %d at %s (line %d) before the write was invoked: a stale holder's write",
+			g.Process, pw.grant.tok, fmtNS(g.Time), pw.grant.at+1))
+		ls = append(ls, int(pw.grant.at)+1)
+	}
+	if regress {
+		a := &p.ev[pw.acc.at]
+		why = append(why, fmt.Sprintf("process %d's write with token %d had been accepted at %s (line %d) before it: accepted tokens decreased",
+			a.Process, pw.acc.tok, fmtNS(a.Time), pw.acc.at+1))
+		ls = append(ls, int(pw.acc.at)+1)
+	}
+	return Violation{
+		Check:   Fencing,
+		Lock:    p.locks[l],
+		Message: fmt.Sprintf("lock %q: %s, but %s", p.locks[l], what, strings.Join(why, "; and ")),
+		Lines:   lines(ls...),
+	}
+}
+
+func (p *prepared) writes(opts Options) *writeScan {
+	if p.ws == nil {
+		p.ws = p.scanWrites(opts)
+	}
+	return p.ws
+}
+
+func (p *prepared) fencing(opts Options) Result {
+	w := p.writes(opts)
+	res := w.fencing
+	res.Violations = append([]Violation(nil), res.Violations...)
+	if w.writes == 0 {
+		res.Note = noResourceOps
+		return res
+	}
+	acc := 0
+	for _, a := range w.accepted {
+		acc += a
+	}
+	res.finish()
+	if res.Verdict == Pass && acc > 0 && w.tokened == 0 {
+		res.Verdict = Unknown
+		res.Note = "no accepted write carries a token"
+	} else if acc > w.tokened {
+		res.Note = fmt.Sprintf("%d accepted writes carry no token and were not checked", acc-w.tokened)
+	}
+	if w.unknownStale > 0 {
+		res.Note = joinNotes(res.Note, fmt.Sprintf("%d stale writes have an unknown outcome (info)", w.unknownStale))
+	}
+	res.metric("accepted_writes", float64(acc))
+	res.metric("tokened_writes", float64(w.tokened))
+	res.metric("stale_accepted_writes", float64(w.stale))
+	res.metric("token_regressions", float64(w.regressions))
+	res.metric("rejected_stale_writes", float64(w.rejectedStale))
+	res.metric("unknown_stale_writes", float64(w.unknownStale))
+	return res
+}
+
+func (p *prepared) resource(opts Options) Result {
+	w := p.writes(opts)
+	res := Result{Verdict: Pass}
+	if !w.resourceOps {
+		res.Note = noResourceOps
+		return res
+	}
+	total := 0
+	for _, a := range w.accepted {
+		total += a
+	}
+	res.metric("accepted_writes", float64(total))
+	res.metric("rejected_writes", float64(w.rejected))
+	res.metric("unknown_writes", float64(w.unknown))
+	var notes []string
+	covered := make([]bool, len(p.locks))
+	nFinals, lost, decided := 0, int64(0), true
+	for _, l := range p.lockOrder() {
+		f := w.finals[l]
+		if f < 0 {
+			continue
+		}
+		nFinals++
+		accepted := w.accepted[l]
+		name := fmt.Sprintf("counter of lock %q", p.locks[l])
+		if l == p.noLock {
+			accepted = total
+			name = "counter"
+			for x := range covered {
+				covered[x] = true
+			}
+		}
+		covered[l] = true
+		fe := &p.ev[f]
+		final, ok := history.ParseInt(fe.Value)
+		if !ok {
+			decided = false
+			notes = append(notes, fmt.Sprintf("final read of the %s (line %d) is not an integer", name, f+1))
+			continue
+		}
+		res.metric("final_value", float64(final))
+		if final >= int64(accepted) {
+			continue
+		}
+		lost += int64(accepted) - final
+		ls := []int{int(f) + 1}
+		at := w.acceptedAt[l]
+		if l == p.noLock {
+			at = nil
+			for _, xs := range w.acceptedAt {
+				at = append(at, xs...)
+			}
+		}
+		dups := p.duplicateWrites(at, 5)
+		msg := fmt.Sprintf("%s: final value %d (read at %s, line %d) is less than the %d accepted increments: %d update(s) lost",
+			name, final, fmtNS(fe.Time), f+1, accepted, int64(accepted)-final)
+		if len(dups) > 0 {
+			var ds []string
+			for _, d := range dups {
+				ds = append(ds, fmt.Sprintf("%s at lines %d and %d", string(p.writeValue(int(d[0]))), d[0]+1, d[1]+1))
+				ls = append(ls, int(d[0])+1, int(d[1])+1)
+			}
+			msg += "; accepted writes of the same value: " + strings.Join(ds, ", ")
+		}
+		lk := p.locks[l]
+		res.add(Violation{Check: Resource, Lock: lk, Message: msg, Lines: lines(ls...)}, opts.MaxViolations)
+	}
+	if nFinals != 1 {
+		delete(res.Metrics, "final_value")
+	}
+	var uncovered []string
+	for _, l := range p.lockOrder() {
+		if w.accepted[l] > 0 && !covered[l] {
+			uncovered = append(uncovered, fmt.Sprintf("%q", p.locks[l]))
+		}
+	}
+	if len(uncovered) > 0 {
+		decided = false
+		notes = append(notes, fmt.Sprintf("no final read (process -1, read ok) of the counter of lock %s", strings.Join(uncovered, ", ")))
+	}
+	if decided {
+		res.metric("lost_updates", float64(lost))
+	}
+	res.finish()
+	if res.Verdict == Pass && !decided {
+		res.Verdict = Unknown
+	}
+	if w.unknown > 0 && res.Verdict == Pass {
+		notes = append(notes, fmt.Sprintf("%d writes have an unknown outcome (info)", w.unknown))
+	}
+	res.Note = joinNotes(notes...)
+	return res
+}
+
+// writeValue is the value a write ok wrote (its invoke's, else its own).
+func (p *prepared) writeValue(ok int) []byte {
+	if inv := p.ended[ok]; inv >= 0 && len(p.ev[inv].Value) > 0 {
+		return p.ev[inv].Value
+	}
+	return p.ev[ok].Value
+}
+
+// duplicateWrites returns up to max pairs of accepted writes (event
+// indices) that wrote the same integer: two holders that read the same
+// value, the usual shape of a lost update.
+func (p *prepared) duplicateWrites(oks []int32, max int) [][2]int32 {
+	first := make(map[int64]int32, len(oks))
+	var out [][2]int32
+	for _, i := range oks {
+		v, ok := history.ParseInt(p.writeValue(int(i)))
+		if !ok {
+			continue
+		}
+		if j, seen := first[v]; seen {
+			out = append(out, [2]int32{j, i})
+			if len(out) >= max {
+				break
+			}
+			continue
+		}
+		first[v] = i
+	}
+	return out
+}

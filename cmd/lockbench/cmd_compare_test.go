@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lockbench/lockbench/check"
+	"github.com/lockbench/lockbench/report"
+)
+
+func compareSummary(v check.Verdict, acqP99 float64) report.Summary {
+	return report.Summary{Lock: "queue", Scenario: "contention", Verdict: v, ThroughputPerS: 2000,
+		LatencyMS: map[string]report.Latency{
+			report.LatAcquire: {Count: 100, P50: 1, P99: acqP99},
+			report.LatHandoff: {Count: 99, P50: 0.5, P99: 5},
+		},
+		Checks: map[string]check.Result{check.Exclusion: {Verdict: v}}}
+}
+
+func writeSummaryFile(t *testing.T, name string, v any) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := report.WriteJSON(p, v); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestCompareCommand(t *testing.T) {
+	base := writeSummaryFile(t, "base.json", compareSummary(check.Pass, 10))
+	same := writeSummaryFile(t, "same.json", compareSummary(check.Pass, 10))
+	worse := writeSummaryFile(t, "worse.json", compareSummary(check.Fail, 10))
+	slower := writeSummaryFile(t, "slower.json", compareSummary(check.Pass, 20))
+	suite := writeSummaryFile(t, "suite.json", report.Suite{Cells: []report.Summary{compareSummary(check.Pass, 20)}})
+	other := compareSummary(check.Pass, 10)
+	other.Lock = "mutex"
+	otherFile := writeSummaryFile(t, "other.json", other)
+	junk := writeSummaryFile(t, "junk.json", map[string]int{"x": 1})
+	tests := []struct {
+		name string
+		args []string
+		code int
+		// out must appear in stdout (or stderr for exit 2).
+		out []string
+	}{
+		{"identical", []string{base, same}, exitPass, []string{"no change past the threshold (20%)"}},
+		{"worse verdict", []string{base, worse}, exitViolation, []string{"queue/contention", "verdict", "pass", "fail", "REGRESSION"}},
+		{"2x acquire p99", []string{base, slower}, exitViolation, []string{"acquire p99", "10.0 ms", "20.0 ms", "+100%", "REGRESSION"}},
+		{"summary against a suite", []string{base, suite}, exitViolation, []string{"acquire p99"}},
+		{"a higher threshold, flag last", []string{base, slower, "--threshold", "150%"}, exitPass, []string{"threshold (150%)"}},
+		{"flag first", []string{"--threshold=150", base, slower}, exitPass, nil},
+		{"noise floor", []string{"--min-delta", "20ms", base, slower}, exitPass, nil},
+		{"json", []string{"--json", base, slower}, exitViolation, []string{`"regression": true`}},
+		{"one file", []string{base}, exitUsage, []string{"want two files"}},
+		{"three files", []string{base, same, worse}, exitUsage, []string{"want two files"}},
+		{"missing file", []string{base, filepath.Join(t.TempDir(), "nope.json")}, exitUsage, []string{"nope.json"}},
+		{"not a summary", []string{base, junk}, exitUsage, []string{"neither a summary.json nor a suite.json"}},
+		{"bad threshold", []string{base, same, "--threshold", "lots"}, exitUsage, []string{"threshold"}},
+		{"no common cell", []string{base, otherFile}, exitUsage, []string{"no cell in common"}},
+		{"help", []string{"--help"}, exitPass, []string{"Usage: lockbench compare"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := realMain(append([]string{"compare"}, tc.args...), &stdout, &stderr)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, stdout.String(), stderr.String())
+			}
+			out := stdout.String()
+			if tc.code == exitUsage {
+				out = stderr.String()
+				if strings.Count(out, "\n") != 1 {
+					t.Errorf("bad input should give one line, got %q", out)
+				}
+			}
+			for _, w := range tc.out {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,188 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/html"
+)
+
+// The browser tests render report.html in headless Chromium and read the
+// DOM after the page's script ran. They skip when no Chromium is installed
+// (apt-get install -y chromium) unless LOCKBENCH_REQUIRE_CHROMIUM is set,
+// in which case they fail. LOCKBENCH_CHROMIUM overrides the binary;
+// LOCKBENCH_ARTIFACTS keeps the pages and screenshots in that folder
+// (default: the test's temporary folder).
+
+func chromium(t *testing.T) string {
+	t.Helper()
+	candidates := []string{os.Getenv("LOCKBENCH_CHROMIUM"), "/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"}
+	for _, c := range candidates {
+		if c == "" {
+			continue
+		}
+		if p, err := exec.LookPath(c); err == nil {
+			return p
+		}
+	}
+	msg := "headless Chromium not found (/usr/bin/chromium; install it with apt-get install -y chromium, or set LOCKBENCH_CHROMIUM)"
+	if os.Getenv("LOCKBENCH_REQUIRE_CHROMIUM") != "" {
+		t.Fatal(msg + ", and LOCKBENCH_REQUIRE_CHROMIUM is set")
+	}
+	t.Skip(msg + "; set LOCKBENCH_REQUIRE_CHROMIUM=1 to make this a failure")
+	return ""
+}
+
+func artifacts(t *testing.T) string {
+	t.Helper()
+	if d := os.Getenv("LOCKBENCH_ARTIFACTS"); d != "" {
+		d, err := filepath.Abs(filepath.Join(d, t.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	return t.TempDir()
+}
+
+// headless runs Chromium on a local page with no network, a fresh profile,
+// and a virtual-time budget so that the page's script has run.
+func headless(t *testing.T, bin, page string, args ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+		"--disable-quic", "--no-first-run", "--disable-component-update", "--disable-sync",
+		"--disable-extensions", "--hide-scrollbars", "--user-data-dir=" + t.TempDir(),
+		"--virtual-time-budget=5000", "--window-size=1400,900"}
+	cmd := exec.CommandContext(ctx, bin, append(append(base, args...), "file://"+page)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s: %v\n%s", bin, err, tail(stderr.Bytes(), 2000))
+	}
+	return stdout.Bytes()
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
+
+// renderInBrowser writes the report of f, loads it in Chromium, checks the
+// DOM after the script ran, and saves a screenshot.
+func renderInBrowser(t *testing.T, f fixture) (page string) {
+	bin := chromium(t)
+	dir := artifacts(t)
+	ev, sum := f.summary()
+	p, q := violationPair(t, sum)
+	page = filepath.Join(dir, HTMLFile)
+	var b bytes.Buffer
+	if err := WriteRunHTML(&b, map[string]any{"lock": sum.Lock, "scenario": map[string]any{"name": sum.Scenario}}, ev, sum); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	dom := headless(t, bin, page, "--dump-dom")
+	if err := os.WriteFile(filepath.Join(dir, "dom.html"), dom, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := html.Parse(bytes.NewReader(dom))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRunDOM(t, doc, f.Clients, p, q)
+	// The script ran: it marks the body and counts what it drew per lane.
+	var drawn string
+	walk(doc, func(n *html.Node) {
+		if n.Type == html.ElementNode && n.Data == "body" {
+			drawn, _ = attr(n, "data-timeline")
+		}
+	})
+	if drawn != "drawn" {
+		t.Fatalf("the page's script did not draw the timeline (body data-timeline=%q); DOM in %s", drawn, dir)
+	}
+	for _, l := range byClass(doc, "lane") {
+		v, _ := attr(l, "data-drawn")
+		if n, err := strconv.Atoi(v); err != nil || n == 0 {
+			pr, _ := attr(l, "data-process")
+			t.Errorf("lane %s: drew %q shapes", pr, v)
+		}
+	}
+	for _, v := range byClass(doc, "violation") {
+		if st, _ := attr(v, "style"); strings.Contains(st, "display: none") {
+			t.Errorf("a violation mark is hidden at full zoom: %q", st)
+		}
+	}
+
+	shot := filepath.Join(dir, "report.png")
+	headless(t, bin, page, "--screenshot="+shot)
+	png, err := os.ReadFile(shot)
+	if err != nil {
+		t.Fatalf("no screenshot: %v", err)
+	}
+	if !bytes.HasPrefix(png, []byte("\x89PNG")) || len(png) < 10_000 {
+		t.Errorf("screenshot %s is not a plausible PNG (%d bytes)", shot, len(png))
+	}
+	t.Logf("page %s, screenshot %s", page, shot)
+	return page
+}
+
+func TestBrowserRunReport(t *testing.T) {
+	page := renderInBrowser(t, defaultFixture())
+
+	// A link to a violation (#v=0) zooms the timeline to it: the fault,
+	// earlier in the run, leaves the view; both holders stay marked.
+	dom := headless(t, chromium(t), page+"#v=0", "--dump-dom")
+	doc, err := html.Parse(bytes.NewReader(dom))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range byClass(doc, "fault") {
+		if st, _ := attr(f, "style"); !strings.Contains(st, "display: none") {
+			t.Errorf("zoomed to the violation, the fault band is still shown: %q", st)
+		}
+	}
+	focused := 0
+	for _, v := range byClass(doc, "violation") {
+		if st, _ := attr(v, "style"); strings.Contains(st, "display: none") {
+			t.Errorf("zoomed to the violation, its mark is hidden: %q", st)
+		}
+		if hasClass(v, "focus") {
+			focused++
+		}
+	}
+	if focused != 2 {
+		t.Errorf("%d violation marks highlighted, want both holders", focused)
+	}
+	var rng string
+	walk(doc, func(n *html.Node) {
+		if id, _ := attr(n, "id"); id == "tl-range" && n.FirstChild != nil {
+			rng = n.FirstChild.Data
+		}
+	})
+	if strings.HasPrefix(rng, "0 –") {
+		t.Errorf("the view still starts at 0: %q", rng)
+	}
+}
+
+func TestBrowserRunReportLarge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	renderInBrowser(t, bigFixture())
+}

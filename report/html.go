@@ -1,0 +1,459 @@
+package report
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/lockbench/lockbench/check"
+	"github.com/lockbench/lockbench/history"
+)
+
+//go:embed assets/*
+var assets embed.FS
+
+// Limits of what a page lists (the timeline draws every violation the
+// summary holds).
+const (
+	htmlViolationsPerCheck = 5 // violations listed per check
+	htmlEventsPerViolation = 8 // events shown per violation
+)
+
+var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
+	"ms": func(v float64) string { return ms(v) },
+	"f1": func(v float64) string { return fmt.Sprintf("%.1f", v) },
+	"metric": func(v float64) string {
+		if v == float64(int64(v)) && v < 1e15 && v > -1e15 {
+			return fmt.Sprint(int64(v))
+		}
+		return fmt.Sprintf("%.3g", v)
+	},
+	"pct": func(v float64) template.CSS { return template.CSS(fmt.Sprintf("%.4f%%", v)) },
+}).ParseFS(assets, "assets/*.tmpl"))
+
+// WriteRunHTML writes report.html for one run: a single self-contained file
+// (inline CSS, script and data; nothing fetched) with
+//
+//   - the headline and latency tables, and latency CDFs (inline SVG, log
+//     time axis);
+//   - a timeline with one lane per client (element class "lane",
+//     data-process): waiting as a thin bar, holding as a thick bar, pauses,
+//     crashes and lost leases, faults as shaded bands (class "fault") and
+//     violations in red on each holder involved (class "violation",
+//     data-process); wheel to zoom, drag to pan; intervals closer than a
+//     pixel are merged when drawn, and beyond TimelineBudget also in the
+//     file;
+//   - each check's verdict, figures and first violations with the events
+//     that show them.
+//
+// cfg is config.json (any value; json.RawMessage is shown as it is), shown
+// folded; events are the run's history, and sum its summary (from
+// Summarize over the same events).
+func WriteRunHTML(w io.Writer, cfg any, events []history.Event, sum Summary) error {
+	viols := summaryViolations(sum)
+	tl := buildTimeline(events, viols, sum.Clients)
+	data, err := json.Marshal(tl)
+	if err != nil {
+		return fmt.Errorf("encode timeline: %w", err)
+	}
+	cfgText, err := prettyJSON(cfg)
+	if err != nil {
+		return fmt.Errorf("encode config: %w", err)
+	}
+	var cdf []cdfSeries
+	for _, n := range LatencyNames {
+		cdf = append(cdf, cdfSeries{Name: n, Points: sum.LatencyMS[n].Points()})
+	}
+	p := runPage{
+		page:    newPage("lockbench run " + orDash(sum.RunID)),
+		Sum:     sum,
+		Lat:     latencyRows(sum),
+		Checks:  checkViews(sum, events),
+		CDF:     cdfSVG(fmt.Sprintf("%s × %s: latency CDFs", sum.Lock, sum.Scenario), cdf),
+		TL:      timelineView(tl),
+		Data:    template.JS(data),
+		Config:  cfgText,
+		Wakeups: wakeupsString(sum),
+	}
+	return render(w, "run.html.tmpl", p)
+}
+
+// WriteSuiteHTML writes the suite's report.html: self-contained like
+// WriteRunHTML, with the strategy × scenario matrix (verdict against
+// expectation, throughput, handoff p50/p99, violations, wake-ups per
+// handoff; element class "cell"), the suite table, latency CDFs per
+// strategy for each scenario (acquire and handoff), and each cell's checks
+// with their first violations, linking to the cell's run report when
+// Cell.Dir is set.
+func WriteSuiteHTML(w io.Writer, cells []Cell) error {
+	p := suitePage{page: newPage("lockbench suite")}
+	var locks, scens []string
+	for _, c := range cells {
+		if !slices.Contains(locks, c.Summary.Lock) {
+			locks = append(locks, c.Summary.Lock)
+		}
+		if !slices.Contains(scens, c.Summary.Scenario) {
+			scens = append(scens, c.Summary.Scenario)
+		}
+	}
+	p.Scenarios = scens
+	for _, l := range locks {
+		row := matrixRow{Lock: l}
+		for _, sc := range scens {
+			var mc *cellView
+			for i := range cells {
+				if cells[i].Summary.Lock == l && cells[i].Summary.Scenario == sc {
+					v := newCellView(cells[i])
+					mc = &v
+					break
+				}
+			}
+			row.Cells = append(row.Cells, mc)
+		}
+		p.Matrix = append(p.Matrix, row)
+	}
+	for _, c := range cells {
+		p.Cells = append(p.Cells, newCellView(c))
+	}
+	for _, sc := range scens {
+		var acq, hand []cdfSeries
+		for _, c := range cells {
+			if c.Summary.Scenario != sc {
+				continue
+			}
+			acq = append(acq, cdfSeries{Name: c.Summary.Lock, Points: c.Summary.LatencyMS[LatAcquire].Points()})
+			hand = append(hand, cdfSeries{Name: c.Summary.Lock, Points: c.Summary.LatencyMS[LatHandoff].Points()})
+		}
+		p.CDFs = append(p.CDFs, scenarioCDF{Scenario: sc,
+			Acquire: cdfSVG(sc+": acquire latency", acq), Handoff: cdfSVG(sc+": handoff gap", hand)})
+	}
+	return render(w, "suite.html.tmpl", p)
+}
+
+// WriteRunHTMLFile writes WriteRunHTML's page to path (e.g. RUN_DIR/
+// report.html) atomically: a failed render leaves any previous file alone.
+func WriteRunHTMLFile(path string, cfg any, events []history.Event, sum Summary) error {
+	return writeFileAtomic(path, func(w io.Writer) error { return WriteRunHTML(w, cfg, events, sum) })
+}
+
+// WriteSuiteHTMLFile writes WriteSuiteHTML's page to path atomically.
+func WriteSuiteHTMLFile(path string, cells []Cell) error {
+	return writeFileAtomic(path, func(w io.Writer) error { return WriteSuiteHTML(w, cells) })
+}
+
+func writeFileAtomic(path string, render func(io.Writer) error) error {
+	var buf bytes.Buffer
+	if err := render(&buf); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func render(w io.Writer, name string, data any) error {
+	var buf bytes.Buffer
+	if err := pageTmpl.ExecuteTemplate(&buf, name, data); err != nil {
+		return fmt.Errorf("render %s: %w", name, err)
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// page is what every page has.
+type page struct {
+	Title  string
+	CSS    template.CSS
+	Script template.JS
+}
+
+func newPage(title string) page {
+	css, _ := assets.ReadFile("assets/report.css")
+	js, _ := assets.ReadFile("assets/report.js")
+	return page{Title: title, CSS: template.CSS(css), Script: template.JS(js)}
+}
+
+type runPage struct {
+	page
+	Sum     Summary
+	Lat     []latRow
+	Checks  []checkView
+	CDF     template.HTML
+	TL      tlView
+	Data    template.JS
+	Config  string
+	Wakeups string
+}
+
+type latRow struct {
+	Name string
+	L    Latency
+}
+
+func latencyRows(s Summary) []latRow {
+	var out []latRow
+	for _, n := range LatencyNames {
+		out = append(out, latRow{n, s.LatencyMS[n]})
+	}
+	return out
+}
+
+type checkView struct {
+	Name       string
+	Verdict    check.Verdict
+	Count      int
+	Note       string
+	Metrics    []kv
+	Violations []violView
+	More       int
+}
+
+type kv struct {
+	K string
+	V float64
+}
+
+type violView struct {
+	// Index is the violation's number on the timeline.
+	Index   int
+	Message string
+	Events  []lineView
+	More    int
+}
+
+type lineView struct {
+	N    int
+	Text string
+}
+
+// summaryViolations lists the violations of every check, in checkNames
+// order: the order of the page's list and the timeline's indices.
+func summaryViolations(s Summary) []check.Violation {
+	var out []check.Violation
+	for _, n := range checkNames(s.Checks) {
+		out = append(out, s.Checks[n].Violations...)
+	}
+	if len(out) == 0 {
+		out = s.Violations // a hand-made summary may list only these
+	}
+	return out
+}
+
+func checkViews(s Summary, events []history.Event) []checkView {
+	var out []checkView
+	idx := 0
+	for _, n := range checkNames(s.Checks) {
+		r := s.Checks[n]
+		cv := checkView{Name: n, Verdict: r.Verdict, Count: r.Count, Note: r.Note}
+		for _, k := range sortedKeys(r.Metrics) {
+			cv.Metrics = append(cv.Metrics, kv{k, r.Metrics[k]})
+		}
+		for j, v := range r.Violations {
+			if j >= htmlViolationsPerCheck {
+				break
+			}
+			vv := violView{Index: idx + j, Message: v.Message}
+			for k, ln := range v.Lines {
+				if k >= htmlEventsPerViolation {
+					vv.More = len(v.Lines) - k
+					break
+				}
+				if ln < 1 || ln > len(events) {
+					continue
+				}
+				b, _ := json.Marshal(events[ln-1])
+				vv.Events = append(vv.Events, lineView{ln, string(b)})
+			}
+			cv.Violations = append(cv.Violations, vv)
+		}
+		idx += len(r.Violations)
+		cv.More = r.Count - len(cv.Violations)
+		out = append(out, cv)
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// tlView is what the page's markup places before its script runs: lanes,
+// fault bands and violation marks, positioned in % of the whole run so the
+// page reads right without script; the script redraws on zoom.
+type tlView struct {
+	Lanes  []laneView
+	Faults []bandView
+	Span   string
+	Merged string
+	Empty  bool
+	// LaneH is a lane's height in px: taller when there are few.
+	LaneH int
+}
+
+type laneView struct {
+	Process int
+	Marks   []bandView
+}
+
+type bandView struct {
+	Left, Width float64 // percent
+	From, To    int64   // data units
+	Label       string
+	V           int // violation index
+	Open        bool
+}
+
+func timelineView(d tlData) tlView {
+	v := tlView{Span: fmtNS(d.End * d.Unit), Empty: len(d.Lanes) == 0, LaneH: 12}
+	switch n := len(d.Lanes); {
+	case n <= 16:
+		v.LaneH = 20
+	case n <= 32:
+		v.LaneH = 16
+	}
+	if d.Merged > 0 {
+		v.Merged = fmtNS(d.Merged)
+	}
+	end := float64(max(d.End, 1))
+	band := func(from, to int64) (float64, float64) {
+		l := float64(from) / end * 100
+		return l, max(float64(to-from)/end*100, 0)
+	}
+	byProc := map[int]int{}
+	for i, l := range d.Lanes {
+		byProc[l.Process] = i
+		v.Lanes = append(v.Lanes, laneView{Process: l.Process})
+	}
+	for _, f := range d.Faults {
+		l, w := band(f.From, f.To)
+		v.Faults = append(v.Faults, bandView{Left: l, Width: w, From: f.From, To: f.To, Label: f.Label, Open: f.Open})
+	}
+	for i, tv := range d.Viols {
+		for _, h := range append(slices.Clone(tv.Holders), tv.At...) {
+			li, ok := byProc[h.Process]
+			if !ok {
+				continue
+			}
+			l, w := band(h.From, h.To)
+			label := fmt.Sprintf("%s violation #%d: process %d", tv.Check, i+1, h.Process)
+			if h.Token != 0 {
+				label += fmt.Sprintf(", token %d", h.Token)
+			}
+			v.Lanes[li].Marks = append(v.Lanes[li].Marks, bandView{Left: l, Width: w, From: h.From, To: h.To, Label: label, V: i})
+		}
+	}
+	return v
+}
+
+// fmtNS renders nanoseconds briefly: 1.5s, 250ms, 12µs.
+func fmtNS(ns int64) string {
+	switch {
+	case ns >= 1e9:
+		return trimFloat(float64(ns)/1e9) + "s"
+	case ns >= 1e6:
+		return trimFloat(float64(ns)/1e6) + "ms"
+	case ns >= 1e3:
+		return trimFloat(float64(ns)/1e3) + "µs"
+	}
+	return fmt.Sprintf("%dns", ns)
+}
+
+func prettyJSON(v any) (string, error) {
+	var raw []byte
+	switch x := v.(type) {
+	case nil:
+		return "", nil
+	case json.RawMessage:
+		raw = x
+	case []byte:
+		raw = x
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return "", err
+		}
+		raw = b
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return string(raw), nil
+	}
+	return buf.String(), nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+type suitePage struct {
+	page
+	Scenarios []string
+	Matrix    []matrixRow
+	Cells     []cellView
+	CDFs      []scenarioCDF
+}
+
+type matrixRow struct {
+	Lock  string
+	Cells []*cellView // per scenario; nil where the suite has no such cell
+}
+
+type scenarioCDF struct {
+	Scenario         string
+	Acquire, Handoff template.HTML
+}
+
+type cellView struct {
+	Cell
+	Handoff    Latency
+	Wakeups    string
+	Violations int
+	Match      string
+	Link       string
+	Checks     []suiteCheck
+}
+
+type suiteCheck struct {
+	Name     string
+	Verdict  check.Verdict
+	Count    int
+	Note     string
+	Messages []string
+}
+
+func newCellView(c Cell) cellView {
+	v := cellView{Cell: c, Handoff: c.Summary.LatencyMS[LatHandoff], Wakeups: wakeupsString(c.Summary),
+		Violations: c.Summary.TotalViolations(), Match: matchString(c)}
+	if c.Dir != "" {
+		v.Link = strings.TrimSuffix(c.Dir, "/") + "/" + HTMLFile
+	}
+	for _, n := range checkNames(c.Summary.Checks) {
+		r := c.Summary.Checks[n]
+		sc := suiteCheck{Name: n, Verdict: r.Verdict, Count: r.Count, Note: r.Note}
+		for j, vi := range r.Violations {
+			if j >= 3 {
+				break
+			}
+			sc.Messages = append(sc.Messages, vi.Message)
+		}
+		v.Checks = append(v.Checks, sc)
+	}
+	return v
+}

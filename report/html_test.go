@@ -1,0 +1,311 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/html"
+
+	"github.com/lockbench/lockbench/check"
+	"github.com/lockbench/lockbench/history"
+)
+
+func parseHTML(t *testing.T, b []byte) *html.Node {
+	t.Helper()
+	doc, err := html.Parse(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+func walk(n *html.Node, f func(*html.Node)) {
+	f(n)
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		walk(c, f)
+	}
+}
+
+func attr(n *html.Node, key string) (string, bool) {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val, true
+		}
+	}
+	return "", false
+}
+
+func hasClass(n *html.Node, c string) bool {
+	v, _ := attr(n, "class")
+	return slices.Contains(strings.Fields(v), c)
+}
+
+func byClass(doc *html.Node, c string) []*html.Node {
+	var out []*html.Node
+	walk(doc, func(n *html.Node) {
+		if n.Type == html.ElementNode && hasClass(n, c) {
+			out = append(out, n)
+		}
+	})
+	return out
+}
+
+// violationPair returns the two processes of the first exclusion violation.
+func violationPair(t *testing.T, s Summary) (int, int) {
+	t.Helper()
+	vs := s.Checks[check.Exclusion].Violations
+	if len(vs) == 0 || len(vs[0].Holders) != 2 {
+		t.Fatalf("the fixture has no exclusion violation with two holders: %+v", s.Checks[check.Exclusion])
+	}
+	return vs[0].Holders[0].Process, vs[0].Holders[1].Process
+}
+
+// checkRunDOM checks what any run report must show, before or after its
+// script ran: one lane per client, a fault band, and red marks on both
+// holders of the violation.
+func checkRunDOM(t *testing.T, doc *html.Node, clients int, p, q int) {
+	t.Helper()
+	var procs []int
+	for _, l := range byClass(doc, "lane") {
+		v, _ := attr(l, "data-process")
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			t.Errorf("lane with data-process %q", v)
+		}
+		procs = append(procs, n)
+	}
+	want := make([]int, clients)
+	for i := range want {
+		want[i] = i
+	}
+	if !slices.Equal(procs, want) {
+		t.Errorf("lanes %v, want one per client %v", procs, want)
+	}
+	if n := len(byClass(doc, "fault")); n != 1 {
+		t.Errorf("%d fault bands, want 1", n)
+	}
+	marked := map[string]bool{}
+	for _, v := range byClass(doc, "violation") {
+		pr, _ := attr(v, "data-process")
+		marked[pr] = true
+		// A mark sits in its own process's lane.
+		if lane := v.Parent.Parent; lane == nil || !hasClass(lane, "lane") {
+			t.Errorf("violation mark outside a lane")
+		} else if lp, _ := attr(lane, "data-process"); lp != pr {
+			t.Errorf("violation mark of process %s in lane %s", pr, lp)
+		}
+	}
+	for _, pr := range []int{p, q} {
+		if !marked[strconv.Itoa(pr)] {
+			t.Errorf("no violation mark on process %d (marked: %v)", pr, marked)
+		}
+	}
+}
+
+func TestWriteRunHTML(t *testing.T) {
+	f := defaultFixture()
+	ev, sum := f.summary()
+	p, q := violationPair(t, sum)
+	var b bytes.Buffer
+	if err := WriteRunHTML(&b, json.RawMessage(`{"lock":"queue","note":"</script><b>x</b>"}`), ev, sum); err != nil {
+		t.Fatal(err)
+	}
+	doc := parseHTML(t, b.Bytes())
+	checkRunDOM(t, doc, f.Clients, p, q)
+
+	// Self-contained: nothing is fetched.
+	walk(doc, func(n *html.Node) {
+		if n.Type != html.ElementNode {
+			return
+		}
+		switch n.Data {
+		case "link", "iframe", "img":
+			t.Errorf("<%s> in a self-contained page", n.Data)
+		}
+		for _, k := range []string{"src", "href"} {
+			if v, ok := attr(n, k); ok && (strings.Contains(v, "//") || strings.HasPrefix(v, "data:")) {
+				t.Errorf("<%s %s=%q> fetches", n.Data, k, v)
+			}
+		}
+	})
+	if strings.Contains(b.String(), "@import") || strings.Contains(b.String(), "url(") {
+		t.Error("CSS fetches something")
+	}
+	// The embedded data parses, and the config's markup stays text.
+	var data tlData
+	var scripts int
+	walk(doc, func(n *html.Node) {
+		if n.Type == html.ElementNode && n.Data == "script" {
+			scripts++
+			if id, _ := attr(n, "id"); id == "lockbench-data" {
+				if err := json.Unmarshal([]byte(n.FirstChild.Data), &data); err != nil {
+					t.Errorf("embedded data: %v", err)
+				}
+			}
+		}
+	})
+	if scripts != 2 || len(data.Lanes) != f.Clients || len(data.Faults) != 1 || len(data.Viols) == 0 {
+		t.Errorf("scripts %d, data lanes %d faults %d violations %d", scripts, len(data.Lanes), len(data.Faults), len(data.Viols))
+	}
+	var evText strings.Builder
+	for _, pre := range byClass(doc, "events") {
+		walk(pre, func(n *html.Node) {
+			if n.Type == html.TextNode {
+				evText.WriteString(n.Data)
+			}
+		})
+	}
+	if !strings.Contains(evText.String(), `"f":"acquire","lock":"l","token":`) {
+		t.Errorf("the violation's events are not shown: %q", evText.String())
+	}
+	if strings.Contains(b.String(), "<b>x</b>") {
+		t.Error("config markup was not escaped")
+	}
+	for _, want := range []string{"latency CDFs", `class="cdf"`, "first violations", "show on timeline", "kill leader (m1)"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
+
+func TestWriteRunHTMLEdgeCases(t *testing.T) {
+	// No events at all, and a summary with no checks: still a page.
+	var b bytes.Buffer
+	if err := WriteRunHTML(&b, nil, nil, Summary{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "No client events") {
+		t.Error("empty history: no notice")
+	}
+	// A client with no events still gets its lane.
+	b.Reset()
+	if err := WriteRunHTML(&b, nil, []history.Event{{Time: 5, Process: 1, Type: history.Invoke, F: history.FAcquire, Lock: "l"}}, Summary{Clients: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(byClass(parseHTML(t, b.Bytes()), "lane")); n != 3 {
+		t.Errorf("%d lanes, want one per client (3)", n)
+	}
+	// Only the nemesis, an unfinished fault, an unmatched end.
+	ev, sum := fixture{Clients: 2, Rounds: 3, FaultFrom: 2 * msNS, FaultTo: 1, ViolationRound: -1}.summary()
+	b.Reset()
+	if err := WriteRunHTML(&b, map[string]int{"a": 1}, ev, sum); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTimelineDownsample(t *testing.T) {
+	f := fixture{Clients: 4, Rounds: 2000, ViolationRound: 1000}
+	ev, sum := f.summary()
+	d := buildTimeline(ev, summaryViolations(sum), 0)
+	before := d.intervals()
+	d2 := buildTimeline(ev, summaryViolations(sum), 0)
+	d2.Unit = 1
+	d2.downsample(before / 10)
+	if d2.intervals() > before/10 || d2.Merged == 0 {
+		t.Errorf("downsample to %d: %d intervals, merged %d", before/10, d2.intervals(), d2.Merged)
+	}
+	for _, l := range d2.Lanes {
+		for i := 3; i < len(l.Hold); i += 3 {
+			if l.Hold[i] < l.Hold[i-2] {
+				t.Fatalf("merged holds overlap or are out of order: %v", l.Hold[i-3:i+3])
+			}
+		}
+	}
+	if got := mergeTuples([]int64{0, 1, 9, 2, 3, 8, 10, 11, 7}, 3, 2); !slices.Equal(got, []int64{0, 3, 9, 10, 11, 7}) {
+		t.Errorf("mergeTuples = %v", got)
+	}
+}
+
+// TestRunHTMLScale renders 64 clients and about 100k events, and bounds the
+// time and the size of the page.
+func TestRunHTMLScale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	f := bigFixture()
+	ev, sum := f.summary()
+	start := time.Now()
+	var b bytes.Buffer
+	if err := WriteRunHTML(&b, nil, ev, sum); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	t.Logf("%d events → %d KB of HTML in %s", len(ev), b.Len()>>10, took)
+	if b.Len() > 4<<20 {
+		t.Errorf("page is %d MB", b.Len()>>20)
+	}
+	if took > 20*time.Second {
+		t.Errorf("rendering took %s", took)
+	}
+	p, q := violationPair(t, sum)
+	checkRunDOM(t, parseHTML(t, b.Bytes()), f.Clients, p, q)
+}
+
+func bigFixture() fixture {
+	return fixture{Clients: 64, Rounds: 20_000, FaultFrom: 10_000 * msNS, FaultTo: 12_000 * msNS, ViolationRound: 9_000}
+}
+
+func TestWriteSuiteHTML(t *testing.T) {
+	cells := suiteCells()
+	var b bytes.Buffer
+	if err := WriteSuiteHTML(&b, cells); err != nil {
+		t.Fatal(err)
+	}
+	doc := parseHTML(t, b.Bytes())
+	got := byClass(doc, "cell")
+	var filled []string
+	for _, c := range got {
+		if l, ok := attr(c, "data-lock"); ok {
+			s, _ := attr(c, "data-scenario")
+			filled = append(filled, l+"/"+s)
+		}
+	}
+	// 4 strategies × 2 scenarios, 4 of them run.
+	if len(got) != 8 || len(filled) != 4 {
+		t.Errorf("matrix cells %d (%v), want 8 with 4 filled", len(got), filled)
+	}
+	if n := len(byClass(doc, "mismatch")); n != 2 { // the matrix cell and the table row
+		t.Errorf("%d mismatch marks, want 2", n)
+	}
+	if n := len(byClass(doc, "cdf")); n != 4 { // acquire and handoff for each scenario
+		t.Errorf("%d CDF charts, want 4", n)
+	}
+	if !strings.Contains(b.String(), `href="runs/queue-contention/report.html"`) {
+		t.Error("no link to a cell's run report")
+	}
+	if err := WriteSuiteHTML(&b, nil); err != nil {
+		t.Errorf("empty suite: %v", err)
+	}
+}
+
+func TestCDFSVG(t *testing.T) {
+	svg := string(cdfSVG("t <x>", []cdfSeries{{Name: "a", Points: []Quantile{{0, 0}, {0.5, 1}, {1, 2500}}}, {Name: "b"}}))
+	for _, want := range []string{`class="cdf"`, "t &lt;x&gt;", "b (no samples)", ">1µs<", ">10s<", "<path"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("svg lacks %q:\n%s", want, svg)
+		}
+	}
+	if empty := string(cdfSVG("e", nil)); !strings.Contains(empty, "no samples") {
+		t.Error("empty chart")
+	}
+}
+
+func TestWriteHTMLFiles(t *testing.T) {
+	dir := t.TempDir()
+	ev, sum := defaultFixture().summary()
+	run := dir + "/" + HTMLFile
+	if err := WriteRunHTMLFile(run, nil, ev, sum); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteSuiteHTMLFile(dir+"/suite.html", suiteCells()); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteRunHTMLFile(dir+"/no/such/dir/x.html", nil, ev, sum); err == nil {
+		t.Error("no error for a missing folder")
+	}
+}
