@@ -165,5 +165,8 @@ func writeSuite(dir string, res *SuiteResult) error {
 	for _, c := range res.Cells {
 		s.Cells = append(s.Cells, c.Summary)
 	}
-	return report.WriteJSON(filepath.Join(dir, SuiteFile), s)
+	if err := report.WriteJSON(filepath.Join(dir, SuiteFile), s); err != nil {
+		return err
+	}
+	return report.WriteSuiteHTMLFile(filepath.Join(dir, report.HTMLFile), res.Cells)
 }

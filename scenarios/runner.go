@@ -176,6 +176,9 @@ type runner struct {
 	clients  []*client
 	stopRun  context.CancelFunc
 
+	// closing tracks proxies of crashed clients that are still closing.
+	closing sync.WaitGroup
+
 	mu      sync.Mutex
 	stopped string
 	seq     int64 // orders acquire requests, for waiter:K
@@ -240,6 +243,7 @@ func (r *runner) close() {
 			c.close()
 		}
 	}
+	r.closing.Wait()
 	if r.admin != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 		if r.cfg.Prefix != "" {
@@ -626,6 +630,9 @@ func (c *client) checkpoint(ctx context.Context) bool {
 // not returned: a run is a measurement, and failures are its data.
 func (c *client) loop(ctx context.Context, gen int, cli *clientv3.Client, locker locks.Locker, rng *rand.Rand) {
 	w := c.r.cfg.Scenario.Workload
+	if gen == 0 {
+		sleep(ctx, time.Duration(c.id)*w.Stagger.D())
+	}
 	for c.checkpoint(ctx) {
 		c.setState(gen, waiting, nil, 0)
 		c.emit(gen, history.Event{Type: history.Invoke, F: history.FAcquire})
@@ -779,11 +786,24 @@ func (c *client) crash() error {
 	for _, p := range proxies {
 		p.BlackholeTx()
 		p.BlackholeRx()
-		p.Close()
 	}
 	cli.Close()
 	cancel()
+	// A proxy's Close waits for its connections to end; the client's side
+	// has just been closed, the member's side may take a while.
+	closeProxies(&c.r.closing, proxies)
 	return nil
+}
+
+// closeProxies closes proxies in the background, tracked by wg.
+func closeProxies(wg *sync.WaitGroup, proxies []proxy.Server) {
+	for _, p := range proxies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.Close()
+		}()
+	}
 }
 
 // restart brings a crashed process back as the same process id, with a new
@@ -921,9 +941,7 @@ func (c *client) close() {
 	if cli != nil {
 		cli.Close()
 	}
-	for _, p := range c.proxies {
-		p.Close()
-	}
+	closeProxies(&c.r.closing, c.proxies)
 }
 
 // sleep waits d or until ctx ends; it reports whether the full time passed.

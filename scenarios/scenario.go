@@ -95,6 +95,9 @@ type Workload struct {
 	// Think is how long a client waits after a release before the next
 	// acquire.
 	Think Duration `json:"think" yaml:"think"`
+	// Stagger delays client i's first acquire by i×Stagger, so that the
+	// queue forms in client order and waiter:K names a known position.
+	Stagger Duration `json:"stagger,omitempty" yaml:"stagger"`
 }
 
 // Step is one fault in a scenario file.
@@ -187,6 +190,8 @@ func (s Scenario) Validate() error {
 		return fmt.Errorf("%s: hold %s: must be ≥0", w, s.Workload.Hold)
 	case s.Workload.Think < 0:
 		return fmt.Errorf("%s: think %s: must be ≥0", w, s.Workload.Think)
+	case s.Workload.Stagger < 0:
+		return fmt.Errorf("%s: stagger %s: must be ≥0", w, s.Workload.Stagger)
 	case s.LeaseTTL != 0 && (s.LeaseTTL < Duration(time.Second) || s.LeaseTTL%Duration(time.Second) != 0):
 		return fmt.Errorf("%s: lease_ttl %s: must be a whole number of seconds ≥1s", w, s.LeaseTTL)
 	}
@@ -323,7 +328,7 @@ func cleanYAMLError(err error) error {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	msg = strings.ReplaceAll(msg, "unmarshal errors:\n  ", "")
 	msg = strings.ReplaceAll(msg, "in type scenarios.Scenario", "(valid keys: name, description, clients, lease_ttl, duration, workload, steps, expect)")
-	msg = strings.ReplaceAll(msg, "in type scenarios.Workload", "in workload (valid keys: kind, hold, think)")
+	msg = strings.ReplaceAll(msg, "in type scenarios.Workload", "in workload (valid keys: kind, hold, think, stagger)")
 	msg = strings.ReplaceAll(msg, "in type scenarios.plain", "in step (valid keys: at, fault, target, for, delay)")
 	return errors.New(msg)
 }
