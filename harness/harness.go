@@ -12,6 +12,8 @@ import (
 	"runtime"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/cluster"
 	"github.com/lockbench/lockbench/history"
@@ -23,11 +25,13 @@ import (
 // DefaultOut is where run folders go unless --out says otherwise.
 const DefaultOut = "results/runs"
 
-// Run file names inside a run folder (a contract: tools read them).
+// Run file names inside a run folder (a contract: tools read them). The
+// report package reads run folders too, so the names live there.
 const (
-	ConfigFile  = "config.json"
-	HistoryFile = "history.jsonl"
-	SummaryFile = "summary.json"
+	ConfigFile  = report.ConfigFile
+	HistoryFile = report.HistoryFile
+	SummaryFile = report.SummaryFile
+	HTMLFile    = report.HTMLFile
 )
 
 // RunSpec is one run as the user asked for it, already validated.
@@ -39,6 +43,9 @@ type RunSpec struct {
 	Cluster   cluster.Options
 	// Out is the parent folder of run folders.
 	Out string
+	// Started, when set, is told once the cluster is up and the clients are
+	// about to connect.
+	Started func(endpoints []string)
 }
 
 // Validate checks everything that can be checked before a cluster starts,
@@ -73,13 +80,25 @@ type Config struct {
 	Host      HostInfo           `json:"host"`
 }
 
-// ClusterConfig records the cluster a run used.
+// ClusterConfig records the cluster a run used. For an external cluster,
+// tick and fsync are unknown (0/false) and election_ms is the value
+// assumed for the liveness bound; credentials are never recorded beyond
+// the user name and the paths of the TLS files.
 type ClusterConfig struct {
 	Members       int      `json:"members"`
 	TickMS        int64    `json:"tick_ms"`
 	ElectionMS    int64    `json:"election_ms"`
 	UnsafeNoFsync bool     `json:"unsafe_no_fsync"`
 	Endpoints     []string `json:"endpoints"`
+	// External is set when the run used a cluster lockbench did not start.
+	External bool `json:"external,omitempty"`
+	// TLS is set when clients talked https.
+	TLS     bool   `json:"tls,omitempty"`
+	CACert  string `json:"cacert,omitempty"`
+	Cert    string `json:"cert,omitempty"`
+	Key     string `json:"key,omitempty"`
+	User    string `json:"user,omitempty"`
+	Version string `json:"etcd_version,omitempty"`
 }
 
 // HostInfo records the machine, since absolute figures depend on it.
@@ -122,30 +141,63 @@ func RunOn(ctx context.Context, c *cluster.Cluster, spec RunSpec) (*Result, erro
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
+	tlsCfg, err := c.ClientTLSConfig()
+	if err != nil {
+		return nil, fmt.Errorf("cluster TLS: %w", err)
+	}
+	return runTarget(ctx, spec, target{
+		endpoints: c.Endpoints(),
+		cluster:   c,
+		client:    clientv3.Config{TLS: tlsCfg},
+		election:  c.Election(),
+		config: ClusterConfig{
+			Members: len(c.Members()), TickMS: c.Tick().Milliseconds(), ElectionMS: c.Election().Milliseconds(),
+			UnsafeNoFsync: c.UnsafeNoFsync(), Endpoints: c.Endpoints(), TLS: c.TLS(),
+		},
+	})
+}
+
+// target is the cluster a run's clients connect to, embedded or external.
+type target struct {
+	endpoints []string
+	cluster   *cluster.Cluster // nil: external, no member faults
+	client    clientv3.Config  // TLS, credentials
+	prefix    string           // "": /lockbench/<run-id>/
+	dial      time.Duration    // 0: the runner's default
+	election  time.Duration    // for the liveness bound
+	config    ClusterConfig    // what config.json records
+}
+
+func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 	runID := NewRunID(spec.Lock, spec.Scenario.Name, spec.Seed)
+	prefix := t.prefix
+	if prefix == "" {
+		prefix = "/lockbench/" + runID + "/"
+	}
 	cfg := Config{
 		RunID:     runID,
 		Lock:      spec.Lock,
 		Scenario:  spec.Scenario,
 		Seed:      spec.Seed,
 		KeepAlive: spec.KeepAlive,
-		Prefix:    "/lockbench/" + runID + "/",
-		Cluster: ClusterConfig{
-			Members: len(c.Members()), TickMS: c.Tick().Milliseconds(), ElectionMS: c.Election().Milliseconds(),
-			UnsafeNoFsync: c.UnsafeNoFsync(), Endpoints: c.Endpoints(),
-		},
+		Prefix:    prefix,
+		Cluster:   t.config,
 		GoVersion: runtime.Version(),
 		Host:      HostInfo{CPUs: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH},
 	}
+	if spec.Started != nil {
+		spec.Started(t.endpoints)
+	}
 	out, err := scenarios.Run(ctx, scenarios.Config{
 		Scenario: spec.Scenario, Lock: spec.Lock, Seed: spec.Seed, Prefix: cfg.Prefix,
-		Endpoints: c.Endpoints(), Cluster: c, KeepAlive: spec.KeepAlive,
+		Endpoints: t.endpoints, Cluster: t.cluster, ClientConfig: t.client, DialTimeout: t.dial,
+		KeepAlive: spec.KeepAlive,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", runID, err)
 	}
 	cfg.Started = out.Start.UTC()
-	rep := check.Check(out.Events, CheckOptions(spec.Scenario, c.Election()))
+	rep := check.Check(out.Events, CheckOptions(spec.Scenario, t.election))
 	sum := report.Summarize(report.Run{
 		ID: runID, Lock: spec.Lock, Scenario: spec.Scenario.Name, Clients: spec.Scenario.Clients,
 		Seed: spec.Seed, Elapsed: out.Elapsed, Interrupted: out.Interrupted, Stopped: out.Stopped,
@@ -169,7 +221,7 @@ func NewRunID(lock, scenario string, seed int64) string {
 	return fmt.Sprintf("%s-%s-%s-s%d", time.Now().UTC().Format("20060102T150405.000Z"), lock, scenario, seed)
 }
 
-// writeRunFolder writes the three files into a hidden staging folder and
+// writeRunFolder writes the run's files into a hidden staging folder and
 // renames it into place, so a run folder is either complete or absent.
 func writeRunFolder(parent, runID string, cfg Config, events []history.Event, sum report.Summary) (string, error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
@@ -188,6 +240,9 @@ func writeRunFolder(parent, runID string, cfg Config, events []history.Event, su
 	}
 	if err := report.WriteJSON(filepath.Join(stage, SummaryFile), sum); err != nil {
 		return "", err
+	}
+	if err := report.WriteRunHTMLFile(filepath.Join(stage, HTMLFile), cfg, events, sum); err != nil {
+		return "", fmt.Errorf("write %s: %w", HTMLFile, err)
 	}
 	if err := os.Chmod(stage, 0o755); err != nil {
 		return "", err

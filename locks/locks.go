@@ -6,6 +6,33 @@
 // token (the lock key's create revision, strictly increasing across holders
 // of one lock), the key, the lease and a channel that closes when the client
 // learns its lease is gone.
+//
+// # Leases
+//
+// Every strategy takes its lease from one shared keeper (lease.go): one
+// lease per client, granted by the first Lock and reused while it lives; a
+// Lock after the lease is lost grants a new one (and a Lock whose write is
+// refused because the server no longer knows the lease retries once with a
+// new one). Options.KeepAlive picks the refresh: the client's KeepAlive
+// stream (auto) or one KeepAliveOnce every 0.8×TTL (seed). Close revokes
+// the lease.
+//
+// # Errors
+//
+// A Lock error wraps ErrNotAcquired only when the caller certainly holds
+// nothing and left nothing behind: the waiter's key is known to be gone.
+// Each strategy gets there the same way. A failure before any key is
+// written (no lease, context ended while a txn strategy waits) is certain.
+// A failure after the waiter's key was written (cancelled or failed wait)
+// deletes the key, at its create revision, and is certain once the delete
+// is confirmed. A failure of the write itself (the put, or the v3lock Lock
+// call, returned an error: it may have happened, or may still happen) or
+// of that cleanup is settled by revoking the client's lease, which removes
+// any key under it and makes any later put with it fail; it is certain
+// once the revoke is confirmed. Otherwise the error does not wrap
+// ErrNotAcquired (outcome unknown) and the lease, no longer refreshed,
+// expires within one TTL, so no stray key can block the lock for longer.
+// Likewise an Unlock whose delete cannot be confirmed gives the lease up.
 package locks
 
 import (
@@ -103,6 +130,11 @@ type Options struct {
 	KeepAlive KeepAlive
 	// OnWakeup, when set, is called each time a waiter is woken by a watch
 	// event; the runner records it as a `wakeup` event (herd metrics).
+	// queue and queue-naive call it when the predecessor's key is deleted,
+	// txn-watch when the lock key is deleted (a delete older than the
+	// waiter's last attempt does not count). mutex and rpc never call it:
+	// they wait inside etcd's code (client Mutex, server lock service),
+	// which has no hook.
 	OnWakeup func()
 }
 

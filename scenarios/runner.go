@@ -516,9 +516,15 @@ func (c *client) endpoints() []string {
 	if len(c.proxies) == 0 {
 		return c.r.cfg.Endpoints
 	}
+	// The proxy forwards raw TCP, so a TLS client still talks TLS end to end
+	// through it: keep each endpoint's scheme.
 	var eps []string
-	for _, p := range c.proxies {
-		eps = append(eps, "http://"+strings.TrimPrefix(p.From(), "tcp://"))
+	for i, p := range c.proxies {
+		scheme := "http"
+		if u, err := url.Parse(c.r.cfg.Endpoints[i]); err == nil && u.Scheme != "" {
+			scheme = u.Scheme
+		}
+		eps = append(eps, scheme+"://"+strings.TrimPrefix(p.From(), "tcp://"))
 	}
 	return eps
 }

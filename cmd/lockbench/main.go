@@ -35,9 +35,15 @@ const (
 const usage = `lockbench — benchmark and chaos-test distributed locks on etcd
 
 Usage:
-  lockbench run   --lock NAME --scenario NAME [flags]   run one scenario on an embedded etcd cluster
-  lockbench check FILE.jsonl [--json]                   re-check a saved history
-  lockbench list                                        list lock strategies and scenarios
+  lockbench run     --lock NAME --scenario NAME [flags]  run one scenario on an embedded (or --endpoints) etcd cluster
+  lockbench suite   [--locks a,b] [--scenarios x,y] [--seeds N]
+                                                         run the strategy × scenario matrix; exit 1 when a verdict differs from its expectation
+  lockbench bench   [--clients 2,8,64] [--locks ...]     contended throughput and handoff latency against the commit floor
+  lockbench check   FILE.jsonl [--json]                  re-check a saved (or hand-written) history
+  lockbench report  RUN_DIR                              re-render a run's tables and report.html
+  lockbench compare BASE.json NEW.json [--threshold 20%] exit 1 on a worse verdict or a regression
+  lockbench cluster [--members 3] [--tls]                keep an embedded cluster up for experiments until Ctrl-C
+  lockbench list                                         list lock strategies and scenarios
 
 Run 'lockbench COMMAND --help' for a command's flags.
 
@@ -173,18 +179,23 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	members := fs.Int("members", cluster.DefaultMembers, "etcd cluster members")
 	noFsync := fs.Bool("unsafe-no-fsync", false, "disable fsync in etcd (faster; a member crash may lose data)")
 	verbose := fs.Bool("verbose", false, "show etcd's own logs")
+	ext := externalFlags(fs)
 	if help, err := parse(fs, args); help || err != nil {
 		return exitPass, err
 	}
 	if fs.NArg() > 0 {
 		return 0, usageError{fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0))}
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	external, err := ext.parse(set)
+	if err != nil {
+		return 0, usageError{err}
+	}
 	sc, err := scenarios.Lookup(*scenario)
 	if err != nil {
 		return 0, usageError{err}
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if set["clients"] {
 		if *clients < 1 {
 			return 0, usageError{fmt.Errorf("--clients %d: must be ≥1", *clients)}
@@ -213,15 +224,35 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	if err := spec.Validate(); err != nil {
 		return 0, usageError{err}
 	}
-	if *members < 1 || *members > 9 {
-		return 0, usageError{fmt.Errorf("--members %d: must be 1..9", *members)}
+	var res *harness.Result
+	if external != nil {
+		if sc.NeedsMembers() {
+			return 0, usageError{fmt.Errorf("scenario %s injects member faults (crash, partition), which need the embedded cluster: run it without --endpoints; on an external cluster only client faults work", sc.Name)}
+		}
+		if err := external.Validate(); err != nil {
+			return 0, usageError{err}
+		}
+		fmt.Fprintf(stderr, "lockbench: %s × %s, %d clients, %s, seed %d, external etcd %s\n",
+			spec.Lock, sc.Name, sc.Clients, sc.Duration, spec.Seed, strings.Join(external.Endpoints, ","))
+		res, err = harness.RunExternal(ctx, *external, spec)
+	} else {
+		if *members < 1 || *members > 9 {
+			return 0, usageError{fmt.Errorf("--members %d: must be 1..9", *members)}
+		}
+		fmt.Fprintf(stderr, "lockbench: %s × %s, %d clients, %s, seed %d, %d-member etcd\n",
+			spec.Lock, sc.Name, sc.Clients, sc.Duration, spec.Seed, *members)
+		spec.Started = func(endpoints []string) {
+			fmt.Fprintf(stderr, "lockbench: etcd up at %s; running\n", strings.Join(endpoints, ","))
+		}
+		res, err = harness.Run(ctx, spec)
 	}
-	fmt.Fprintf(stderr, "lockbench: %s × %s, %d clients, %s, seed %d, %d-member etcd\n",
-		spec.Lock, sc.Name, sc.Clients, sc.Duration, spec.Seed, *members)
-	res, err := harness.Run(ctx, spec)
 	if err != nil {
-		if ctx.Err() != nil {
+		var ie *harness.InputError
+		switch {
+		case ctx.Err() != nil:
 			return exitInterrupted, err
+		case errors.As(err, &ie):
+			return 0, usageError{err}
 		}
 		return exitError, err
 	}

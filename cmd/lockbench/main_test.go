@@ -189,24 +189,20 @@ func TestInterruptLeavesNothingBehind(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "run", "--duration", "60s", "--clients", "4", "--out", out, "--unsafe-no-fsync")
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
-	var stderr bytes.Buffer
+	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Wait until the cluster's data folder exists and the run is going.
+	// Wait until the cluster is up and the clients are running.
 	deadline := time.Now().Add(time.Minute)
-	for {
-		ents, _ := os.ReadDir(tmp)
-		if len(ents) > 0 {
-			break
-		}
+	for !strings.Contains(stderr.String(), "running") {
 		if time.Now().After(deadline) {
-			t.Fatal("cluster never started")
+			t.Fatalf("cluster never started:\n%s", stderr.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	time.Sleep(2 * time.Second)
+	time.Sleep(time.Second)
 	cmd.Process.Signal(syscall.SIGINT)
 	err := cmd.Wait()
 	code := cmd.ProcessState.ExitCode()

@@ -1,0 +1,476 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/harness"
+	"github.com/lockbench/lockbench/report"
+)
+
+// kv is everything etcd says about a key that a run must not change.
+type kv struct {
+	value                string
+	create, mod, version int64
+}
+
+func keyspace(t *testing.T, cli *clientv3.Client) map[string]kv {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, "\x00", clientv3.WithFromKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]kv{}
+	for _, k := range resp.Kvs {
+		out[string(k.Key)] = kv{string(k.Value), k.CreateRevision, k.ModRevision, k.Version}
+	}
+	return out
+}
+
+func tlsClient(t *testing.T, endpoints []string, cfg *tls.Config, user, password string) *clientv3.Client {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, TLS: cfg, Username: user, Password: password,
+		DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// TestExternalTLSCluster runs lockbench against a separate 3-member TLS
+// cluster through the CLI (--endpoints/--cacert/--cert/--key), and checks
+// that the whole keyspace outside the run's prefix is byte-for-byte what it
+// was (value, create/mod revision, version), including keys that share a
+// textual prefix with the run's, and that nothing of the run is left.
+func TestExternalTLSCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an etcd cluster")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := cluster.Start(ctx, cluster.Options{TLS: true, UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ca, cert, key := c.TLSFiles()
+	tlsCfg, err := c.ClientTLSConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps := strings.Join(c.Endpoints(), ",")
+	admin := tlsClient(t, c.Endpoints(), tlsCfg, "", "")
+	for _, k := range []string{"/", "/lockbench", "/lockbench/", "/lockbench/other-run/x", "/lockbench/other-run/counter",
+		"/lockbenchX", "/lockbench/run1", "/lockbench/run10/x", "/lockbench/run1x", "lockbench", "/other/key"} {
+		if _, err := admin.Put(ctx, k, "value of "+k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A key with history: several versions, the last not at create time.
+	for _, v := range []string{"a", "b", "c"} {
+		if _, err := admin.Put(ctx, "/lockbench/other-run/versions", v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := keyspace(t, admin)
+	tlsArgs := []string{"--endpoints", eps, "--cacert", ca, "--cert", cert, "--key", key}
+	unchanged := func(t *testing.T, cli *clientv3.Client) {
+		t.Helper()
+		after := keyspace(t, cli)
+		for k, v := range before {
+			if after[k] != v {
+				t.Errorf("key %q changed: before %+v, after %+v", k, v, after[k])
+			}
+		}
+		for k := range after {
+			if _, ok := before[k]; !ok {
+				t.Errorf("key %q left behind", k)
+			}
+		}
+	}
+	runFolder := func(t *testing.T, out string) (harness.Config, string) {
+		t.Helper()
+		runs, _ := os.ReadDir(out)
+		if len(runs) != 1 {
+			t.Fatalf("want one run folder, got %v", runs)
+		}
+		dir := filepath.Join(out, runs[0].Name())
+		var cfg harness.Config
+		readJSON(t, filepath.Join(dir, harness.ConfigFile), &cfg)
+		return cfg, dir
+	}
+	noneUnder := func(t *testing.T, cli *clientv3.Client, prefix string) {
+		t.Helper()
+		resp, err := cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Count != 0 {
+			t.Errorf("%d keys left under %s", resp.Count, prefix)
+		}
+	}
+
+	t.Run("default prefix", func(t *testing.T) {
+		out := t.TempDir()
+		// Credentials on a cluster without auth are accepted (and unused):
+		// here they show that the password is never written.
+		args := append([]string{"run", "--lock", "mutex", "--scenario", "contention", "--clients", "2",
+			"--duration", "1s", "--out", out, "--user", "root", "--password", "s3cret-pw"}, tlsArgs...)
+		code, stdout, stderr := runCLI(t, args...)
+		if code != exitPass {
+			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+		}
+		cfg, dir := runFolder(t, out)
+		if !strings.HasPrefix(cfg.Prefix, "/lockbench/"+cfg.RunID) || !strings.HasSuffix(cfg.Prefix, "/") {
+			t.Errorf("prefix %q, want /lockbench/<run-id>/", cfg.Prefix)
+		}
+		cc := cfg.Cluster
+		if !cc.External || !cc.TLS || strings.Join(cc.Endpoints, ",") != eps || cc.Members != 3 || cc.User != "root" || cc.CACert != ca {
+			t.Errorf("config.json cluster: %+v", cc)
+		}
+		var sum report.Summary
+		readJSON(t, filepath.Join(dir, harness.SummaryFile), &sum)
+		if sum.Acquisitions < 2 || sum.Verdict != "pass" {
+			t.Errorf("summary: %d acquisitions, verdict %s", sum.Acquisitions, sum.Verdict)
+		}
+		files, _ := os.ReadDir(dir)
+		for _, f := range files {
+			b, _ := os.ReadFile(filepath.Join(dir, f.Name()))
+			if bytes.Contains(b, []byte("s3cret-pw")) {
+				t.Errorf("%s contains the password", f.Name())
+			}
+		}
+		noneUnder(t, admin, cfg.Prefix)
+		unchanged(t, admin)
+	})
+
+	t.Run("given prefix", func(t *testing.T) {
+		out := t.TempDir()
+		// "/lockbench/run1" becomes "/lockbench/run1/": the keys
+		// /lockbench/run1, /lockbench/run1x and /lockbench/run10/x are
+		// outside it.
+		args := append([]string{"run", "--lock", "queue", "--scenario", "contention", "--clients", "2",
+			"--duration", "1s", "--out", out, "--prefix", "/lockbench/run1"}, tlsArgs...)
+		code, stdout, stderr := runCLI(t, args...)
+		if code != exitPass {
+			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+		}
+		cfg, _ := runFolder(t, out)
+		if cfg.Prefix != "/lockbench/run1/" {
+			t.Errorf("prefix %q, want /lockbench/run1/", cfg.Prefix)
+		}
+		noneUnder(t, admin, cfg.Prefix)
+		unchanged(t, admin)
+	})
+
+	t.Run("prefix in use", func(t *testing.T) {
+		out := t.TempDir()
+		args := append([]string{"run", "--duration", "1s", "--out", out, "--prefix", "/lockbench/other-run/"}, tlsArgs...)
+		code, _, stderr := runCLI(t, args...)
+		if code != exitUsage || !strings.Contains(stderr, "/lockbench/other-run/ already holds 3 keys") {
+			t.Errorf("exit %d, stderr %q", code, stderr)
+		}
+		if _, err := os.Stat(out); err == nil {
+			if ents, _ := os.ReadDir(out); len(ents) > 0 {
+				t.Errorf("wrote %v", ents)
+			}
+		}
+		unchanged(t, admin)
+	})
+
+	t.Run("wrong CA", func(t *testing.T) {
+		// The client certificate is no CA: the servers' certificates do
+		// not verify against it.
+		out := filepath.Join(t.TempDir(), "runs")
+		t0 := time.Now()
+		code, _, stderr := runCLI(t, "run", "--duration", "1s", "--out", out, "--dial-timeout", "1s",
+			"--endpoints", eps, "--cacert", cert, "--cert", cert, "--key", key)
+		if el := time.Since(t0); el > 4*time.Second {
+			t.Errorf("took %s with a 1s dial timeout", el)
+		}
+		if code != exitUsage || !strings.Contains(stderr, "endpoint https://127.0.0.1:") || !strings.Contains(stderr, "unknown authority") {
+			t.Errorf("exit %d, stderr %q", code, stderr)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("wrote %s", out)
+		}
+	})
+
+	t.Run("no client certificate", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "runs")
+		code, _, stderr := runCLI(t, "run", "--duration", "1s", "--out", out, "--dial-timeout", "1s",
+			"--endpoints", eps, "--cacert", ca)
+		if code != exitUsage || !strings.Contains(stderr, "endpoint https://127.0.0.1:") || !strings.Contains(stderr, "client certificate") {
+			t.Errorf("exit %d, stderr %q", code, stderr)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("wrote %s", out)
+		}
+	})
+
+	t.Run("client faults through TLS proxies", func(t *testing.T) {
+		// Per-client proxies forward raw TCP: the clients must keep https
+		// (an http endpoint would make the etcd client drop TLS silently).
+		out := t.TempDir()
+		args := append([]string{"run", "--lock", "mutex", "--scenario", "lease-expiry-fenced", "--duration", "4s", "--out", out}, tlsArgs...)
+		code, stdout, stderr := runCLI(t, args...)
+		if code != exitPass && code != exitViolation {
+			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+		}
+		cfg, dir := runFolder(t, out)
+		var sum report.Summary
+		readJSON(t, filepath.Join(dir, harness.SummaryFile), &sum)
+		if sum.Acquisitions < 3 {
+			t.Errorf("%d acquisitions through the proxies\n%s", sum.Acquisitions, stdout)
+		}
+		hist, _ := os.ReadFile(filepath.Join(dir, harness.HistoryFile))
+		if !bytes.Contains(hist, []byte(`"pause-client"`)) {
+			t.Error("history records no pause-client fault")
+		}
+		noneUnder(t, admin, cfg.Prefix)
+		unchanged(t, admin)
+	})
+
+	t.Run("auth", func(t *testing.T) {
+		// Last: it turns auth on for the rest of the cluster's life.
+		if _, err := admin.UserAdd(ctx, "root", "s3cret-pw"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := admin.UserGrantRole(ctx, "root", "root"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := admin.AuthEnable(ctx); err != nil {
+			t.Fatal(err)
+		}
+		root := tlsClient(t, c.Endpoints(), tlsCfg, "root", "s3cret-pw")
+		before = keyspace(t, root)
+
+		out := filepath.Join(t.TempDir(), "runs")
+		code, _, stderr := runCLI(t, append([]string{"run", "--duration", "1s", "--out", out, "--dial-timeout", "10s",
+			"--user", "root", "--password", "wrong"}, tlsArgs...)...)
+		if code != exitUsage || !strings.Contains(stderr, "authentication failed") || strings.Contains(stderr, "wrong") {
+			t.Errorf("wrong password: exit %d, stderr %q", code, stderr)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("wrote %s", out)
+		}
+		code, stdout, stderr := runCLI(t, append([]string{"run", "--clients", "2", "--duration", "1s", "--out", out,
+			"--user", "root", "--password", "s3cret-pw"}, tlsArgs...)...)
+		if code != exitPass {
+			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+		}
+		cfg, _ := runFolder(t, out)
+		noneUnder(t, root, cfg.Prefix)
+		unchanged(t, root)
+	})
+}
+
+// TestExternalBadInput: bad external-cluster input exits 2 with one
+// message naming what was wrong, and writes nothing. No cluster needed.
+func TestExternalBadInput(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "runs")
+	pem := filepath.Join(dir, "exists.pem")
+	os.WriteFile(pem, []byte("not used"), 0o600)
+	missing := filepath.Join(dir, "no-such-ca.crt")
+
+	// A port nobody listens on, and one that accepts but never answers.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := "http://" + l.Addr().String()
+	l.Close()
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	silentURL := "http://" + silent.Addr().String()
+
+	tests := []struct {
+		name    string
+		args    []string
+		want    []string
+		maxTime time.Duration // 0: no network, must be instant
+	}{
+		{"refused endpoint", []string{"--endpoints", refused, "--dial-timeout", "1s"}, []string{refused, "connection refused"}, time.Second},
+		{"silent endpoint", []string{"--endpoints", silentURL, "--dial-timeout", "1s"}, []string{silentURL, "no answer within 1s"}, 3 * time.Second},
+		{"second endpoint unreachable", []string{"--endpoints", silentURL + "," + refused, "--dial-timeout", "1s"}, []string{"endpoint http://127.0.0.1:"}, 3 * time.Second},
+		{"missing CA file", []string{"--endpoints", "https://127.0.0.1:1", "--cacert", missing}, []string{missing, "no such file"}, 0},
+		{"missing key file", []string{"--endpoints", "https://127.0.0.1:1", "--cert", pem, "--key", missing}, []string{missing, "no such file"}, 0},
+		{"cert without key", []string{"--endpoints", "https://127.0.0.1:1", "--cert", pem}, []string{"cert", "key"}, 0},
+		{"TLS files on http", []string{"--endpoints", "http://127.0.0.1:1", "--cacert", pem}, []string{"https://"}, 0},
+		{"mixed schemes", []string{"--endpoints", "http://127.0.0.1:1,https://127.0.0.1:2"}, []string{"mix http and https"}, 0},
+		{"no scheme", []string{"--endpoints", "127.0.0.1:2379"}, []string{`"127.0.0.1:2379"`, "https://HOST:PORT"}, 0},
+		{"empty endpoints", []string{"--endpoints", ","}, []string{"--endpoints"}, 0},
+		{"member faults", []string{"--endpoints", refused, "--scenario", "leader-kill"}, []string{"leader-kill", "member faults", "embedded cluster", "client faults"}, 0},
+		{"partition refused", []string{"--endpoints", refused, "--scenario", "partition-leader"}, []string{"partition-leader", "member faults"}, 0},
+		{"prefix /", []string{"--endpoints", refused, "--prefix", "/"}, []string{`--prefix "/"`, "must start with /"}, 0},
+		{"relative prefix", []string{"--endpoints", refused, "--prefix", "lockbench/"}, []string{`--prefix "lockbench/"`}, 0},
+		{"cacert without endpoints", []string{"--cacert", pem}, []string{"--cacert", "--endpoints"}, 0},
+		{"prefix without endpoints", []string{"--prefix", "/x/"}, []string{"--prefix", "--endpoints"}, 0},
+		{"members with endpoints", []string{"--endpoints", refused, "--members", "5"}, []string{"--members", "embedded"}, 0},
+		{"user without password", []string{"--endpoints", refused, "--user", "root"}, []string{"user", "password"}, 0},
+		{"zero dial timeout", []string{"--endpoints", refused, "--dial-timeout", "0s"}, []string{"--dial-timeout 0s"}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t0 := time.Now()
+			code, _, stderr := runCLI(t, append([]string{"run", "--out", out}, tc.args...)...)
+			el := time.Since(t0)
+			if code != exitUsage {
+				t.Errorf("exit %d, want %d; stderr: %s", code, exitUsage, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr %q does not mention %q", stderr, w)
+				}
+			}
+			limit := tc.maxTime
+			if limit == 0 {
+				limit = 500 * time.Millisecond
+			}
+			if el > limit {
+				t.Errorf("took %s, want < %s", el, limit)
+			}
+		})
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("bad input wrote %s", out)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe to read while a command writes it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestClusterCommand: `lockbench cluster --tls` prints endpoints and
+// certificate paths that work, and on cancel (Ctrl-C) exits 0 leaving no
+// listener and no data folder.
+func TestClusterCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an etcd cluster")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	type result struct {
+		code int
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, err := cmdCluster(ctx, []string{"--members", "1", "--tls", "--unsafe-no-fsync"}, &stdout, &stderr)
+		done <- result{code, err}
+	}()
+	deadline := time.After(time.Minute)
+	for !strings.Contains(stdout.String(), "Ctrl-C") {
+		select {
+		case r := <-done:
+			t.Fatalf("exited early: %d %v\n%s", r.code, r.err, stderr.String())
+		case <-deadline:
+			t.Fatalf("never ready:\n%s", stdout.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	field := func(name string) string {
+		for _, line := range strings.Split(stdout.String(), "\n") {
+			if v, ok := strings.CutPrefix(line, name+":"); ok {
+				return strings.Fields(v)[0]
+			}
+		}
+		t.Fatalf("no %q line in\n%s", name, stdout.String())
+		return ""
+	}
+	eps, data := strings.Split(field("endpoints"), ","), field("data")
+	ca, cert, key := field("cacert"), field("cert"), field("key")
+	for _, want := range []string{"etcdctl --endpoints " + eps[0], "--cacert " + ca, "lock mylock", "lockbench run --endpoints " + eps[0]} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	// The printed endpoints and files serve a Put.
+	tlsCfg, err := transport.TLSInfo{TrustedCAFile: ca, CertFile: cert, KeyFile: key}.ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli := tlsClient(t, eps, tlsCfg, "", "")
+	pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
+	if _, err := cli.Put(pctx, "/manual", "x"); err != nil {
+		t.Fatalf("put: %v", err)
+	}
+	pcancel()
+	cli.Close()
+
+	cancel()
+	select {
+	case r := <-done:
+		if r.code != exitPass || r.err != nil {
+			t.Errorf("exit %d, %v", r.code, r.err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("did not stop after cancel")
+	}
+	if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Errorf("data folder %s left: %v", data, err)
+	}
+	for _, ep := range eps {
+		u, _ := url.Parse(ep)
+		if c, err := net.DialTimeout("tcp", u.Host, time.Second); err == nil {
+			c.Close()
+			t.Errorf("something still listens on %s", u.Host)
+		}
+	}
+}

@@ -1,0 +1,314 @@
+package harness
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// Defaults for an external cluster.
+const (
+	// DefaultDialTimeout bounds connecting to each endpoint, the health
+	// check before a run included.
+	DefaultDialTimeout = 5 * time.Second
+	// DefaultExternalElection is the election timeout assumed for an
+	// external cluster's liveness bound: etcd's own default, since it
+	// cannot be read over the client API.
+	DefaultExternalElection = time.Second
+)
+
+// External is an etcd cluster that lockbench did not start and does not
+// own: a run touches nothing outside its prefix, deletes that prefix at the
+// end, and refuses faults that need a member under its control.
+type External struct {
+	// Endpoints are client URLs, all http:// or all https://.
+	Endpoints []string
+	// CACert verifies the servers (https; empty: the system roots). Cert
+	// and Key, both or neither, are the client certificate.
+	CACert, Cert, Key string
+	// User and Password authenticate when the cluster has auth enabled.
+	// The password is never written anywhere.
+	User, Password string
+	// Prefix is the run's key namespace (default /lockbench/<run-id>/). It
+	// must start with "/", must not be "/", and gets a trailing "/" so
+	// that /a/run1 never covers /a/run10. It must hold no keys when the
+	// run starts: the run deletes it at the end.
+	Prefix string
+	// DialTimeout bounds the health check and each client's connect
+	// (default DefaultDialTimeout).
+	DialTimeout time.Duration
+	// Election is the cluster's election timeout, for the liveness bound
+	// (default DefaultExternalElection).
+	Election time.Duration
+}
+
+// InputError is an error in what the caller gave (an unreachable endpoint,
+// a missing certificate file, a prefix in use, a fault the cluster cannot
+// take): it is found before anything starts, and nothing is written.
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+func inputErr(format string, args ...any) error {
+	return &InputError{fmt.Errorf(format, args...)}
+}
+
+// Validate checks x without touching the network: what it finds is an
+// *InputError. RunExternal calls it too.
+func (x External) Validate() error {
+	_, err := x.normalized()
+	return err
+}
+
+// normalized checks x without touching the network and fills in defaults.
+func (x External) normalized() (External, error) {
+	if len(x.Endpoints) == 0 {
+		return x, inputErr("no endpoints given")
+	}
+	scheme := ""
+	for _, ep := range x.Endpoints {
+		u, err := url.Parse(ep)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return x, inputErr("endpoint %q: want http://HOST:PORT or https://HOST:PORT", ep)
+		}
+		if scheme != "" && u.Scheme != scheme {
+			return x, inputErr("endpoints mix http and https (%s): use one scheme for all", strings.Join(x.Endpoints, ","))
+		}
+		scheme = u.Scheme
+	}
+	if scheme == "http" && (x.CACert != "" || x.Cert != "") {
+		// The etcd client drops TLS for http:// endpoints without a word.
+		return x, inputErr("TLS files given but the endpoints are http://: use https:// endpoints")
+	}
+	if (x.Cert == "") != (x.Key == "") {
+		return x, inputErr("a client certificate needs both cert and key (got cert %q, key %q)", x.Cert, x.Key)
+	}
+	for _, f := range []struct{ what, path string }{{"CA certificate", x.CACert}, {"client certificate", x.Cert}, {"client key", x.Key}} {
+		if f.path == "" {
+			continue
+		}
+		if st, err := os.Stat(f.path); err != nil {
+			return x, inputErr("%s %s: %v", f.what, f.path, errors.Unwrap(err))
+		} else if st.IsDir() {
+			return x, inputErr("%s %s: is a folder, want a PEM file", f.what, f.path)
+		}
+	}
+	if (x.User == "") != (x.Password == "") {
+		return x, inputErr("user and password go together (got user %q and %s password)", x.User, map[bool]string{true: "no", false: "a"}[x.Password == ""])
+	}
+	if x.Prefix != "" {
+		if !strings.HasPrefix(x.Prefix, "/") || x.Prefix == "/" {
+			return x, inputErr("prefix %q: must start with / and not be / (the run deletes its whole prefix at the end)", x.Prefix)
+		}
+		if !strings.HasSuffix(x.Prefix, "/") {
+			x.Prefix += "/"
+		}
+	}
+	if x.DialTimeout < 0 || x.Election < 0 {
+		return x, inputErr("dial timeout %s, election timeout %s: must be > 0", x.DialTimeout, x.Election)
+	}
+	if x.DialTimeout == 0 {
+		x.DialTimeout = DefaultDialTimeout
+	}
+	if x.Election == 0 {
+		x.Election = DefaultExternalElection
+	}
+	return x, nil
+}
+
+// clientConfig is the base etcd client configuration: TLS and credentials.
+func (x External) clientConfig() (clientv3.Config, error) {
+	cc := clientv3.Config{Username: x.User, Password: x.Password}
+	if strings.HasPrefix(x.Endpoints[0], "https://") {
+		var tlsCfg *tls.Config
+		var err error
+		info := transport.TLSInfo{CertFile: x.Cert, KeyFile: x.Key, TrustedCAFile: x.CACert}
+		if tlsCfg, err = info.ClientConfig(); err != nil {
+			return cc, inputErr("TLS files (CA %q, cert %q, key %q): %v", x.CACert, x.Cert, x.Key, err)
+		}
+		cc.TLS = tlsCfg
+	}
+	return cc, nil
+}
+
+// clusterInfo is what the health check learns about the cluster.
+type clusterInfo struct {
+	members int
+	version string
+}
+
+// healthCheck asks every endpoint for its status, in parallel, within the
+// dial timeout, then checks through all of them that a quorum answers and
+// that the prefix (when given) holds no keys. Any failure is an InputError
+// that names the endpoint, unless ctx ended.
+func healthCheck(ctx context.Context, x External, cc clientv3.Config) (clusterInfo, error) {
+	var info clusterInfo
+	errs := make([]error, len(x.Endpoints))
+	versions := make([]string, len(x.Endpoints))
+	var wg sync.WaitGroup
+	for i, ep := range x.Endpoints {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			versions[i], errs[i] = probe(ctx, x, cc, ep)
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return info, ctx.Err()
+	}
+	var msgs []string
+	for _, err := range errs {
+		if err != nil {
+			msgs = append(msgs, err.Error())
+		}
+	}
+	if len(msgs) > 0 {
+		return info, inputErr("%s", strings.Join(msgs, "; "))
+	}
+	info.version = versions[0]
+
+	qctx, cancel := context.WithTimeout(ctx, x.DialTimeout)
+	defer cancel()
+	cli, err := newClient(qctx, x, cc, x.Endpoints)
+	if err != nil {
+		return info, connectErr(ctx, strings.Join(x.Endpoints, ","), x.DialTimeout, err)
+	}
+	defer cli.Close()
+	ml, err := cli.MemberList(qctx)
+	if err != nil {
+		return info, connectErr(ctx, strings.Join(x.Endpoints, ","), x.DialTimeout, fmt.Errorf("member list: %w", err))
+	}
+	info.members = len(ml.Members)
+	if x.Prefix != "" {
+		// A linearizable read: it also proves that a quorum answers.
+		resp, err := cli.Get(qctx, x.Prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			return info, connectErr(ctx, strings.Join(x.Endpoints, ","), x.DialTimeout, fmt.Errorf("read prefix %s: %w", x.Prefix, err))
+		}
+		if resp.Count > 0 {
+			return info, inputErr("prefix %s already holds %d keys; a run deletes its whole prefix at the end, so it must start empty: choose another prefix, or delete them (etcdctl del --prefix %s)", x.Prefix, resp.Count, x.Prefix)
+		}
+	}
+	return info, nil
+}
+
+// probe connects to one endpoint alone and asks for its status.
+func probe(ctx context.Context, x External, cc clientv3.Config, ep string) (string, error) {
+	pctx, cancel := context.WithTimeout(ctx, x.DialTimeout)
+	defer cancel()
+	// A plain TCP connect first: a refused or unroutable endpoint fails
+	// at once with the system's reason, which gRPC would only report as a
+	// deadline.
+	u, _ := url.Parse(ep) // checked by normalized
+	conn, err := (&net.Dialer{}).DialContext(pctx, "tcp", u.Host)
+	if err != nil {
+		return "", connectErr(ctx, ep, x.DialTimeout, err)
+	}
+	if cc.TLS != nil {
+		// The TLS handshake too: a certificate that does not verify shows
+		// up here by name, where gRPC would only time out.
+		tcfg := cc.TLS.Clone()
+		if tcfg.ServerName == "" {
+			tcfg.ServerName = u.Hostname()
+		}
+		tconn := tls.Client(conn, tcfg)
+		err = tconn.HandshakeContext(pctx)
+		tconn.Close()
+		if err != nil {
+			return "", connectErr(ctx, ep, x.DialTimeout, fmt.Errorf("TLS handshake: %w", err))
+		}
+	} else {
+		conn.Close()
+	}
+	// Status needs no credentials; authentication (a bcrypt on the server
+	// each time) is checked once, through all endpoints, afterwards.
+	cc.Username, cc.Password = "", ""
+	cli, err := newClient(pctx, x, cc, []string{ep})
+	if err != nil {
+		return "", connectErr(ctx, ep, x.DialTimeout, err)
+	}
+	defer cli.Close()
+	st, err := cli.Status(pctx, ep)
+	if err != nil {
+		return "", connectErr(ctx, ep, x.DialTimeout, err)
+	}
+	return st.Version, nil
+}
+
+// newClient connects with the whole connect (authentication included)
+// bounded by ctx.
+func newClient(ctx context.Context, x External, cc clientv3.Config, endpoints []string) (*clientv3.Client, error) {
+	cc.Endpoints = endpoints
+	cc.DialTimeout = x.DialTimeout
+	cc.Context = ctx
+	cc.Logger = zap.NewNop()
+	return clientv3.New(cc)
+}
+
+func connectErr(ctx context.Context, ep string, d time.Duration, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "DeadlineExceeded") {
+		hint := ""
+		switch {
+		case strings.HasPrefix(ep, "http://"):
+			hint = "; if it serves TLS, use https:// and give the CA"
+		case strings.HasPrefix(ep, "https://"):
+			hint = "; the TLS handshake passed: does the server require a client certificate it accepts?"
+		}
+		return inputErr("endpoint %s: no answer within %s (%v)%s", ep, d, err, hint)
+	}
+	return inputErr("endpoint %s: %v", ep, err)
+}
+
+// RunExternal runs spec on an external cluster: it checks the input, then
+// that every endpoint answers within the dial timeout, before anything
+// starts; errors of that kind are *InputError and leave nothing behind.
+// Then it runs as RunOn does, with spec.Cluster ignored. The run's prefix
+// is deleted at the end, on every path out.
+func RunExternal(ctx context.Context, ext External, spec RunSpec) (*Result, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, &InputError{err}
+	}
+	if spec.Scenario.NeedsMembers() {
+		return nil, inputErr("scenario %s injects member faults (crash, partition), which need a cluster lockbench runs itself; an external cluster takes client faults only (pause, isolate, delay, crash a client)", spec.Scenario.Name)
+	}
+	x, err := ext.normalized()
+	if err != nil {
+		return nil, err
+	}
+	cc, err := x.clientConfig()
+	if err != nil {
+		return nil, err
+	}
+	info, err := healthCheck(ctx, x, cc)
+	if err != nil {
+		return nil, err
+	}
+	return runTarget(ctx, spec, target{
+		endpoints: x.Endpoints,
+		client:    cc,
+		prefix:    x.Prefix,
+		dial:      x.DialTimeout,
+		election:  x.Election,
+		config: ClusterConfig{
+			Members: info.members, ElectionMS: x.Election.Milliseconds(), Endpoints: x.Endpoints,
+			External: true, TLS: cc.TLS != nil, CACert: x.CACert, Cert: x.Cert, Key: x.Key,
+			User: x.User, Version: info.version,
+		},
+	})
+}

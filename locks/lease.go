@@ -1,0 +1,250 @@
+package locks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// settleTimeout bounds the cleanup that makes a failed operation's outcome
+// certain (a conditional delete, or revoking the lease), once the caller's
+// context has ended.
+const settleTimeout = 2 * time.Second
+
+// lease is one granted lease and the goroutine that keeps it alive.
+type lease struct {
+	id clientv3.LeaseID
+	// lost is closed when the client learns the lease is gone, or stops
+	// keeping it alive; it is every grant's Grant.Lost.
+	lost     chan struct{}
+	lostOnce sync.Once
+	// stop ends the keepalive goroutine; done is closed once it has ended.
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+func (l *lease) markLost() { l.lostOnce.Do(func() { close(l.lost) }) }
+
+func (l *lease) isLost() bool {
+	select {
+	case <-l.lost:
+		return true
+	default:
+		return false
+	}
+}
+
+// leaseKeeper holds a client's one lease, shared by all its acquisitions of
+// a lock while it lives: the first Lock grants it, later ones reuse it, and
+// after it is lost the next Lock grants a new one. Every strategy gets its
+// lease here, so the keepalive policy (Options.KeepAlive) is the same code
+// for all of them.
+//
+// Like the Locker that owns it, a leaseKeeper is used by one goroutine at
+// a time; only lease.lost is shared with the keepalive goroutine.
+type leaseKeeper struct {
+	cli    *clientv3.Client
+	ttl    time.Duration
+	policy KeepAlive
+	cur    *lease
+}
+
+func newLeaseKeeper(cli *clientv3.Client, opts Options) *leaseKeeper {
+	return &leaseKeeper{cli: cli, ttl: opts.TTL, policy: opts.KeepAlive}
+}
+
+// get returns the live lease, granting a new one (and starting its
+// keepalive) when there is none or the last one is lost.
+func (k *leaseKeeper) get(ctx context.Context) (*lease, error) {
+	if k.cur != nil {
+		if !k.cur.isLost() {
+			return k.cur, nil
+		}
+		// The old lease is gone; its keepalive goroutine ends by itself, or
+		// is stopped here.
+		k.cur.stop()
+		<-k.cur.done
+		k.cur = nil
+	}
+	resp, err := k.cli.Grant(ctx, int64(k.ttl/time.Second))
+	if err != nil {
+		// No key can exist under a lease we never learnt of; if the grant
+		// did happen, the lease expires on its own.
+		return nil, fmt.Errorf("grant lease: %w", err)
+	}
+	granted := time.Now()
+	kctx, stop := context.WithCancel(k.cli.Ctx())
+	l := &lease{id: resp.ID, lost: make(chan struct{}), stop: stop, done: make(chan struct{})}
+	switch k.policy {
+	case KeepAliveSeed:
+		go k.seed(kctx, l, granted, time.Duration(resp.TTL)*time.Second)
+	default:
+		// The client's KeepAlive stream refreshes every TTL/3. It closes the
+		// channel when the server says the lease is gone, when no answer
+		// came for a whole TTL, or when the context ends.
+		ch, err := k.cli.KeepAlive(kctx, resp.ID)
+		if err != nil {
+			stop()
+			k.revoke(ctx, resp.ID)
+			return nil, fmt.Errorf("keep lease alive: %w", err)
+		}
+		go func() {
+			defer close(l.done)
+			defer l.markLost()
+			for range ch {
+			}
+		}()
+	}
+	k.cur = l
+	return l, nil
+}
+
+// seed keeps l alive the way the seed article's scheme-two code does: one
+// KeepAliveOnce every 0.8×TTL on a fixed schedule, whatever the previous
+// one took. A refresh delayed by more than 0.2×TTL beyond the previous
+// one's delay therefore reaches the server after the lease has lapsed,
+// while the auto policy (every TTL/3) tolerates 2/3×TTL. Calls are synchronous: a tick that comes while a call is
+// still out waits for it.
+//
+// The client learns that the lease is gone as the client's own KeepAlive
+// does: when the server answers that it no longer exists, or when no
+// refresh was answered for one TTL since the last answer.
+func (k *leaseKeeper) seed(ctx context.Context, l *lease, granted time.Time, ttl time.Duration) {
+	defer close(l.done)
+	defer l.markLost()
+	deadline := granted.Add(ttl)
+	expire := time.NewTimer(time.Until(deadline))
+	defer expire.Stop()
+	tick := time.NewTicker(k.ttl * 8 / 10)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-expire.C:
+			// No refresh was answered for a whole TTL.
+			return
+		case <-tick.C:
+		}
+		// An answer after the deadline is of no use: by then the client
+		// has given the lease up.
+		cctx, cancel := context.WithDeadline(ctx, deadline)
+		resp, err := k.cli.KeepAliveOnce(cctx, l.id)
+		cancel()
+		switch {
+		case err == nil:
+			deadline = time.Now().Add(time.Duration(resp.TTL) * time.Second)
+			expire.Reset(time.Until(deadline))
+		case errors.Is(err, rpctypes.ErrLeaseNotFound), ctx.Err() != nil:
+			return
+		}
+	}
+}
+
+// abandon stops keeping l alive (closing l.lost) and revokes it, which
+// deletes every key attached to it, including one that a write still in
+// flight might create later (a Put with a revoked lease fails). It returns
+// nil when the lease is certainly gone: revoked now, or already unknown to
+// the server. Otherwise the lease is left to expire within one TTL, since
+// nothing refreshes it any more.
+func (k *leaseKeeper) abandon(ctx context.Context, l *lease) error {
+	l.stop()
+	<-l.done
+	l.markLost()
+	if k.cur == l {
+		k.cur = nil
+	}
+	return k.revoke(ctx, l.id)
+}
+
+func (k *leaseKeeper) revoke(ctx context.Context, id clientv3.LeaseID) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	_, err := k.cli.Revoke(ctx, id)
+	if err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return fmt.Errorf("revoke lease %x: %w", int64(id), err)
+	}
+	return nil
+}
+
+// close stops the keepalive and revokes the current lease, if any.
+func (k *leaseKeeper) close(ctx context.Context) error {
+	if k.cur == nil {
+		return nil
+	}
+	return k.abandon(ctx, k.cur)
+}
+
+// settle makes the outcome of a failed Lock certain when it can. A Lock
+// that failed after a write of unknown outcome (an error from the Put that
+// queues the waiter, a cleanup delete that failed) may have left a key
+// behind that would block everyone else for as long as the lease is kept
+// alive. settle abandons the lease: when the revoke is confirmed the key is
+// certainly gone and the error wraps ErrNotAcquired; otherwise it does not,
+// and the runner records the outcome as unknown (the lease, no longer
+// refreshed, expires within one TTL either way).
+func (k *leaseKeeper) settle(ctx context.Context, l *lease, cause error) error {
+	if err := k.abandon(ctx, l); err != nil {
+		return fmt.Errorf("%w (outcome unknown: %v)", cause, err)
+	}
+	return notAcquired(cause)
+}
+
+// expired forgets l, which the server said it does not know: the request
+// that said so failed as a whole, and there is nothing left to revoke.
+func (k *leaseKeeper) expired(l *lease) {
+	l.stop()
+	<-l.done
+	l.markLost()
+	if k.cur == l {
+		k.cur = nil
+	}
+}
+
+// isLeaseNotFound reports an error saying that the server does not know
+// the lease (expired or revoked, before the client heard of it). A request
+// failing so failed as a whole: it wrote nothing. The v3lock client is a
+// bare gRPC stub, so its errors are matched by their message.
+func isLeaseNotFound(err error) bool {
+	return err != nil && (errors.Is(err, rpctypes.ErrLeaseNotFound) || rpctypes.ErrorDesc(err) == rpctypes.ErrLeaseNotFound.Error())
+}
+
+// notAcquired wraps err so that it also wraps ErrNotAcquired.
+func notAcquired(err error) error {
+	if errors.Is(err, ErrNotAcquired) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrNotAcquired, err)
+}
+
+// leaseLost is the error for a waiter whose lease went while it waited.
+func leaseLost(l *lease) error {
+	return fmt.Errorf("%w: lease %x", ErrLeaseLost, int64(l.id))
+}
+
+// grantOf builds the grant for a held key.
+func grantOf(key string, token int64, l *lease) *Grant {
+	return &Grant{Key: key, Token: token, Lease: l.id, Lost: l.lost}
+}
+
+// cleanupCtx is the context for a cleanup that must run even though the
+// caller's context has ended.
+func cleanupCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+}
+
+// deleteOwn deletes key only if it is still the key created at rev: a
+// holder whose lease expired must never delete a successor's key of the
+// same name. It succeeds (nil) whether or not the key was still there.
+func deleteOwn(ctx context.Context, cli *clientv3.Client, key string, rev int64) error {
+	_, err := cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", rev)).
+		Then(clientv3.OpDelete(key)).
+		Commit()
+	return err
+}

@@ -1,0 +1,229 @@
+package locks_test
+
+import (
+	"context"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/locktest"
+)
+
+// One embedded cluster for the whole package, started by the first test
+// that needs it.
+var (
+	clusterOnce sync.Once
+	clus        *cluster.Cluster
+	clusterErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if clus != nil {
+		clus.Close()
+	}
+	os.Exit(code)
+}
+
+func endpoints(t *testing.T) []string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts an etcd cluster")
+	}
+	clusterOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		clus, clusterErr = cluster.Start(ctx, cluster.Options{UnsafeNoFsync: true})
+	})
+	if clusterErr != nil {
+		t.Fatalf("start cluster: %v", clusterErr)
+	}
+	return clus.Endpoints()
+}
+
+func dial(t *testing.T, eps []string) *clientv3.Client {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+func TestRegistry(t *testing.T) {
+	want := map[string]bool{"queue": false, "queue-naive": true, "txn": false, "txn-watch": false, "mutex": false, "rpc": false}
+	for _, s := range locks.All() {
+		buggy, ok := want[s.Name]
+		if !ok {
+			t.Errorf("unexpected strategy %q", s.Name)
+			continue
+		}
+		delete(want, s.Name)
+		if s.Buggy != buggy {
+			t.Errorf("%s: Buggy = %v, want %v", s.Name, s.Buggy, buggy)
+		}
+		if s.Description == "" || s.Origin == "" || s.New == nil {
+			t.Errorf("%s: Description, Origin and New must be set", s.Name)
+		}
+	}
+	for n := range want {
+		t.Errorf("strategy %q is not registered", n)
+	}
+}
+
+// TestConformance runs the conformance suite for every strategy that is
+// not buggy on purpose.
+func TestConformance(t *testing.T) {
+	for _, s := range locks.All() {
+		if s.Buggy {
+			continue
+		}
+		t.Run(s.Name, func(t *testing.T) {
+			locktest.Run(t, s.New, locktest.Env{Endpoints: endpoints(t), Clients: 3, Rounds: 6})
+		})
+	}
+}
+
+// TestConformanceSeedKeepAlive runs it again with the seed keepalive policy
+// for a strategy with its own keys and for mutex, whose Session is orphaned
+// for the policy to apply.
+func TestConformanceSeedKeepAlive(t *testing.T) {
+	for _, name := range []string{"queue", "mutex"} {
+		t.Run(name, func(t *testing.T) {
+			s, err := locks.Lookup(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			locktest.Run(t, s.New, locktest.Env{Endpoints: endpoints(t), KeepAlive: locks.KeepAliveSeed, Clients: 3, Rounds: 4})
+		})
+	}
+}
+
+// TestQueueMiddleWaiterLost is the queue-naive bug on demand: A holds, B
+// waits behind A, C behind B; B's lease is revoked. queue-naive's C takes
+// the lock on its predecessor's delete while A still holds it; queue's C
+// sees A's older key and keeps waiting until A releases.
+func TestQueueMiddleWaiterLost(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		handsOver bool
+	}{{"queue-naive", true}, {"queue", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			eps := endpoints(t)
+			s, err := locks.Lookup(tc.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			opts := locks.Options{Name: locks.DefaultName, Prefix: "/middle-waiter/" + tc.name + "/", TTL: 2 * time.Second}
+			admin := dial(t, eps)
+			defer admin.Delete(context.Background(), opts.Prefix, clientv3.WithPrefix())
+			mk := func() locks.Locker {
+				l, err := s.New(ctx, dial(t, eps), opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { l.Close(context.Background()) })
+				return l
+			}
+			a, b, c := mk(), mk(), mk()
+			queue := func(n int) []*clientv3.GetResponse {
+				t.Helper()
+				for {
+					resp, err := admin.Get(ctx, opts.Key()+"/", clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(resp.Kvs) == n {
+						return []*clientv3.GetResponse{resp}
+					}
+					select {
+					case <-ctx.Done():
+						t.Fatalf("queue never reached %d keys", n)
+					case <-time.After(10 * time.Millisecond):
+					}
+				}
+			}
+			type result struct {
+				g   *locks.Grant
+				err error
+			}
+			lock := func(l locks.Locker) chan result {
+				ch := make(chan result, 1)
+				go func() {
+					g, err := l.Lock(ctx)
+					ch <- result{g, err}
+				}()
+				return ch
+			}
+
+			ga, err := a.Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bch := lock(b)
+			queue(2)
+			cch := lock(c)
+			kvs := queue(3)[0].Kvs
+			// B, the middle waiter, crashes: its lease ends.
+			if _, err := admin.Revoke(ctx, clientv3.LeaseID(kvs[1].Lease)); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case r := <-bch:
+				if r.err == nil {
+					t.Errorf("B, whose lease was revoked, got the lock: %+v", r.g)
+				}
+			case <-time.After(5 * time.Second):
+				t.Error("B's Lock did not return after its lease was revoked")
+			}
+
+			select {
+			case r := <-cch:
+				if r.err != nil {
+					t.Fatalf("C: %v", r.err)
+				}
+				if !tc.handsOver {
+					t.Fatalf("C took the lock (token %d) while A holds it (token %d)", r.g.Token, ga.Token)
+				}
+				// A still holds: its key is there; two holders at once.
+				resp, err := admin.Get(ctx, ga.Key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(resp.Kvs) != 1 {
+					t.Fatal("A's key is gone: the test did not show the bug")
+				}
+				t.Logf("as expected of %s: C holds (token %d) while A holds (token %d)", tc.name, r.g.Token, ga.Token)
+				return
+			case <-time.After(time.Second):
+				if tc.handsOver {
+					t.Fatal("queue-naive's C did not take the lock when its predecessor went: the test does not show the bug")
+				}
+			}
+			// queue: C gets the lock once A releases.
+			if err := a.Unlock(ctx, ga); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case r := <-cch:
+				if r.err != nil {
+					t.Fatalf("C: %v", r.err)
+				}
+				if r.g.Token <= ga.Token {
+					t.Errorf("C's token %d is not above A's %d", r.g.Token, ga.Token)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("C did not get the lock after A released it")
+			}
+		})
+	}
+}

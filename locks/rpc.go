@@ -1,0 +1,120 @@
+package locks
+
+import (
+	"context"
+	"fmt"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3lock/v3lockpb"
+)
+
+func init() {
+	Register(Strategy{
+		Name:        "rpc",
+		Description: "etcd's server-side lock service (v3lock Lock/Unlock, as etcdctl lock and jetcd use it)",
+		Origin:      "seed article, scheme two",
+		New:         newRPC,
+	})
+}
+
+// rpcLocker uses etcd's lock service: the server runs concurrency.Mutex on
+// the client's behalf, over the lease the client passes and keeps alive.
+// The server puts the key Options.Key() + "/" + <lease in hex>.
+//
+// Wake-ups are not reported (Options.OnWakeup): the wait happens inside
+// the server.
+type rpcLocker struct {
+	cli    *clientv3.Client
+	opts   Options
+	lock   v3lockpb.LockClient
+	leases *leaseKeeper
+	held   *Grant
+}
+
+func newRPC(ctx context.Context, cli *clientv3.Client, opts Options) (Locker, error) {
+	opts, err := opts.WithDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &rpcLocker{cli: cli, opts: opts, lock: v3lockpb.NewLockClient(cli.ActiveConnection()), leases: newLeaseKeeper(cli, opts)}, nil
+}
+
+func (l *rpcLocker) Lock(ctx context.Context) (*Grant, error) {
+	var (
+		ls   *lease
+		resp *v3lockpb.LockResponse
+		err  error
+	)
+	for retry := true; ; retry = false {
+		// Step 1: the client's lease (granted on first use, reused while
+		// alive).
+		if ls, err = l.leases.get(ctx); err != nil {
+			return nil, notAcquired(err)
+		}
+		// Step 2: ask the server for the lock under that lease; it returns
+		// the key it holds for us.
+		resp, err = l.lock.Lock(ctx, &v3lockpb.LockRequest{Name: []byte(l.opts.Key()), Lease: int64(ls.id)})
+		if retry && isLeaseNotFound(err) {
+			// The server's put failed as a whole: the lease expired before
+			// the client heard. Once more, with a new one.
+			l.leases.expired(ls)
+			continue
+		}
+		break
+	}
+	if err != nil {
+		// The server may have left a waiter (or holder) key under our lease:
+		// it deletes it on a cancelled wait, but the client cannot know it
+		// did, nor that a put is not still in flight. Revoking the lease
+		// makes the outcome certain.
+		return nil, l.leases.settle(ctx, ls, fmt.Errorf("lock rpc: %w", err))
+	}
+	key := string(resp.Key)
+	// Step 3: read the token, the key's create revision. The response
+	// header is not it: the server's Mutex returns the header of its put
+	// only when the lock was free at once; after a wait it is the header of
+	// a later Get, at the store's then revision.
+	// (Not WithKeysOnly: etcd 3.7's keys-only range leaves out the lease.)
+	gresp, err := l.cli.Get(ctx, key)
+	if err != nil {
+		// Held but unusable without a token: give it up with the lease.
+		return nil, l.leases.settle(ctx, ls, fmt.Errorf("read lock key %s: %w", key, err))
+	}
+	if len(gresp.Kvs) == 0 || clientv3.LeaseID(gresp.Kvs[0].Lease) != ls.id {
+		// The key went with the lease between the two calls.
+		return nil, l.leases.settle(ctx, ls, fmt.Errorf("%w: key %s is gone", ErrLeaseLost, key))
+	}
+	l.held = grantOf(key, gresp.Kvs[0].CreateRevision, ls)
+	return l.held, nil
+}
+
+// Unlock uses the lock service's Unlock, which deletes the key by name.
+// That is safe for a grant whose lease is gone: the key name contains the
+// lease ID, and no key can be put again under a dead lease, so the name
+// cannot belong to anyone else. Only a later grant of this same client,
+// on the same lease, reuses the name; Unlock refuses any grant but the
+// one it holds, so a stale grant cannot delete it.
+func (l *rpcLocker) Unlock(ctx context.Context, g *Grant) error {
+	if l.held == nil || l.held.Key != g.Key || l.held.Token != g.Token {
+		return fmt.Errorf("unlock %s@%d: not held by this client", g.Key, g.Token)
+	}
+	l.held = nil
+	// Step 1: ask the server to delete the key.
+	_, err := l.lock.Unlock(ctx, &v3lockpb.UnlockRequest{Key: []byte(g.Key)})
+	if err == nil {
+		return nil
+	}
+	// Step 2: unknown outcome: the key may remain under a lease this client
+	// keeps alive; give the lease up so the key ends with it.
+	if cur := l.leases.cur; cur != nil && cur.id == g.Lease {
+		if rerr := l.leases.abandon(ctx, cur); rerr == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("unlock %s: %w", g.Key, err)
+}
+
+func (l *rpcLocker) Close(ctx context.Context) error {
+	l.held = nil
+	return l.leases.close(ctx)
+}
