@@ -125,7 +125,7 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 // judge compares a run's verdicts with what its scenario expects of the
 // strategy, check by check.
 func judge(sum report.Summary, expect map[string]check.Verdict) report.Cell {
-	cell := report.Cell{Summary: sum, Matches: true}
+	cell := report.Cell{Summary: sum, Matches: true, ExpectedChecks: expect}
 	var exp []check.Verdict
 	var diffs []string
 	for _, name := range sortedNames(expect) {

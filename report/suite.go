@@ -23,6 +23,9 @@ type Cell struct {
 	// Expected is the verdict the scenario expects ("" when it expects
 	// nothing).
 	Expected check.Verdict `json:"expected,omitempty"`
+	// ExpectedChecks is the verdict the scenario expects of each check it
+	// asserts; checks not listed are reported but not judged.
+	ExpectedChecks map[string]check.Verdict `json:"expected_checks,omitempty"`
 	// Matches says whether the run met the expectation.
 	Matches bool `json:"matches"`
 	// Dir is the cell's run folder relative to the suite report, for links

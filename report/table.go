@@ -74,7 +74,7 @@ func SuiteTable(w io.Writer, cells []Cell) error {
 		if h.Count > 0 {
 			p50, p99 = ms(h.P50), ms(h.P99)
 		}
-		if err := t.Append(s.Lock, s.Scenario, string(s.Verdict), expectedString(c.Expected), matchString(c),
+		if err := t.Append(s.Lock, s.Scenario, runVerdictString(s), expectedString(c), matchString(c),
 			fmt.Sprintf("%.1f", s.ThroughputPerS), p50, p99, fmt.Sprint(s.TotalViolations()), wakeupsString(s)); err != nil {
 			return err
 		}
@@ -82,11 +82,52 @@ func SuiteTable(w io.Writer, cells []Cell) error {
 	return t.Render()
 }
 
-func expectedString(v check.Verdict) string {
-	if v == "" {
-		return "-"
+// runVerdictString is the run's verdict and the checks that did not pass,
+// e.g. "fail: exclusion, resource".
+func runVerdictString(s Summary) string {
+	var not []string
+	for _, n := range checkNames(s.Checks) {
+		if v := s.Checks[n].Verdict; v != check.Pass {
+			not = append(not, n)
+		}
 	}
-	return string(v)
+	if len(not) == 0 {
+		return string(s.Verdict)
+	}
+	return string(s.Verdict) + ": " + strings.Join(not, ", ")
+}
+
+// expectedString is what the scenario asserts, in the same form as
+// runVerdictString: "pass", or the verdict and the checks expected not to
+// pass.
+func expectedString(c Cell) string {
+	if len(c.ExpectedChecks) == 0 {
+		if c.Expected == "" {
+			return "-"
+		}
+		return string(c.Expected)
+	}
+	var not []string
+	var vs []check.Verdict
+	for _, n := range checkNames(verdictMap(c.ExpectedChecks)) {
+		v := c.ExpectedChecks[n]
+		vs = append(vs, v)
+		if v != check.Pass {
+			not = append(not, n)
+		}
+	}
+	if len(not) == 0 {
+		return string(check.Pass)
+	}
+	return string(check.Worst(vs...)) + ": " + strings.Join(not, ", ")
+}
+
+func verdictMap(m map[string]check.Verdict) map[string]check.Result {
+	out := make(map[string]check.Result, len(m))
+	for k, v := range m {
+		out[k] = check.Result{Verdict: v}
+	}
+	return out
 }
 
 func matchString(c Cell) string {

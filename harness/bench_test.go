@@ -1,0 +1,292 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/report"
+)
+
+func TestBenchSpecValidate(t *testing.T) {
+	ok := BenchSpec{Locks: []string{"queue"}, Clients: []int{2}, Duration: time.Second, FloorDuration: time.Second,
+		TargetLock: "queue", TargetClients: 8, Dir: "x"}
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("valid spec: %v", err)
+	}
+	for _, tc := range []struct {
+		change func(*BenchSpec)
+		want   string
+	}{
+		{func(s *BenchSpec) { s.Locks = nil }, "no lock"},
+		{func(s *BenchSpec) { s.Locks = []string{"nope"} }, `unknown lock "nope"`},
+		{func(s *BenchSpec) { s.Clients = nil }, "no client counts"},
+		{func(s *BenchSpec) { s.Clients = []int{0} }, "--clients 0"},
+		{func(s *BenchSpec) { s.Duration = 0 }, "--duration"},
+		{func(s *BenchSpec) { s.Hold = -1 }, "--hold"},
+		{func(s *BenchSpec) { s.FloorDuration = 0 }, "--floor-duration"},
+		{func(s *BenchSpec) { s.RecordRuns = -1 }, "--record-runs"},
+		{func(s *BenchSpec) { s.RecordDuration = -1 }, "--record-duration"},
+		{func(s *BenchSpec) { s.TargetLock = "nope" }, "--target-lock"},
+		{func(s *BenchSpec) { s.TargetClients = 0 }, "--target-clients"},
+		{func(s *BenchSpec) { s.KeepAlive = "sometimes" }, "sometimes"},
+		{func(s *BenchSpec) { s.Dir = "" }, "output folder"},
+	} {
+		s := ok
+		tc.change(&s)
+		err := s.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("want an error mentioning %q, got %v", tc.want, err)
+		}
+	}
+	sc := ok.scenario(64)
+	if sc.Name != BenchScenario || sc.Clients != 64 || sc.Duration.D() != time.Second || sc.Workload.Hold != 0 {
+		t.Errorf("scenario: %+v", sc)
+	}
+}
+
+func lat(p50, p99 float64) report.Latency { return report.Latency{Count: 10, P50: p50, P99: p99} }
+
+// TestBenchFinish: ratios to the floor and to mutex, and the targets.
+func TestBenchFinish(t *testing.T) {
+	b := &Bench{
+		Floor: &Floor{CommitsPerS: 2000, LatencyMS: report.Latency{Count: 1, P50: 0.5}},
+		Cells: []BenchCell{
+			{Lock: "queue", Clients: 8, ThroughputPerS: 1200, HandoffMS: lat(1.2, 3)},
+			{Lock: "mutex", Clients: 8, ThroughputPerS: 100, HandoffMS: lat(90, 110)},
+			{Lock: "queue", Clients: 2, ThroughputPerS: 500, HandoffMS: lat(1, 2)},
+			{Lock: "txn", Clients: 8, Error: "boom"},
+		},
+		Recording: &Recording{Runs: []RecordingRun{
+			{Record: true, CountedPerS: 960}, {Record: false, CountedPerS: 1000},
+			{Record: false, CountedPerS: 1000}, {Record: true, CountedPerS: 980},
+			{Record: false, Error: "x"},
+		}},
+	}
+	b.finish(BenchSpec{TargetLock: "queue", TargetClients: 8})
+	q := b.Cells[0]
+	if q.XFloor != 0.6 || q.XMutex != 12 || q.HandoffOverCommit != 2.4 {
+		t.Errorf("queue 8: ×floor %v ×mutex %v handoff/commit %v", q.XFloor, q.XMutex, q.HandoffOverCommit)
+	}
+	if m := b.Cells[1]; m.XMutex != 1 {
+		t.Errorf("mutex ×mutex %v", m.XMutex)
+	}
+	if q2 := b.Cells[2]; q2.XMutex != 0 || q2.XFloor != 0.25 {
+		t.Errorf("queue 2 (no mutex cell): %+v", q2)
+	}
+	if r := b.Recording; r.OnPerS != 970 || r.OffPerS != 1000 || r.Ratio != 0.97 || r.RatioOfMeans != 0.97 || len(r.PairRatios) != 2 || r.PairRatios[0] != 0.96 || r.PairRatios[1] != 0.98 {
+		t.Errorf("recording %+v", r)
+	}
+	want := map[string]bool{
+		"queue at 8 clients: throughput ÷ floor commits/s": true,
+		"queue at 8 clients: handoff p50 ÷ commit p50":     true,
+		"queue at 8 clients: throughput ÷ mutex":           true,
+		"recording on ÷ off throughput":                    true,
+	}
+	if len(b.Targets) != len(want) {
+		t.Fatalf("targets %+v", b.Targets)
+	}
+	for _, tg := range b.Targets {
+		if met, ok := want[tg.Name]; !ok || tg.Met != met {
+			t.Errorf("target %+v", tg)
+		}
+	}
+	// A slow queue misses them.
+	b.Cells[0].ThroughputPerS, b.Cells[0].HandoffMS = 300, lat(5, 9)
+	b.finish(BenchSpec{TargetLock: "queue", TargetClients: 8})
+	for _, tg := range b.Targets[:3] {
+		if tg.Met {
+			t.Errorf("target met by a slow queue: %+v", tg)
+		}
+	}
+}
+
+func TestCountedRate(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	var s []revSample
+	// 1,000 acquisitions/s = 2,000 revisions/s; samples from before the
+	// run (connecting) and after it (teardown) are left out.
+	for i := -5; i <= 25; i++ {
+		rev := int64(100 + 2000*i/10)
+		if i < 0 || i > 20 {
+			rev = 999_999 // out of the window: must not count
+		}
+		s = append(s, revSample{at: t0.Add(time.Duration(i) * 100 * time.Millisecond), rev: rev})
+	}
+	r, ok := countedRate(s, t0, 2*time.Second)
+	if !ok || math.Abs(r-1000) > 1e-9 {
+		t.Errorf("rate %v %v, want 1000", r, ok)
+	}
+	if _, ok := countedRate(s[:1], t0, time.Second); ok {
+		t.Error("one sample gives a rate")
+	}
+	if _, ok := countedRate(nil, t0, time.Second); ok {
+		t.Error("no sample gives a rate")
+	}
+}
+
+func TestParseVmHWM(t *testing.T) {
+	st := "Name:\tlockbench\nVmPeak:\t 2000000 kB\nVmHWM:\t  524288 kB\nVmRSS:\t  100000 kB\n"
+	if got := parseVmHWM(st); got != 512 {
+		t.Errorf("VmHWM %v MB, want 512", got)
+	}
+	if got := parseVmHWM("Name: x\n"); got != 0 {
+		t.Errorf("no VmHWM: %v", got)
+	}
+}
+
+func TestParseStatCPU(t *testing.T) {
+	// comm with a space and a parenthesis; utime 250, stime 50 ticks.
+	st := "4242 (lock bench)) S 1 4242 4242 0 -1 4194560 1000 0 0 0 250 50 0 0 20 0 12 0 100 0 0"
+	if got := parseStatCPU(st); got != 3*time.Second {
+		t.Errorf("cpu %v, want 3s", got)
+	}
+	if got := parseStatCPU("garbage"); got != 0 {
+		t.Errorf("garbage: %v", got)
+	}
+	if processCPU() < 0 {
+		t.Error("negative CPU time")
+	}
+}
+
+func TestLatencyOf(t *testing.T) {
+	var ds []time.Duration
+	for i := 100; i >= 1; i-- {
+		ds = append(ds, time.Duration(i)*time.Millisecond)
+	}
+	l := latencyOf(ds)
+	if l.Count != 100 || l.P50 != 50 || l.P90 != 90 || l.P99 != 99 || l.Max != 100 || l.Mean != 50.5 {
+		t.Errorf("%+v", l)
+	}
+	if ds[0] != 100*time.Millisecond {
+		t.Error("latencyOf sorted its argument")
+	}
+	if l := latencyOf(nil); l.Count != 0 || l.P50 != 0 {
+		t.Error("empty")
+	}
+}
+
+func TestBenchTableAndLines(t *testing.T) {
+	b := &Bench{
+		Scenario: BenchScenario,
+		Floor:    &Floor{Commits: 6000, DurationS: 3, CommitsPerS: 2000, LatencyMS: report.Latency{Count: 6000, P50: 0.5, P99: 1.5}},
+		Cells: []BenchCell{
+			{Lock: "queue", Clients: 8, ThroughputPerS: 1200, HandoffMS: lat(1.2, 3), AcquireMS: lat(6, 9)},
+			{Lock: "queue", Clients: 64, ThroughputPerS: 1100, HandoffMS: lat(1.3, 4), AcquireMS: lat(50, 90)},
+			{Lock: "mutex", Clients: 8, ThroughputPerS: 100, HandoffMS: lat(90, 110), AcquireMS: lat(95, 120), Violations: 2, Verdict: "fail", Run: "r1"},
+			{Lock: "txn", Clients: 8, Error: "dial timeout"},
+		},
+		Recording: &Recording{Lock: "queue", Clients: 8, Runs: []RecordingRun{{Record: true, CountedPerS: 990}, {Record: false, CountedPerS: 1000}}},
+	}
+	b.finish(BenchSpec{TargetLock: "queue", TargetClients: 8})
+	var out bytes.Buffer
+	if err := BenchTable(&out, b); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"×floor", "×mutex", "handoff p50 ÷ commit p50", "│ queue │       8 │ 1200.0 │   0.60 │   12.0 │",
+		"floor: 2000 commits/s, commit p50 0.50 ms", "recording: queue × 8 clients, on 990.0/s, off 1000.0/s: on/off 0.990",
+		"target queue at 8 clients: throughput ÷ mutex: 12.000 (>= 5.00) met", "txn × 8 clients: error: dial timeout", "mutex × 8 clients: 2 violations"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("table lacks %q:\n%s", w, out.String())
+		}
+	}
+	if !b.HasViolations() {
+		t.Error("HasViolations false with a failing cell")
+	}
+	out.Reset()
+	if err := WriteBenchLines(&out, b); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	want := []string{
+		"BenchmarkFloor/put 1 500000 ns/commit 1500000 p99-ns/commit 2000 commits/s",
+		"BenchmarkLock/queue/contention/clients=8 1 ",
+		"BenchmarkLock/queue/contention/clients=64 1 ",
+		"BenchmarkLock/mutex/contention/clients=8 1 ",
+		"BenchmarkRecording/queue/contention/clients=8/record=on 1 990 acquires/s",
+		"BenchmarkRecording/queue/contention/clients=8/record=off 1 1000 acquires/s",
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("lines:\n%s", out.String())
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("line %d = %q, want prefix %q", i, lines[i], w)
+		}
+	}
+	if !strings.Contains(lines[2], "1100 acquires/s") || !strings.Contains(lines[3], "2 violations") {
+		t.Errorf("cell lines:\n%s", out.String())
+	}
+}
+
+// TestRunBench runs a tiny benchmark end to end on a real cluster.
+func TestRunBench(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an etcd cluster")
+	}
+	dir := filepath.Join(t.TempDir(), "bench")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var progress []string
+	b, err := RunBench(ctx, BenchSpec{
+		Locks: []string{"queue", "mutex"}, Clients: []int{2}, Duration: 500 * time.Millisecond,
+		FloorDuration: 300 * time.Millisecond, TargetLock: "queue", TargetClients: 2, RecordRuns: 1, RecordDuration: 400 * time.Millisecond,
+		Seed: 1, Dir: dir, Progress: func(s string) { progress = append(progress, s) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Floor == nil || b.Floor.Commits == 0 || b.Floor.LatencyMS.P50 <= 0 || b.FloorEnd == nil {
+		t.Fatalf("floor %+v, at the end %+v", b.Floor, b.FloorEnd)
+	}
+	if len(b.Cells) != 2 {
+		t.Fatalf("cells %+v", b.Cells)
+	}
+	for _, c := range b.Cells {
+		if c.Error != "" || c.Acquisitions == 0 || c.XFloor <= 0 || c.XMutex <= 0 || c.Verdict != "pass" {
+			t.Errorf("cell %+v", c)
+		}
+		if _, err := os.Stat(filepath.Join(dir, c.Run, SummaryFile)); err != nil {
+			t.Errorf("cell run folder: %v", err)
+		}
+		if _, err := os.Stat("/proc/self/status"); err == nil && c.PeakRSSMB <= 0 {
+			t.Errorf("no peak RSS on Linux: %+v", c)
+		}
+	}
+	r := b.Recording
+	if r == nil || len(r.Runs) != 2 || r.Ratio <= 0 {
+		t.Fatalf("recording %+v", r)
+	}
+	for _, run := range r.Runs {
+		if run.Error != "" || run.CountedPerS <= 0 || (run.Record != (run.Events > 0)) {
+			t.Errorf("recording run %+v", run)
+		}
+		// The revision counter agrees with the history (loosely: a short
+		// run, and the history counts its ramp-up too).
+		if run.Record && math.Abs(run.CountedPerS-run.HistoryPerS) > 0.5*run.HistoryPerS {
+			t.Errorf("counted %.1f/s, history %.1f/s", run.CountedPerS, run.HistoryPerS)
+		}
+	}
+	if len(progress) == 0 {
+		t.Error("no progress")
+	}
+	var back Bench
+	raw, err := os.ReadFile(filepath.Join(dir, BenchFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &back); err != nil || len(back.Cells) != 2 || back.Cluster.Members != 3 || back.Recording == nil {
+		t.Fatalf("bench.json: %v\n%s", err, raw)
+	}
+	// Lines can be written from bench.json read back.
+	var lines bytes.Buffer
+	if err := WriteBenchLines(&lines, &back); err != nil || strings.Count(lines.String(), "BenchmarkLock/") != 2 {
+		t.Errorf("lines from bench.json: %v\n%s", err, lines.String())
+	}
+}
