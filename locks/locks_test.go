@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -135,7 +136,9 @@ func TestQueueMiddleWaiterLost(t *testing.T) {
 				return l
 			}
 			a, b, c := mk(), mk(), mk()
-			queue := func(n int) []*clientv3.GetResponse {
+			// queue waits until the queue has n keys and returns them,
+			// oldest first.
+			queue := func(n int) []*mvccpb.KeyValue {
 				t.Helper()
 				for {
 					resp, err := admin.Get(ctx, opts.Key()+"/", clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
@@ -143,7 +146,7 @@ func TestQueueMiddleWaiterLost(t *testing.T) {
 						t.Fatal(err)
 					}
 					if len(resp.Kvs) == n {
-						return []*clientv3.GetResponse{resp}
+						return resp.Kvs
 					}
 					select {
 					case <-ctx.Done():
@@ -172,7 +175,7 @@ func TestQueueMiddleWaiterLost(t *testing.T) {
 			bch := lock(b)
 			queue(2)
 			cch := lock(c)
-			kvs := queue(3)[0].Kvs
+			kvs := queue(3)
 			// B, the middle waiter, crashes: its lease ends.
 			if _, err := admin.Revoke(ctx, clientv3.LeaseID(kvs[1].Lease)); err != nil {
 				t.Fatal(err)

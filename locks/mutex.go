@@ -19,8 +19,10 @@ func init() {
 }
 
 // mutexLocker wraps concurrency.Mutex unchanged: it is the reference that
-// the other strategies are measured against, so its Lock, TryLock and
-// Unlock are exactly what users of etcd's client get.
+// the other strategies are measured against, so its Lock and TryLock are
+// exactly what users of etcd's client get. Unlock deletes the key only at
+// the grant's revision (see Unlock), which in the normal case is the same
+// delete as Mutex.Unlock's.
 //
 // The Session is the one thing done differently, the way etcd's own v3lock
 // server does it: it is made over the client's lease from leaseKeeper

@@ -96,7 +96,7 @@ func (l *queueLocker) Lock(ctx context.Context) (*Grant, error) {
 		return nil, err
 	}
 	// Step 3: wait until no older key remains.
-	if err := l.wait(ctx, ls, me, pred); err != nil {
+	if err := l.wait(ctx, ls, me, pred, me.rev); err != nil {
 		return nil, l.leave(ctx, ls, me, err)
 	}
 	// A lease this client no longer refreshes will not keep the lock.
@@ -169,8 +169,8 @@ func (l *queueLocker) join(ctx context.Context) (*lease, kv, *kv, error) {
 }
 
 // wait returns nil once me is the oldest key of the queue, starting from
-// pred, the newest older key seen when me was put (nil: none).
-func (l *queueLocker) wait(ctx context.Context, ls *lease, me kv, pred *kv) error {
+// pred, the newest older key in the state at revision at (nil: none).
+func (l *queueLocker) wait(ctx context.Context, ls *lease, me kv, pred *kv, at int64) error {
 	for pred != nil {
 		// Step 3a: watch the predecessor's key from the server's current
 		// revision, and wait until the server confirms the watch (at
@@ -187,7 +187,7 @@ func (l *queueLocker) wait(ctx context.Context, ls *lease, me kv, pred *kv) erro
 			if err := pause(ctx, ls, 50*time.Millisecond); err != nil {
 				return err
 			}
-			if pred, _, err = l.newest(ctx, me, 0); err != nil {
+			if pred, at, err = l.newest(ctx, me, 0); err != nil {
 				return err
 			}
 			continue
@@ -200,18 +200,23 @@ func (l *queueLocker) wait(ctx context.Context, ls *lease, me kv, pred *kv) erro
 			return err
 		}
 		// Step 3b: re-read, at the watch's revision or later, the newest
-		// key older than ours, and check that ours is still there.
-		cur, at, err := l.newest(ctx, me, w)
-		if err != nil || cur == nil || *cur != *pred {
-			// Ours is gone (error), or no older key remains (held), or the
-			// predecessor went before the watch and an older key is the new
-			// predecessor: watch that one instead.
-			cancel()
-			if err != nil {
-				return err
+		// key older than ours, and check that ours is still there. Not
+		// needed if the watch started no later than the state pred was
+		// seen in (w ≤ at): then the watch covers every change since.
+		if w > at {
+			cur, curAt, err := l.newest(ctx, me, w)
+			if err != nil || cur == nil || *cur != *pred {
+				// Ours is gone (error), or no older key remains (held), or
+				// the predecessor went before the watch and an older key is
+				// the new predecessor: watch that one instead.
+				cancel()
+				if err != nil {
+					return err
+				}
+				pred, at = cur, curAt
+				continue
 			}
-			pred = cur
-			continue
+			at = curAt
 		}
 		// Step 3c: wait for the predecessor's delete (at revision d; it was
 		// there at revision at, so an earlier delete of its name is not
@@ -233,7 +238,7 @@ func (l *queueLocker) wait(ctx context.Context, ls *lease, me kv, pred *kv) erro
 		// that crashed in the middle of the queue while an older key still
 		// holds: re-check, at the delete's revision, before taking the
 		// lock.
-		if pred, _, err = l.newest(ctx, me, d); err != nil {
+		if pred, at, err = l.newest(ctx, me, d); err != nil {
 			return err
 		}
 	}
