@@ -1,27 +1,44 @@
 # lockbench — see README.md. Every target works on a fresh machine with Go.
 GO      ?= go
 BIN     := bin/lockbench
-GOFLAGS ?=
+OUT     := results/runs
 
-.PHONY: build run test test-short bench fmt vet clean
+.PHONY: build run run-one test test-short bench regress baseline vet fmt clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/lockbench
 
-# The main job: the default workload on an embedded 3-member etcd cluster.
+# The main job: the default suite (every strategy × every built-in scenario,
+# seed 1) on an embedded 3-member etcd cluster. Exit 1 if any verdict
+# differs from its scenario's expectation.
 run: build
-	./$(BIN) run --lock mutex --scenario contention
+	./$(BIN) suite --out $(OUT)
+
+# One run: the mutex strategy under contention, 10 s.
+run-one: build
+	./$(BIN) run --lock mutex --scenario contention --out $(OUT)
 
 # vet, then every test with the race detector (cluster tests included).
 test: vet
-	$(GO) test -race -count=1 -timeout 15m ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
 
 # Pure-logic tests only: no etcd cluster is started.
 test-short:
 	$(GO) test -short -count=1 ./...
 
+# Hot paths that need no cluster: recorder, JSONL codec, checker.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./history ./check
+
+# Run the default suite and compare it with the committed baseline: exit 1
+# when a verdict worsens or throughput/latency regresses past the threshold.
+regress: build
+	./$(BIN) suite --quiet --out $(OUT)
+	./$(BIN) compare results/baseline.json $$(ls -td $(OUT)/suite-* | head -1)/suite.json --threshold 50% --min-delta 20ms
+
+# Refresh the baseline from a new default suite run (commit the result).
+baseline: build
+	./$(BIN) suite --quiet --out $(OUT); cp $$(ls -td $(OUT)/suite-* | head -1)/suite.json results/baseline.json
 
 vet:
 	$(GO) vet ./...
@@ -30,4 +47,4 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 clean:
-	rm -rf bin results/runs
+	rm -rf bin $(OUT)

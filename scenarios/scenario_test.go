@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -156,5 +157,24 @@ func TestPlanIsDeterministic(t *testing.T) {
 	p := chaos.Plan([]chaos.Step{steps[1], steps[0]}, 7)
 	if p[0].At > p[1].At {
 		t.Error("plan not in time order")
+	}
+}
+
+// TestReadmeExampleIsTheExampleFile: the scenario the README shows is the
+// file users run, and it parses.
+func TestReadmeExampleIsTheExampleFile(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := os.ReadFile("../examples/leader-crash-fenced.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "```yaml\n"+string(file)+"```") {
+		t.Error("README's yaml example differs from examples/leader-crash-fenced.yaml")
+	}
+	if _, err := ParseFile("../examples/leader-crash-fenced.yaml"); err != nil {
+		t.Error(err)
 	}
 }

@@ -28,6 +28,7 @@ func cmdSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	noFsync := fs.Bool("unsafe-no-fsync", false, "disable fsync in etcd (faster; a member crash may lose data)")
 	verbose := fs.Bool("verbose", false, "show etcd's own logs")
 	quiet := fs.Bool("quiet", false, "no progress output")
+	benchOut := fs.String("bench-out", "", "also write every cell's figures as Go benchmark lines to this file (for benchstat)")
 	if help, err := parse(fs, args); help || err != nil {
 		return exitPass, err
 	}
@@ -63,6 +64,13 @@ func cmdSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 			err = terr
 		}
 		fmt.Fprintf(stdout, "suite folder: %s (%d cells, %d not as expected, %s)\n", res.Dir, len(res.Cells), res.Mismatches, time.Since(start).Round(time.Second))
+	}
+	if *benchOut != "" && res != nil && err == nil {
+		var sums []report.Summary
+		for _, c := range res.Cells {
+			sums = append(sums, c.Summary)
+		}
+		err = writeBenchFile(*benchOut, sums)
 	}
 	switch {
 	case ctx.Err() != nil:

@@ -179,6 +179,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	members := fs.Int("members", cluster.DefaultMembers, "etcd cluster members")
 	noFsync := fs.Bool("unsafe-no-fsync", false, "disable fsync in etcd (faster; a member crash may lose data)")
 	verbose := fs.Bool("verbose", false, "show etcd's own logs")
+	benchOut := fs.String("bench-out", "", "also write the run's figures as Go benchmark lines to this file (for benchstat)")
 	ext := externalFlags(fs)
 	if help, err := parse(fs, args); help || err != nil {
 		return exitPass, err
@@ -263,6 +264,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		fmt.Fprintf(stdout, "violation: %s\n", v.Message)
 	}
 	fmt.Fprintf(stdout, "run folder: %s\n", res.Dir)
+	if *benchOut != "" {
+		if err := writeBenchFile(*benchOut, []report.Summary{res.Summary}); err != nil {
+			return exitError, err
+		}
+	}
 	switch {
 	case res.Summary.Interrupted:
 		return exitInterrupted, nil

@@ -162,6 +162,34 @@ func TestRunWritesRunFolder(t *testing.T) {
 	}
 }
 
+// TestUserScenarioRunsUnchanged runs the README's example scenario file
+// as a user would.
+func TestUserScenarioRunsUnchanged(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an etcd cluster")
+	}
+	out := t.TempDir()
+	code, stdout, stderr := runCLI(t, "run", "--lock", "queue", "--scenario", "../../examples/leader-crash-fenced.yaml",
+		"--out", out, "--unsafe-no-fsync")
+	if code != exitPass {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	runs, _ := os.ReadDir(out)
+	if len(runs) != 1 {
+		t.Fatalf("want one run folder, got %v", runs)
+	}
+	var sum report.Summary
+	readJSON(t, filepath.Join(out, runs[0].Name(), harness.SummaryFile), &sum)
+	if sum.Scenario != "leader-crash-fenced" || sum.Acquisitions == 0 || sum.Faults != 2 {
+		t.Errorf("summary: scenario %q, %d acquisitions, %d faults (want 2)", sum.Scenario, sum.Acquisitions, sum.Faults)
+	}
+	for _, name := range []string{harness.HistoryFile, harness.ConfigFile, harness.HTMLFile} {
+		if _, err := os.Stat(filepath.Join(out, runs[0].Name(), name)); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 func readJSON(t *testing.T, path string, v any) {
 	t.Helper()
 	b, err := os.ReadFile(path)
