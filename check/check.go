@@ -76,7 +76,7 @@ var CheckNames = []string{Exclusion, Resource, Fencing, Fairness, Liveness, Herd
 // FRPCs is the `f` of the extension event in which a process reports, at the
 // end of a run, how many RPCs it sent (type ok, value = the count). When a
 // process reports more than once, its last report counts (a running total).
-const FRPCs = "rpcs"
+const FRPCs = history.FRPCs
 
 // Defaults of Options.
 const (

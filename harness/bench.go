@@ -78,6 +78,10 @@ type BenchSpec struct {
 	Hold     time.Duration
 	// FloorDuration is how long the commit floor is measured.
 	FloorDuration time.Duration
+	// CellFloor, when > 0, measures a floor this long just before each
+	// cell, and that cell's ×floor and handoff ÷ commit use it: on a
+	// shared machine the floor drifts over minutes.
+	CellFloor time.Duration
 	// TargetLock at TargetClients is held to the targets and measured
 	// RecordRuns times with recording on and off (0: not measured).
 	TargetLock    string
@@ -114,6 +118,8 @@ func (s BenchSpec) Validate() error {
 		return fmt.Errorf("--hold %s: must be ≥0", s.Hold)
 	case s.FloorDuration <= 0:
 		return fmt.Errorf("--floor-duration %s: must be > 0", s.FloorDuration)
+	case s.CellFloor < 0:
+		return fmt.Errorf("--cell-floor %s: must be ≥0", s.CellFloor)
 	case s.RecordRuns < 0:
 		return fmt.Errorf("--record-runs %d: must be ≥0", s.RecordRuns)
 	case s.RecordDuration < 0:
@@ -169,6 +175,9 @@ type Bench struct {
 	DurationS float64       `json:"duration_s"`
 	HoldMS    float64       `json:"hold_ms"`
 	Seed      int64         `json:"seed"`
+	// CellFloorS is the length of the floor measured before each cell (0:
+	// none; ratios use Floor).
+	CellFloorS float64 `json:"cell_floor_s,omitempty"`
 	// Floor is the commit floor measured first; FloorEnd the same at the
 	// end, to show drift on a shared machine.
 	Floor     *Floor      `json:"floor"`
@@ -207,6 +216,9 @@ type BenchCell struct {
 	WakeupsPerHandoff float64 `json:"wakeups_per_handoff,omitempty"`
 	Violations        int     `json:"violations"`
 	Verdict           string  `json:"verdict"`
+	// Floor is the floor measured just before the cell (--cell-floor);
+	// when present the cell's ratios use it instead of Bench.Floor.
+	Floor *Floor `json:"floor,omitempty"`
 	// PeakRSSMB is the process's peak resident set (VmHWM, etcd members
 	// included) during the cell, where the OS lets it be reset.
 	PeakRSSMB float64 `json:"peak_rss_mb,omitempty"`
@@ -244,7 +256,16 @@ type Recording struct {
 	CPUPerAcqUSOn  float64 `json:"cpu_per_acq_us_on,omitempty"`
 	CPUPerAcqUSOff float64 `json:"cpu_per_acq_us_off,omitempty"`
 	CPURatio       float64 `json:"cpu_ratio,omitempty"`
-	Target         float64 `json:"target"`
+	// AppendNS is one history append measured in this process (one
+	// goroutine, a realistic event); EventsPerAcq the events a run with
+	// recording on kept per acquisition. EstimatedCost is their product
+	// times OffPerS: the share of each second the appends would take if
+	// every one were on the handoff chain (an upper bound, free of the
+	// machine's noise that the measured ratio suffers).
+	AppendNS      float64 `json:"append_ns,omitempty"`
+	EventsPerAcq  float64 `json:"events_per_acquisition,omitempty"`
+	EstimatedCost float64 `json:"estimated_cost,omitempty"`
+	Target        float64 `json:"target"`
 }
 
 // RecordingRun is one run of the recording comparison.
@@ -254,6 +275,8 @@ type RecordingRun struct {
 	CountedPerS float64 `json:"counted_per_s"`
 	// CPUPerAcqUS is process CPU time per counted acquisition.
 	CPUPerAcqUS float64 `json:"cpu_per_acq_us,omitempty"`
+	// Acquisitions is the history's count (record on only).
+	Acquisitions int `json:"acquisitions,omitempty"`
 	// HistoryPerS is acquisitions/s from the history (record on only): a
 	// check on the counter.
 	HistoryPerS float64 `json:"history_per_s,omitempty"`
@@ -294,6 +317,7 @@ func RunBench(ctx context.Context, spec BenchSpec) (b *Bench, err error) {
 		ID: filepath.Base(spec.Dir), Started: start.UTC(), GoVersion: runtime.Version(),
 		Host:     HostInfo{CPUs: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH},
 		Scenario: BenchScenario, DurationS: spec.Duration.Seconds(), HoldMS: ms(spec.Hold), Seed: spec.Seed,
+		CellFloorS: spec.CellFloor.Seconds(),
 	}
 	progress := func(format string, args ...any) {
 		if spec.Progress != nil {
@@ -306,14 +330,16 @@ func RunBench(ctx context.Context, spec BenchSpec) (b *Bench, err error) {
 		if admin != nil {
 			admin.Close()
 		}
-		if cerr := c.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("close etcd cluster: %w", cerr)
-		}
+		// The results are written before the cluster is closed: a close
+		// that hangs must not take them along.
 		b.ElapsedS = time.Since(start).Seconds()
 		b.Interrupted = ctx.Err() != nil
 		b.finish(spec)
 		if werr := report.WriteJSON(filepath.Join(spec.Dir, BenchFile), b); werr != nil && err == nil {
 			err = werr
+		}
+		if cerr := closeCluster(c, clusterCloseWait); cerr != nil && err == nil {
+			err = cerr
 		}
 	}()
 	// ensure (re)starts the cluster when a cell left it unhealthy.
@@ -325,8 +351,11 @@ func RunBench(ctx context.Context, spec BenchSpec) (b *Bench, err error) {
 			admin.Close()
 			admin = nil
 		}
-		c.Close()
-		var err error
+		err := closeCluster(c, clusterCloseWait)
+		c = nil
+		if err != nil {
+			return err
+		}
 		if c, err = cluster.Start(ctx, spec.Cluster); err != nil {
 			return fmt.Errorf("start etcd cluster: %w", err)
 		}
@@ -364,6 +393,21 @@ func RunBench(ctx context.Context, spec BenchSpec) (b *Bench, err error) {
 				return b, err
 			}
 			cell := BenchCell{Lock: lock, Clients: n}
+			if spec.CellFloor > 0 {
+				f, err := MeasureFloor(ctx, admin, ns+floorKeyName, spec.CellFloor)
+				if ctx.Err() != nil {
+					return b, nil
+				}
+				if err != nil {
+					cell.Error = fmt.Sprintf("floor before the cell: %v", err)
+					if firstErr == nil {
+						firstErr = fmt.Errorf("%s × %d clients: %s", lock, n, cell.Error)
+					}
+					b.Cells = append(b.Cells, cell)
+					continue
+				}
+				cell.Floor = f
+			}
 			resetPeakRSS()
 			r, err := RunOn(ctx, c, RunSpec{Lock: lock, Scenario: spec.scenario(n), Seed: spec.Seed, KeepAlive: spec.KeepAlive, Cluster: spec.Cluster, Out: spec.Dir})
 			cell.PeakRSSMB = peakRSSMB()
@@ -412,6 +456,7 @@ func RunBench(ctx context.Context, spec BenchSpec) (b *Bench, err error) {
 				}
 			}
 		}
+		rec.AppendNS = round1(MeasureAppendNS(200_000))
 	}
 
 	// 4. The floor again, for drift.
@@ -433,6 +478,34 @@ func RunBench(ctx context.Context, spec BenchSpec) (b *Bench, err error) {
 }
 
 const opTimeout = 5 * time.Second
+
+// clusterCloseWait bounds closing the cluster. A member's Close can hang
+// for good: seen after an rpc cell, when a v3lock Lock handler stays
+// blocked in the server, GracefulStop waits for it while holding the gRPC
+// server's lock, and the Stop that should follow it waits for that lock.
+const clusterCloseWait = 30 * time.Second
+
+// closeCluster closes c, giving up after wait: the cluster is then left
+// running (the process is about to exit) and its data folder stays.
+func closeCluster(c *cluster.Cluster, wait time.Duration) error {
+	if c == nil {
+		return nil
+	}
+	dir := c.DataDir()
+	done := make(chan error, 1)
+	go func() { done <- c.Close() }()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("close etcd cluster: %w", err)
+		}
+		return nil
+	case <-t.C:
+		return fmt.Errorf("close etcd cluster: still closing after %s, left behind (data folder %s)", wait, dir)
+	}
+}
 
 func onOff(on bool) string {
 	if on {
@@ -486,14 +559,18 @@ func (b *Bench) finish(spec BenchSpec) {
 			continue
 		}
 		c.XFloor, c.XMutex, c.HandoffOverCommit = 0, 0, 0
-		if b.Floor != nil && b.Floor.CommitsPerS > 0 {
-			c.XFloor = round3(c.ThroughputPerS / b.Floor.CommitsPerS)
+		floor := b.Floor
+		if c.Floor != nil {
+			floor = c.Floor
+		}
+		if floor != nil && floor.CommitsPerS > 0 {
+			c.XFloor = round3(c.ThroughputPerS / floor.CommitsPerS)
 		}
 		if m := mutex[c.Clients]; m > 0 {
 			c.XMutex = round3(c.ThroughputPerS / m)
 		}
-		if b.Floor != nil && b.Floor.LatencyMS.P50 > 0 && c.HandoffMS.Count > 0 {
-			c.HandoffOverCommit = round3(c.HandoffMS.P50 / b.Floor.LatencyMS.P50)
+		if floor != nil && floor.LatencyMS.P50 > 0 && c.HandoffMS.Count > 0 {
+			c.HandoffOverCommit = round3(c.HandoffMS.P50 / floor.LatencyMS.P50)
 		}
 	}
 	if r := b.Recording; r != nil {
@@ -557,6 +634,18 @@ func (r *Recording) finish() {
 		r.RatioOfMeans = round3(mean(on) / mean(off))
 	}
 	r.Ratio = round3(median(r.PairRatios))
+	var events, acqs int
+	for _, run := range r.Runs {
+		if run.Error == "" && run.Record {
+			events += run.Events
+			acqs += run.Acquisitions
+		}
+	}
+	r.EventsPerAcq, r.EstimatedCost = 0, 0
+	if acqs > 0 {
+		r.EventsPerAcq = round3(float64(events) / float64(acqs))
+		r.EstimatedCost = math.Round(r.AppendNS*r.EventsPerAcq*r.OffPerS/1e9*1e6) / 1e6
+	}
 	r.CPUPerAcqUSOn, r.CPUPerAcqUSOff, r.CPURatio = round1(median(cpuOn)), round1(median(cpuOff)), 0
 	if r.CPUPerAcqUSOn > 0 && r.CPUPerAcqUSOff > 0 {
 		r.CPURatio = round3(median(cpuOff) / median(cpuOn))
@@ -671,7 +760,8 @@ func recordingRun(ctx context.Context, c *cluster.Cluster, admin *clientv3.Clien
 	run.ElapsedS = round3(out.Elapsed.Seconds())
 	run.Events = len(out.Events)
 	if on && out.Elapsed > 0 {
-		run.HistoryPerS = round1(float64(countGrants(out.Events)) / out.Elapsed.Seconds())
+		run.Acquisitions = countGrants(out.Events)
+		run.HistoryPerS = round1(float64(run.Acquisitions) / out.Elapsed.Seconds())
 	}
 	first, last, ok := runWindow(got, out.Start, out.Elapsed)
 	if !ok {
@@ -684,6 +774,19 @@ func recordingRun(ctx context.Context, c *cluster.Cluster, admin *clientv3.Clien
 		run.CPUPerAcqUS = round1(float64(last.cpu-first.cpu) / float64(time.Microsecond) / acq)
 	}
 	return run
+}
+
+// MeasureAppendNS is the mean time of one history append, over n appends
+// of a realistic event from one goroutine into a fresh recorder.
+func MeasureAppendNS(n int) float64 {
+	r := history.NewRecorder(n + 1)
+	e := history.Event{Process: 3, Type: history.OK, F: history.FAcquire, Lock: locks.DefaultName, Token: 412,
+		Key: "/lockbench/run/lock/0123456789abcdef", Lease: "694d7c4b2e1a0f07"}
+	t0 := time.Now()
+	for range n {
+		r.Append(e)
+	}
+	return float64(time.Since(t0)) / float64(n)
 }
 
 func countGrants(evs []history.Event) int {
@@ -847,6 +950,18 @@ func BenchTable(w io.Writer, b *Bench) error {
 	}
 	floorLine("floor", b.Floor)
 	floorLine("floor at the end", b.FloorEnd)
+	if b.CellFloorS > 0 {
+		var rates []float64
+		for _, c := range b.Cells {
+			if c.Floor != nil {
+				rates = append(rates, c.Floor.CommitsPerS)
+			}
+		}
+		if len(rates) > 0 {
+			fmt.Fprintf(w, "×floor and ÷ commit p50 use a %.1fs floor measured just before each cell: %.0f–%.0f commits/s (median %.0f)\n",
+				b.CellFloorS, slices.Min(rates), slices.Max(rates), median(rates))
+		}
+	}
 	if r := b.Recording; r != nil {
 		var runs []string
 		for _, run := range r.Runs {
@@ -858,6 +973,10 @@ func BenchTable(w io.Writer, b *Bench) error {
 		}
 		fmt.Fprintf(w, "recording: %s × %d clients, on %.1f/s, off %.1f/s: on/off %.3f (median of %d pairs; target ≥ %.2f; ratio of means %.3f; runs: %s; counted from etcd revisions)\n",
 			r.Lock, r.Clients, r.OnPerS, r.OffPerS, r.Ratio, len(r.PairRatios), r.Target, r.RatioOfMeans, strings.Join(runs, ", "))
+		if r.EventsPerAcq > 0 {
+			fmt.Fprintf(w, "recording estimate: %.1f events per acquisition × %.0f ns per append = %.1f µs per acquisition: ≤ %.2f%% of throughput at %.0f/s\n",
+				r.EventsPerAcq, r.AppendNS, r.EventsPerAcq*r.AppendNS/1000, 100*r.EstimatedCost, r.OffPerS)
+		}
 		if r.CPURatio > 0 {
 			fmt.Fprintf(w, "recording CPU: %.0f µs per acquisition on, %.0f µs off: off/on %.3f (process CPU, etcd members included)\n",
 				r.CPUPerAcqUSOn, r.CPUPerAcqUSOff, r.CPURatio)

@@ -31,6 +31,7 @@ func TestBenchSpecValidate(t *testing.T) {
 		{func(s *BenchSpec) { s.Duration = 0 }, "--duration"},
 		{func(s *BenchSpec) { s.Hold = -1 }, "--hold"},
 		{func(s *BenchSpec) { s.FloorDuration = 0 }, "--floor-duration"},
+		{func(s *BenchSpec) { s.CellFloor = -1 }, "--cell-floor"},
 		{func(s *BenchSpec) { s.RecordRuns = -1 }, "--record-runs"},
 		{func(s *BenchSpec) { s.RecordDuration = -1 }, "--record-duration"},
 		{func(s *BenchSpec) { s.TargetLock = "nope" }, "--target-lock"},
@@ -62,10 +63,13 @@ func TestBenchFinish(t *testing.T) {
 			{Lock: "mutex", Clients: 8, ThroughputPerS: 100, HandoffMS: lat(90, 110)},
 			{Lock: "queue", Clients: 2, ThroughputPerS: 500, HandoffMS: lat(1, 2)},
 			{Lock: "txn", Clients: 8, Error: "boom"},
+			// Its own floor, measured just before it.
+			{Lock: "txn", Clients: 2, ThroughputPerS: 500, HandoffMS: lat(1, 2),
+				Floor: &Floor{CommitsPerS: 1000, LatencyMS: report.Latency{Count: 1, P50: 1}}},
 		},
-		Recording: &Recording{Runs: []RecordingRun{
-			{Record: true, CountedPerS: 960}, {Record: false, CountedPerS: 1000},
-			{Record: false, CountedPerS: 1000}, {Record: true, CountedPerS: 980},
+		Recording: &Recording{AppendNS: 500, Runs: []RecordingRun{
+			{Record: true, CountedPerS: 960, Events: 4000, Acquisitions: 1000}, {Record: false, CountedPerS: 1000},
+			{Record: false, CountedPerS: 1000}, {Record: true, CountedPerS: 980, Events: 6000, Acquisitions: 1000},
 			{Record: false, Error: "x"},
 		}},
 	}
@@ -79,6 +83,13 @@ func TestBenchFinish(t *testing.T) {
 	}
 	if q2 := b.Cells[2]; q2.XMutex != 0 || q2.XFloor != 0.25 {
 		t.Errorf("queue 2 (no mutex cell): %+v", q2)
+	}
+	if c := b.Cells[4]; c.XFloor != 0.5 || c.HandoffOverCommit != 1 {
+		t.Errorf("cell with its own floor: %+v", c)
+	}
+	// 5 events × 500 ns = 2.5 µs per acquisition, at 1000/s: 0.25 %.
+	if r := b.Recording; r.EventsPerAcq != 5 || r.EstimatedCost != 0.0025 {
+		t.Errorf("estimate: %v events/acq, cost %v", r.EventsPerAcq, r.EstimatedCost)
 	}
 	if r := b.Recording; r.OnPerS != 970 || r.OffPerS != 1000 || r.Ratio != 0.97 || r.RatioOfMeans != 0.97 || len(r.PairRatios) != 2 || r.PairRatios[0] != 0.96 || r.PairRatios[1] != 0.98 {
 		t.Errorf("recording %+v", r)
@@ -138,6 +149,12 @@ func TestParseVmHWM(t *testing.T) {
 	}
 	if got := parseVmHWM("Name: x\n"); got != 0 {
 		t.Errorf("no VmHWM: %v", got)
+	}
+}
+
+func TestMeasureAppendNS(t *testing.T) {
+	if ns := MeasureAppendNS(1000); ns <= 0 || ns > float64(time.Millisecond) {
+		t.Errorf("append %v ns", ns)
 	}
 }
 
@@ -236,7 +253,7 @@ func TestRunBench(t *testing.T) {
 	var progress []string
 	b, err := RunBench(ctx, BenchSpec{
 		Locks: []string{"queue", "mutex"}, Clients: []int{2}, Duration: 500 * time.Millisecond,
-		FloorDuration: 300 * time.Millisecond, TargetLock: "queue", TargetClients: 2, RecordRuns: 1, RecordDuration: 400 * time.Millisecond,
+		FloorDuration: 300 * time.Millisecond, CellFloor: 100 * time.Millisecond, TargetLock: "queue", TargetClients: 2, RecordRuns: 1, RecordDuration: 400 * time.Millisecond,
 		Seed: 1, Dir: dir, Progress: func(s string) { progress = append(progress, s) },
 	})
 	if err != nil {
@@ -249,7 +266,7 @@ func TestRunBench(t *testing.T) {
 		t.Fatalf("cells %+v", b.Cells)
 	}
 	for _, c := range b.Cells {
-		if c.Error != "" || c.Acquisitions == 0 || c.XFloor <= 0 || c.XMutex <= 0 || c.Verdict != "pass" {
+		if c.Error != "" || c.Acquisitions == 0 || c.XFloor <= 0 || c.XMutex <= 0 || c.Verdict != "pass" || c.Floor == nil {
 			t.Errorf("cell %+v", c)
 		}
 		if _, err := os.Stat(filepath.Join(dir, c.Run, SummaryFile)); err != nil {
@@ -260,7 +277,7 @@ func TestRunBench(t *testing.T) {
 		}
 	}
 	r := b.Recording
-	if r == nil || len(r.Runs) != 2 || r.Ratio <= 0 {
+	if r == nil || len(r.Runs) != 2 || r.Ratio <= 0 || r.AppendNS <= 0 || r.EventsPerAcq < 4 {
 		t.Fatalf("recording %+v", r)
 	}
 	for _, run := range r.Runs {

@@ -36,6 +36,9 @@ const (
 	FLeaseLost = "lease-lost"
 	FWakeup    = "wakeup"
 	FFault     = "fault"
+	// FRPCs is an extension: one ok event per process at the end of a run,
+	// value = the etcd RPCs that client sent (herd figures).
+	FRPCs = "rpcs"
 )
 
 // NemesisProcess is the process id of fault events.

@@ -106,10 +106,14 @@ type Summary struct {
 	FaultsUnrecovered int `json:"faults_unrecovered,omitempty"`
 	// ViolationCount is the exact number of violations over all checks;
 	// Violations lists them up to each check's cap.
-	ViolationCount int                     `json:"violation_count"`
-	Violations     []check.Violation       `json:"violations"`
-	Checks         map[string]check.Result `json:"checks"`
-	Verdict        check.Verdict           `json:"verdict"`
+	ViolationCount int `json:"violation_count"`
+	// RPCsPerAcquire and WakeupsPerHandoffs are the herd check's headline
+	// figures, absent when the history has no rpcs/wakeup events.
+	RPCsPerAcquire     *float64                `json:"rpcs_per_acquire,omitempty"`
+	WakeupsPerHandoffs *float64                `json:"wakeups_per_handoff,omitempty"`
+	Violations         []check.Violation       `json:"violations"`
+	Checks             map[string]check.Result `json:"checks"`
+	Verdict            check.Verdict           `json:"verdict"`
 	// Interrupted is set when a signal ended the run early; the figures
 	// cover the part that ran.
 	Interrupted bool `json:"interrupted,omitempty"`
@@ -267,6 +271,13 @@ func Summarize(run Run, events []history.Event, rep check.Report) Summary {
 	}
 	for _, r := range rep.Checks {
 		s.ViolationCount += r.Count
+	}
+	herd := rep.Checks[check.Herd].Metrics
+	if v, ok := herd["rpcs_per_acquire"]; ok && herd["rpcs"] > 0 {
+		s.RPCsPerAcquire = &v
+	}
+	if v, ok := herd["wakeups_per_handoff"]; ok && herd["wakeups"] > 0 {
+		s.WakeupsPerHandoffs = &v
 	}
 	if s.Violations == nil {
 		s.Violations = []check.Violation{}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -60,6 +61,8 @@ type Outcome struct {
 	Stopped string
 	// RPCs is the number of etcd RPCs each client made.
 	RPCs []int64
+	// Acquisitions counts granted locks, also when nothing is recorded.
+	Acquisitions int64
 }
 
 // opTimeout bounds a release, a counter operation or a fault action: they
@@ -148,6 +151,10 @@ func Run(ctx context.Context, cfg Config) (out *Outcome, err error) {
 		c.wait()
 	}
 	elapsed := time.Duration(r.rec.Now())
+	for _, c := range r.clients {
+		r.record(history.Event{Process: c.id, Type: history.OK, F: history.FRPCs, Lock: locks.DefaultName,
+			Value: history.IntValue(c.rpcs.Count())})
+	}
 	if sc.Workload.Kind != WorkloadHold {
 		r.finalRead()
 	}
@@ -161,6 +168,7 @@ func Run(ctx context.Context, cfg Config) (out *Outcome, err error) {
 	for _, c := range r.clients {
 		out.RPCs = append(out.RPCs, c.rpcs.Count())
 	}
+	out.Acquisitions = r.acquisitions.Load()
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 		return out, err
 	}
@@ -178,6 +186,8 @@ type runner struct {
 
 	// closing tracks proxies of crashed clients that are still closing.
 	closing sync.WaitGroup
+	// acquisitions counts grants whether or not the history is kept.
+	acquisitions atomic.Int64
 
 	mu      sync.Mutex
 	stopped string
@@ -654,6 +664,7 @@ func (c *client) loop(ctx context.Context, gen int, cli *clientv3.Client, locker
 			sleep(ctx, time.Duration(10+rng.IntN(40))*time.Millisecond)
 			continue
 		}
+		c.r.acquisitions.Add(1)
 		t := c.emit(gen, history.Event{Type: history.OK, F: history.FAcquire, Token: g.Token, Key: g.Key,
 			Lease: strconv.FormatInt(int64(g.Lease), 16)})
 		c.setState(gen, holding, g, t)

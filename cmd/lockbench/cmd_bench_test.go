@@ -1,0 +1,105 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lockbench/lockbench/harness"
+)
+
+// TestBenchBadInput: bad flags exit 2 with one line naming the problem,
+// and write nothing.
+func TestBenchBadInput(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "bench")
+	lines := filepath.Join(dir, "lines.txt")
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--clients", "0"}, []string{"--clients", "≥1"}},
+		{[]string{"--clients", "2,x"}, []string{"--clients", `"x"`, "whole number"}},
+		{[]string{"--clients", ","}, []string{"--clients is empty"}},
+		{[]string{"--locks", "nope"}, []string{`unknown lock "nope"`, "mutex"}},
+		{[]string{"--locks", ""}, []string{"no lock strategies"}},
+		{[]string{"--duration", "0s"}, []string{"--duration 0s"}},
+		{[]string{"--hold", "-1ms"}, []string{"--hold -1ms"}},
+		{[]string{"--floor-duration", "0s"}, []string{"--floor-duration"}},
+		{[]string{"--cell-floor", "-1s"}, []string{"--cell-floor -1s"}},
+		{[]string{"--record-runs", "-1"}, []string{"--record-runs -1"}},
+		{[]string{"--record-duration", "-1s"}, []string{"--record-duration -1s"}},
+		{[]string{"--target-lock", "nope"}, []string{"--target-lock", `unknown lock "nope"`}},
+		{[]string{"--target-clients", "0"}, []string{"--target-clients 0"}},
+		{[]string{"--keepalive", "sometimes"}, []string{`"sometimes"`}},
+		{[]string{"--members", "0"}, []string{"--members 0"}},
+		{[]string{"extra"}, []string{`unexpected argument "extra"`}},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			args := append([]string{"bench", "--out", out, "--bench-out", lines}, tc.args...)
+			code, _, stderr := runCLI(t, args...)
+			if code != exitUsage {
+				t.Errorf("exit %d, want %d; stderr: %s", code, exitUsage, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr %q does not mention %q", stderr, w)
+				}
+			}
+			if n := strings.Count(strings.TrimSpace(stderr), "\n"); n > 0 {
+				t.Errorf("want one line of error, got %d:\n%s", n+1, stderr)
+			}
+		})
+	}
+	for _, p := range []string{out, lines} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("bad input wrote %s", p)
+		}
+	}
+}
+
+func TestBenchHelp(t *testing.T) {
+	code, stdout, _ := runCLI(t, "bench", "--help")
+	if code != exitPass || !strings.Contains(stdout, "Usage: lockbench bench") || !strings.Contains(stdout, "-unsafe-no-fsync") || !strings.Contains(stdout, "2,8,64") {
+		t.Errorf("exit %d, stdout %q", code, stdout)
+	}
+}
+
+// TestBenchEndToEnd runs a tiny benchmark through the CLI.
+func TestBenchEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an etcd cluster")
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "bench")
+	lines := filepath.Join(dir, "lines.txt")
+	code, stdout, stderr := runCLI(t, "bench", "--locks", "queue,mutex", "--clients", "2", "--duration", "400ms",
+		"--floor-duration", "200ms", "--target-clients", "2", "--record-runs", "1", "--record-duration", "400ms", "--out", out, "--bench-out", lines, "--quiet")
+	if code != exitPass {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	for _, w := range []string{"×floor", "│ queue │       2 │", "│ mutex │       2 │", "floor: ", "recording: queue × 2 clients", "bench folder: " + out} {
+		if !strings.Contains(stdout, w) {
+			t.Errorf("stdout lacks %q:\n%s", w, stdout)
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(out, harness.BenchFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b harness.Bench
+	if err := json.Unmarshal(raw, &b); err != nil || len(b.Cells) != 2 || b.Floor == nil {
+		t.Fatalf("bench.json: %v\n%s", err, raw)
+	}
+	got, err := os.ReadFile(lines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"BenchmarkFloor/put 1 ", "BenchmarkLock/queue/contention/clients=2 1 ", "BenchmarkLock/mutex/contention/clients=2 1 ", "record=off"} {
+		if !strings.Contains(string(got), w) {
+			t.Errorf("bench lines lack %q:\n%s", w, got)
+		}
+	}
+}
