@@ -1,12 +1,14 @@
 package scenarios
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -221,7 +223,7 @@ func (r *runner) newEtcdClient(endpoints []string, counter *locks.RPCCounter) (*
 	cc.DialTimeout = r.cfg.DialTimeout
 	cc.Logger = zap.NewNop()
 	if counter != nil {
-		cc.DialOptions = append(append([]grpcDialOption(nil), cc.DialOptions...), counter.DialOptions()...)
+		cc.DialOptions = append(slices.Clip(cc.DialOptions), counter.DialOptions()...)
 	}
 	return clientv3.New(cc)
 }
@@ -436,7 +438,7 @@ func (r *runner) Waiters() []int {
 		}
 		c.mu.Unlock()
 	}
-	sortSlice(ws, func(a, b w) bool { return a.seq < b.seq })
+	slices.SortFunc(ws, func(a, b w) int { return cmp.Compare(a.seq, b.seq) })
 	out := make([]int, len(ws))
 	for i, x := range ws {
 		out[i] = x.id
