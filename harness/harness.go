@@ -201,6 +201,7 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 	sum := report.Summarize(report.Run{
 		ID: runID, Lock: spec.Lock, Scenario: spec.Scenario.Name, Clients: spec.Scenario.Clients,
 		Seed: spec.Seed, Elapsed: out.Elapsed, Interrupted: out.Interrupted, Stopped: out.Stopped,
+		LeaseTTL: spec.Scenario.TTL(),
 	}, out.Events, rep)
 	dir, err := writeRunFolder(spec.Out, runID, cfg, out.Events, sum)
 	if err != nil {

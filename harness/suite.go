@@ -21,7 +21,7 @@ const SuiteFile = "suite.json"
 
 // DefaultQuickDuration caps fault-free scenarios in a suite: their verdicts
 // need seconds, not the 10 s a benchmark run takes.
-const DefaultQuickDuration = 3 * time.Second
+const DefaultQuickDuration = 2 * time.Second
 
 // SuiteSpec is a matrix of strategies × scenarios × seeds.
 type SuiteSpec struct {

@@ -118,7 +118,10 @@ func (rf *RunFolder) Run() Run {
 	s := rf.Saved
 	r := Run{ID: s.RunID, Lock: s.Lock, Scenario: s.Scenario, Clients: s.Clients, Seed: s.Seed,
 		Elapsed:     time.Duration(s.DurationS * float64(time.Second)),
-		Interrupted: s.Interrupted, Stopped: s.Stopped}
+		Interrupted: s.Interrupted, Stopped: s.Stopped, LeaseTTL: time.Duration(c.Scenario.LeaseTTL)}
+	if r.LeaseTTL <= 0 {
+		r.LeaseTTL = check.DefaultLeaseTTL
+	}
 	if r.ID == "" {
 		r.ID = c.RunID
 	}

@@ -32,10 +32,15 @@ const (
 	LatHold = "hold"
 	// LatUnavailability is a fault's invoke → the first acquire ok after it.
 	LatUnavailability = "unavailability"
+	// LatLeaseOverrun is how long a crashed holder's lease kept the lock
+	// past its TTL: the crash → the next grant of that lock, minus the TTL
+	// (a leader change extends leases by up to an election timeout plus the
+	// TTL). Only with Run.LeaseTTL set.
+	LatLeaseOverrun = "lease_overrun"
 )
 
 // LatencyNames lists the distributions of a summary in display order.
-var LatencyNames = []string{LatAcquire, LatHandoff, LatHold, LatUnavailability}
+var LatencyNames = []string{LatAcquire, LatHandoff, LatHold, LatUnavailability, LatLeaseOverrun}
 
 // Latency is a distribution in milliseconds. A distribution with no
 // samples is all zeros.
@@ -162,6 +167,8 @@ type Run struct {
 	Elapsed     time.Duration
 	Interrupted bool
 	Stopped     string
+	// LeaseTTL is the clients' lease TTL, for lease_overrun (0: not known).
+	LeaseTTL time.Duration
 }
 
 // Summarize computes the figures of a run from its history and check
@@ -184,10 +191,11 @@ func Summarize(run Run, events []history.Event, rep check.Report) Summary {
 		proc int
 		lock string
 	}
-	pending := map[int]int64{}     // process → acquire invoke time
-	holding := map[pl]int64{}      // holder → grant time
-	released := map[string]int64{} // lock → a holder's release invoke, awaiting the next grant
-	var faults []int64             // fault invokes awaiting the first grant
+	pending := map[int]int64{}      // process → acquire invoke time
+	holding := map[pl]int64{}       // holder → grant time
+	released := map[string]int64{}  // lock → a holder's release invoke, awaiting the next grant
+	var faults []int64              // fault invokes awaiting the first grant
+	crashed := map[string][]int64{} // lock → crashes of its holders, awaiting the next grant
 	acquisitions, nFaults := 0, 0
 	var last int64
 	for _, e := range events {
@@ -217,6 +225,12 @@ func Summarize(run Run, events []history.Event, rep check.Report) Summary {
 				for _, f := range faults {
 					hs[LatUnavailability].record(e.Time - f)
 				}
+				if run.LeaseTTL > 0 {
+					for _, t := range crashed[e.Lock] {
+						hs[LatLeaseOverrun].record(max(0, e.Time-t-int64(run.LeaseTTL)))
+					}
+				}
+				delete(crashed, e.Lock)
 				faults = faults[:0]
 				if _, ok := holding[pl{e.Process, e.Lock}]; !ok {
 					holding[pl{e.Process, e.Lock}] = e.Time
@@ -241,6 +255,9 @@ func Summarize(run Run, events []history.Event, rep check.Report) Summary {
 			for k := range holding {
 				if k.proc == e.Process && (e.F == history.FCrash || e.Lock == "" || e.Lock == k.lock) {
 					delete(holding, k)
+					if e.F == history.FCrash {
+						crashed[k.lock] = append(crashed[k.lock], e.Time)
+					}
 				}
 			}
 			if e.F == history.FCrash {

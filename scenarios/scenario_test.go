@@ -13,7 +13,7 @@ import (
 )
 
 func TestBuiltinsParse(t *testing.T) {
-	want := []string{"client-isolation", "contention", "herd", "holder-crash", "leader-kill",
+	want := []string{"client-isolation", "contention", "herd", "holder-crash", "leader-kill", "leader-kill-holder-crash",
 		"lease-expiry", "lease-expiry-fenced", "partition-leader", "waiter-crash"}
 	if got := Names(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("built-ins = %v, want %v", got, want)
