@@ -127,8 +127,12 @@ func (s *Step) UnmarshalYAML(n *yaml.Node) error {
 // of each check.
 type Expectations map[string]map[string]check.Verdict
 
+// Any in an expectation un-asserts a check for one strategy: its verdict is
+// reported but not judged (a race the scenario cannot pin down).
+const Any check.Verdict = "any"
+
 // For returns the expected verdicts for a strategy: its own entries over
-// the defaults.
+// the defaults, without the checks it expects Any of.
 func (e Expectations) For(lock string) map[string]check.Verdict {
 	out := map[string]check.Verdict{}
 	for c, v := range e["default"] {
@@ -136,6 +140,11 @@ func (e Expectations) For(lock string) map[string]check.Verdict {
 	}
 	for c, v := range e[lock] {
 		out[c] = v
+	}
+	for c, v := range out {
+		if v == Any {
+			delete(out, c)
+		}
 	}
 	return out
 }
@@ -212,8 +221,8 @@ func (s Scenario) Validate() error {
 			if !contains(checks, c) {
 				return fmt.Errorf("%s: expect.%s: unknown check %q: valid checks are %s", w, lock, c, strings.Join(checks, ", "))
 			}
-			if v != check.Pass && v != check.Fail && v != check.Unknown {
-				return fmt.Errorf("%s: expect.%s.%s: verdict %q: valid verdicts are pass, fail, unknown", w, lock, c, v)
+			if v != check.Pass && v != check.Fail && v != check.Unknown && v != Any {
+				return fmt.Errorf("%s: expect.%s.%s: verdict %q: valid verdicts are pass, fail, unknown, any", w, lock, c, v)
 			}
 		}
 	}

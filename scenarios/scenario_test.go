@@ -111,7 +111,7 @@ func TestParseErrorsNameFileLineAndChoices(t *testing.T) {
 		{"unknown lock in expect", "name: x\nclients: 1\nduration: 5s\nworkload: {kind: hold}\nexpect: {nolock: {exclusion: pass}}\n",
 			[]string{`"nolock"`, "default"}},
 		{"bad verdict", "name: x\nclients: 1\nduration: 5s\nworkload: {kind: hold}\nexpect: {default: {exclusion: ok}}\n",
-			[]string{`"ok"`, "pass, fail, unknown"}},
+			[]string{`"ok"`, "pass, fail, unknown, any"}},
 		{"malformed", "name: [x\n", []string{"bad.yaml", "line"}},
 		{"empty", "", []string{"bad.yaml", "empty"}},
 	}
