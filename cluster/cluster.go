@@ -75,11 +75,15 @@ func (o *Options) defaults() error {
 
 // Member is one etcd server of the cluster.
 type Member struct {
-	Index     int
-	Name      string
+	Index int
+	Name  string
+	// ClientURL is what clients dial: the member's front door.
 	ClientURL string
 	PeerURL   string
 	dir       string
+	// listenURL is where etcd itself serves clients, behind the front door.
+	listenURL string
+	front     *frontDoor
 
 	mu   sync.Mutex
 	etcd *embed.Etcd // nil while crashed
@@ -168,7 +172,7 @@ func start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			return c, fmt.Errorf("generate TLS certificates: %w", err)
 		}
 	}
-	ports, err := freePorts(2 * opts.Members)
+	ports, err := freePorts(3 * opts.Members)
 	if err != nil {
 		return c, err
 	}
@@ -177,9 +181,14 @@ func start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		m := &Member{
 			Index:     i,
 			Name:      fmt.Sprintf("m%d", i),
-			ClientURL: fmt.Sprintf("%s://127.0.0.1:%d", clientScheme, ports[2*i]),
-			PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1]),
+			ClientURL: fmt.Sprintf("%s://127.0.0.1:%d", clientScheme, ports[3*i]),
+			PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", ports[3*i+1]),
+			listenURL: fmt.Sprintf("%s://127.0.0.1:%d", clientScheme, ports[3*i+2]),
 			dir:       filepath.Join(dir, fmt.Sprintf("m%d", i)),
+		}
+		m.front = newFrontDoor(fmt.Sprintf("127.0.0.1:%d", ports[3*i]), fmt.Sprintf("127.0.0.1:%d", ports[3*i+2]))
+		if err := m.front.open(); err != nil {
+			return c, fmt.Errorf("member %s front door: %w", m.Name, err)
 		}
 		c.members = append(c.members, m)
 		initial = append(initial, m.Name+"="+m.PeerURL)
@@ -210,7 +219,7 @@ func (c *Cluster) config(m *Member, state string) (*embed.Config, error) {
 	cfg := embed.NewConfig()
 	cfg.Name = m.Name
 	cfg.Dir = m.dir
-	cu, err := url.Parse(m.ClientURL)
+	cu, err := url.Parse(m.listenURL)
 	if err != nil {
 		return nil, err
 	}
@@ -379,6 +388,9 @@ func (c *Cluster) Crash(i int) error {
 		return fmt.Errorf("crash %s: %w", m.Name, ErrNotRunning)
 	}
 	e.Server.HardStop()
+	// Its connections die with it, as a dead host's do: clients fail over
+	// now, and etcd's shutdown has no open stream left to wait for.
+	m.front.shut()
 	// The raft loop is gone: the member is crashed from here on. Closing
 	// the listeners and open streams takes up to a second (etcd waits for
 	// idle peer connections), so it happens in the background; Restart and
@@ -406,6 +418,9 @@ func (c *Cluster) Restart(ctx context.Context, i int) error {
 	}
 	if err := m.waitClosed(ctx); err != nil {
 		return fmt.Errorf("restart %s: %w", m.Name, err)
+	}
+	if err := m.front.open(); err != nil {
+		return fmt.Errorf("restart %s: front door: %w", m.Name, err)
 	}
 	var last error
 	for attempt := 0; attempt < 20; attempt++ {
@@ -487,6 +502,11 @@ func (c *Cluster) Close() error {
 			e.Server.HardStop()
 			e.Close()
 		}()
+	}
+	for _, m := range c.members {
+		if m.front != nil {
+			m.front.shut()
+		}
 	}
 	done := make(chan struct{})
 	go func() {
