@@ -21,6 +21,7 @@ package check
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -185,13 +186,8 @@ type Report struct {
 
 // Violations lists every check's violations, in check-name order.
 func (r Report) Violations() []Violation {
-	names := make([]string, 0, len(r.Checks))
-	for n := range r.Checks {
-		names = append(names, n)
-	}
-	slices.Sort(names)
 	var out []Violation
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(r.Checks)) {
 		out = append(out, r.Checks[n].Violations...)
 	}
 	return out

@@ -3,9 +3,10 @@ package harness
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -128,7 +129,7 @@ func judge(sum report.Summary, expect map[string]check.Verdict) report.Cell {
 	cell := report.Cell{Summary: sum, Matches: true, ExpectedChecks: expect}
 	var exp []check.Verdict
 	var diffs []string
-	for _, name := range sortedNames(expect) {
+	for _, name := range slices.Sorted(maps.Keys(expect)) {
 		want := expect[name]
 		exp = append(exp, want)
 		got := check.Unknown
@@ -149,15 +150,6 @@ func judge(sum report.Summary, expect map[string]check.Verdict) report.Cell {
 	}
 	cell.Note = strings.Join(diffs, "; ")
 	return cell
-}
-
-func sortedNames[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func writeSuite(dir string, res *SuiteResult) error {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -254,7 +255,7 @@ func checkViews(s Summary, events []history.Event) []checkView {
 	for _, n := range checkNames(s.Checks) {
 		r := s.Checks[n]
 		cv := checkView{Name: n, Verdict: r.Verdict, Count: r.Count, Note: r.Note}
-		for _, k := range sortedKeys(r.Metrics) {
+		for _, k := range slices.Sorted(maps.Keys(r.Metrics)) {
 			cv.Metrics = append(cv.Metrics, kv{k, r.Metrics[k]})
 		}
 		for j, v := range r.Violations {
@@ -279,15 +280,6 @@ func checkViews(s Summary, events []history.Event) []checkView {
 		cv.More = r.Count - len(cv.Violations)
 		out = append(out, cv)
 	}
-	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
 	return out
 }
 

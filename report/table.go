@@ -109,7 +109,7 @@ func expectedString(c Cell) string {
 	}
 	var not []string
 	var vs []check.Verdict
-	for _, n := range checkNames(verdictMap(c.ExpectedChecks)) {
+	for _, n := range checkNames(c.ExpectedChecks) {
 		v := c.ExpectedChecks[n]
 		vs = append(vs, v)
 		if v != check.Pass {
@@ -120,14 +120,6 @@ func expectedString(c Cell) string {
 		return string(check.Pass)
 	}
 	return string(check.Worst(vs...)) + ": " + strings.Join(not, ", ")
-}
-
-func verdictMap(m map[string]check.Verdict) map[string]check.Result {
-	out := make(map[string]check.Result, len(m))
-	for k, v := range m {
-		out[k] = check.Result{Verdict: v}
-	}
-	return out
 }
 
 func matchString(c Cell) string {
@@ -149,7 +141,7 @@ func wakeupsString(s Summary) string {
 
 // checkNames lists the checks of a summary: check.CheckNames first, in
 // their order, then any others sorted.
-func checkNames(m map[string]check.Result) []string {
+func checkNames[V any](m map[string]V) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, n := range check.CheckNames {

@@ -8,8 +8,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -95,7 +97,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	if ok {
 		code, err = cmd(ctx, args[1:], stdout, stderr)
 	} else {
-		err = usageError{fmt.Errorf("unknown command %q: valid commands are %s", args[0], strings.Join(sortedKeys(commands), ", "))}
+		err = usageError{fmt.Errorf("unknown command %q: valid commands are %s", args[0], strings.Join(slices.Sorted(maps.Keys(commands)), ", "))}
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "lockbench %s: %v\n", args[0], err)
@@ -321,12 +323,12 @@ func cmdCheck(args []string, stdout io.Writer) (int, error) {
 func printReport(w io.Writer, file string, n int, rep check.Report) {
 	fmt.Fprintf(w, "%s: %d events, verdict %s\n", file, n, rep.Verdict)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	for _, name := range sortedKeys(rep.Checks) {
+	for _, name := range slices.Sorted(maps.Keys(rep.Checks)) {
 		r := rep.Checks[name]
 		fmt.Fprintf(tw, "  %s\t%s\t%d violations\t%s\n", name, r.Verdict, r.Count, r.Note)
 	}
 	tw.Flush()
-	for _, name := range sortedKeys(rep.Checks) {
+	for _, name := range slices.Sorted(maps.Keys(rep.Checks)) {
 		for _, v := range firstN(rep.Checks[name].Violations, 5) {
 			fmt.Fprintf(w, "  %s: %s\n", name, v.Message)
 		}

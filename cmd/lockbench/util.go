@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"github.com/lockbench/lockbench/report"
 	"io"
-	"sort"
 )
 
 // writeBenchFile writes Go benchmark lines for benchstat.
@@ -27,15 +26,6 @@ func firstN[T any](xs []T, n int) []T {
 		return xs[:n]
 	}
 	return xs
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func writeJSON(w io.Writer, v any) error {
