@@ -91,7 +91,9 @@ type BenchSpec struct {
 	RecordDuration time.Duration
 	Seed           int64
 	KeepAlive      locks.KeepAlive
-	Cluster        cluster.Options
+	// RPCTimeout is RunSpec.RPCTimeout of every cell.
+	RPCTimeout time.Duration
+	Cluster    cluster.Options
 	// Dir is the benchmark's folder: bench.json and the cells' run folders.
 	Dir string
 	// Progress, when set, hears what is running.
@@ -409,7 +411,7 @@ func RunBench(ctx context.Context, spec BenchSpec) (b *Bench, err error) {
 				cell.Floor = f
 			}
 			resetPeakRSS()
-			r, err := RunOn(ctx, c, RunSpec{Lock: lock, Scenario: spec.scenario(n), Seed: spec.Seed, KeepAlive: spec.KeepAlive, Cluster: spec.Cluster, Out: spec.Dir})
+			r, err := RunOn(ctx, c, RunSpec{Lock: lock, Scenario: spec.scenario(n), Seed: spec.Seed, KeepAlive: spec.KeepAlive, RPCTimeout: spec.RPCTimeout, Cluster: spec.Cluster, Out: spec.Dir})
 			cell.PeakRSSMB = peakRSSMB()
 			if err != nil {
 				if ctx.Err() != nil {
@@ -749,7 +751,7 @@ func recordingRun(ctx context.Context, c *cluster.Cluster, admin *clientv3.Clien
 	out, err := scenarios.Run(ctx, scenarios.Config{
 		Scenario: sc, Lock: spec.TargetLock, Seed: spec.Seed, Prefix: prefix,
 		Endpoints: c.Endpoints(), Cluster: c, ClientConfig: clientv3.Config{TLS: tlsCfg},
-		KeepAlive: spec.KeepAlive, NoRecord: !on,
+		KeepAlive: spec.KeepAlive, RPCTimeout: spec.RPCTimeout, NoRecord: !on,
 	})
 	stop()
 	got := <-samples

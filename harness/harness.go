@@ -40,7 +40,10 @@ type RunSpec struct {
 	Scenario  scenarios.Scenario
 	Seed      int64
 	KeepAlive locks.KeepAlive
-	Cluster   cluster.Options
+	// RPCTimeout bounds each unary request of a lock client: 0 means
+	// locks.DefaultRPCTimeout, < 0 none.
+	RPCTimeout time.Duration
+	Cluster    cluster.Options
 	// Out is the parent folder of run folders.
 	Out string
 	// Started, when set, is told once the cluster is up and the clients are
@@ -73,11 +76,13 @@ type Config struct {
 	Scenario  scenarios.Scenario `json:"scenario"`
 	Seed      int64              `json:"seed"`
 	KeepAlive locks.KeepAlive    `json:"keepalive"`
-	Prefix    string             `json:"prefix"`
-	Cluster   ClusterConfig      `json:"cluster"`
-	Started   time.Time          `json:"started"`
-	GoVersion string             `json:"go_version"`
-	Host      HostInfo           `json:"host"`
+	// RPCTimeoutMS is the lock clients' per-request deadline (0: none).
+	RPCTimeoutMS int64         `json:"rpc_timeout_ms"`
+	Prefix       string        `json:"prefix"`
+	Cluster      ClusterConfig `json:"cluster"`
+	Started      time.Time     `json:"started"`
+	GoVersion    string        `json:"go_version"`
+	Host         HostInfo      `json:"host"`
 }
 
 // ClusterConfig records the cluster a run used. For an external cluster,
@@ -175,15 +180,16 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 		prefix = "/lockbench/" + runID + "/"
 	}
 	cfg := Config{
-		RunID:     runID,
-		Lock:      spec.Lock,
-		Scenario:  spec.Scenario,
-		Seed:      spec.Seed,
-		KeepAlive: spec.KeepAlive,
-		Prefix:    prefix,
-		Cluster:   t.config,
-		GoVersion: runtime.Version(),
-		Host:      HostInfo{CPUs: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH},
+		RunID:        runID,
+		Lock:         spec.Lock,
+		Scenario:     spec.Scenario,
+		Seed:         spec.Seed,
+		KeepAlive:    spec.KeepAlive,
+		RPCTimeoutMS: rpcTimeout(spec.RPCTimeout).Milliseconds(),
+		Prefix:       prefix,
+		Cluster:      t.config,
+		GoVersion:    runtime.Version(),
+		Host:         HostInfo{CPUs: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH},
 	}
 	if spec.Started != nil {
 		spec.Started(t.endpoints)
@@ -191,7 +197,7 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 	out, err := scenarios.Run(ctx, scenarios.Config{
 		Scenario: spec.Scenario, Lock: spec.Lock, Seed: spec.Seed, Prefix: cfg.Prefix,
 		Endpoints: t.endpoints, Cluster: t.cluster, ClientConfig: t.client, DialTimeout: t.dial,
-		KeepAlive: spec.KeepAlive,
+		KeepAlive: spec.KeepAlive, RPCTimeout: spec.RPCTimeout,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", runID, err)
@@ -253,4 +259,16 @@ func writeRunFolder(parent, runID string, cfg Config, events []history.Event, su
 		return "", fmt.Errorf("move run folder into place: %w", err)
 	}
 	return dir, nil
+}
+
+// rpcTimeout is the per-request deadline a RunSpec's RPCTimeout stands for
+// (0: none).
+func rpcTimeout(d time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return locks.DefaultRPCTimeout
+	case d < 0:
+		return 0
+	}
+	return d
 }

@@ -31,8 +31,10 @@ type SuiteSpec struct {
 	// Seeds runs every cell with seeds 1..Seeds.
 	Seeds     int
 	KeepAlive locks.KeepAlive
-	Cluster   cluster.Options
-	Out       string
+	// RPCTimeout is RunSpec.RPCTimeout of every cell.
+	RPCTimeout time.Duration
+	Cluster    cluster.Options
+	Out        string
 	// QuickDuration caps the duration of scenarios without fault steps
 	// (0: DefaultQuickDuration; negative: no cap).
 	QuickDuration time.Duration
@@ -107,7 +109,7 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 						return res, fmt.Errorf("start etcd cluster: %w", err)
 					}
 				}
-				r, err := RunOn(ctx, c, RunSpec{Lock: lock, Scenario: sc, Seed: seed, KeepAlive: spec.KeepAlive, Cluster: spec.Cluster, Out: dir})
+				r, err := RunOn(ctx, c, RunSpec{Lock: lock, Scenario: sc, Seed: seed, KeepAlive: spec.KeepAlive, RPCTimeout: spec.RPCTimeout, Cluster: spec.Cluster, Out: dir})
 				if err != nil {
 					return res, fmt.Errorf("%s: %w", name, err)
 				}

@@ -43,6 +43,9 @@ type Config struct {
 	// DialTimeout bounds connecting each client (default 5 s).
 	DialTimeout time.Duration
 	KeepAlive   locks.KeepAlive
+	// RPCTimeout bounds each unary request of a lock client (see
+	// locks.RPCDeadline); 0 means locks.DefaultRPCTimeout, < 0 none.
+	RPCTimeout time.Duration
 	// MaxEvents bounds the history (default history.DefaultMaxEvents).
 	MaxEvents int
 	// NoRecord runs without keeping the history (to measure its cost).
@@ -217,6 +220,9 @@ func (r *runner) nextSeq() int64 {
 	return r.seq
 }
 
+// newEtcdClient connects a client. A lock client (counter not nil) has its
+// RPCs counted and its unary requests bounded by Config.RPCTimeout; the
+// admin client bounds its own operations (opTimeout).
 func (r *runner) newEtcdClient(endpoints []string, counter *locks.RPCCounter) (*clientv3.Client, error) {
 	cc := r.cfg.ClientConfig
 	cc.Endpoints = endpoints
@@ -224,6 +230,11 @@ func (r *runner) newEtcdClient(endpoints []string, counter *locks.RPCCounter) (*
 	cc.Logger = zap.NewNop()
 	if counter != nil {
 		cc.DialOptions = append(slices.Clip(cc.DialOptions), counter.DialOptions()...)
+		rpcTimeout := r.cfg.RPCTimeout
+		if rpcTimeout == 0 {
+			rpcTimeout = locks.DefaultRPCTimeout
+		}
+		cc.DialOptions = append(cc.DialOptions, locks.RPCDeadline(rpcTimeout)...)
 	}
 	return clientv3.New(cc)
 }

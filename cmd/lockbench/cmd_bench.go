@@ -41,6 +41,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	out := fs.String("out", "", "the bench folder (default "+filepath.Join(harness.DefaultOut, "bench-<timestamp>")+")")
 	benchOut := fs.String("bench-out", "", "also write Go benchmark-format lines to this file (- for stdout)")
 	keepalive := fs.String("keepalive", string(locks.KeepAliveAuto), "lease keepalive policy: auto or seed")
+	rpcTimeout := rpcTimeoutFlag(fs)
 	members := fs.Int("members", cluster.DefaultMembers, "etcd cluster members")
 	noFsync := fs.Bool("unsafe-no-fsync", false, "disable fsync in etcd (faster; a member crash may lose data)")
 	verbose := fs.Bool("verbose", false, "show etcd's own logs")
@@ -63,10 +64,14 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if dir == "" {
 		dir = harness.NewBenchDir(harness.DefaultOut)
 	}
+	rpcT, err := rpcTimeoutOf(*rpcTimeout)
+	if err != nil {
+		return 0, err
+	}
 	spec := harness.BenchSpec{
 		Locks: splitList(*lockList), Clients: clients, Duration: *duration, Hold: *hold, FloorDuration: *floorDur, CellFloor: *cellFloor,
 		TargetLock: *targetLock, TargetClients: *targetClients, RecordRuns: *recordRuns, RecordDuration: *recordDur,
-		Seed: *seed, KeepAlive: locks.KeepAlive(*keepalive), Dir: dir,
+		Seed: *seed, KeepAlive: locks.KeepAlive(*keepalive), RPCTimeout: rpcT, Dir: dir,
 		Cluster: cluster.Options{Members: *members, UnsafeNoFsync: *noFsync, Verbose: *verbose},
 	}
 	if err := spec.Validate(); err != nil {

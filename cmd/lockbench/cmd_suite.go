@@ -25,6 +25,7 @@ func cmdSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	out := fs.String("out", harness.DefaultOut, "parent folder of the suite folder")
 	quick := fs.Duration("quick-duration", harness.DefaultQuickDuration, "cap on the duration of scenarios without fault steps (0: no cap)")
 	keepalive := fs.String("keepalive", string(locks.KeepAliveAuto), "lease keepalive policy: auto or seed")
+	rpcTimeout := rpcTimeoutFlag(fs)
 	noFsync := fs.Bool("unsafe-no-fsync", false, "disable fsync in etcd (faster; a member crash may lose data)")
 	verbose := fs.Bool("verbose", false, "show etcd's own logs")
 	quiet := fs.Bool("quiet", false, "no progress output")
@@ -35,8 +36,12 @@ func cmdSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if fs.NArg() > 0 {
 		return 0, usageError{fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0))}
 	}
+	rpcT, err := rpcTimeoutOf(*rpcTimeout)
+	if err != nil {
+		return 0, err
+	}
 	spec := harness.SuiteSpec{
-		Locks: splitList(*lockList), Seeds: *seeds, KeepAlive: locks.KeepAlive(*keepalive), Out: *out,
+		Locks: splitList(*lockList), Seeds: *seeds, KeepAlive: locks.KeepAlive(*keepalive), RPCTimeout: rpcT, Out: *out,
 		Cluster: cluster.Options{UnsafeNoFsync: *noFsync, Verbose: *verbose}, QuickDuration: *quick,
 	}
 	if *quick == 0 {

@@ -178,6 +178,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	out := fs.String("out", harness.DefaultOut, "parent folder of run folders")
 	ttl := fs.Duration("lease-ttl", 0, "lease TTL, whole seconds (default: the scenario's, else 5s)")
 	keepalive := fs.String("keepalive", string(locks.KeepAliveAuto), "lease keepalive policy: auto (KeepAlive stream, TTL/3) or seed (KeepAliveOnce every 0.8×TTL)")
+	rpcTimeout := rpcTimeoutFlag(fs)
 	members := fs.Int("members", cluster.DefaultMembers, "etcd cluster members")
 	noFsync := fs.Bool("unsafe-no-fsync", false, "disable fsync in etcd (faster; a member crash may lose data)")
 	verbose := fs.Bool("verbose", false, "show etcd's own logs")
@@ -220,8 +221,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	if set["lease-ttl"] {
 		sc.LeaseTTL = scenarios.Duration(*ttl)
 	}
+	rpcT, err := rpcTimeoutOf(*rpcTimeout)
+	if err != nil {
+		return 0, err
+	}
 	spec := harness.RunSpec{
-		Lock: *lock, Scenario: sc, Seed: *seed, KeepAlive: locks.KeepAlive(*keepalive), Out: *out,
+		Lock: *lock, Scenario: sc, Seed: *seed, KeepAlive: locks.KeepAlive(*keepalive), RPCTimeout: rpcT, Out: *out,
 		Cluster: cluster.Options{Members: *members, UnsafeNoFsync: *noFsync, Verbose: *verbose},
 	}
 	if err := spec.Validate(); err != nil {

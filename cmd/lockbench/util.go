@@ -1,12 +1,33 @@
 package main
 
 import (
-	"os"
-
 	"encoding/json"
-	"github.com/lockbench/lockbench/report"
+	"flag"
+	"fmt"
 	"io"
+	"os"
+	"time"
+
+	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/report"
 )
+
+// rpcTimeoutFlag adds --rpc-timeout to a command that runs lock clients.
+func rpcTimeoutFlag(fs *flag.FlagSet) *time.Duration {
+	return fs.Duration("rpc-timeout", locks.DefaultRPCTimeout,
+		"deadline of each etcd request of a lock client (not watches): a write stranded by a dead leader fails after it and is settled, instead of waiting out etcd's own ~6 s request timeout (0: none)")
+}
+
+// rpcTimeoutOf is the harness's RPCTimeout for the flag's value.
+func rpcTimeoutOf(d time.Duration) (time.Duration, error) {
+	switch {
+	case d < 0:
+		return 0, usageError{fmt.Errorf("--rpc-timeout %s: must be ≥ 0 (0: none)", d)}
+	case d == 0:
+		return -1, nil
+	}
+	return d, nil
+}
 
 // writeBenchFile writes Go benchmark lines for benchstat.
 func writeBenchFile(path string, sums []report.Summary) error {

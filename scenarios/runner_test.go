@@ -1,0 +1,67 @@
+package scenarios
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/check"
+	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/history"
+	_ "github.com/lockbench/lockbench/locks"
+)
+
+// TestLeaderKillHandsOverBeforeEtcdGivesUp kills the leader while clients
+// hold and wait, and needs a grant after the crash within 4 s. A lock
+// request that was proposed through a follower to the dead leader is
+// answered by etcd only after its request timeout (5 s + 2 × election =
+// 6 s), so without the clients' per-request deadline (1 s) the first grant
+// comes after the run has ended.
+func TestLeaderKillHandsOverBeforeEtcdGivesUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an etcd cluster")
+	}
+	ctx := context.Background()
+	c, err := cluster.Start(ctx, cluster.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sc, err := Lookup("leader-kill")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Duration = Duration(5 * time.Second)
+	sc.Steps[0].At = Duration(500 * time.Millisecond)
+	for _, lock := range []string{"queue", "mutex"} {
+		t.Run(lock, func(t *testing.T) {
+			out, err := Run(ctx, Config{Scenario: sc, Lock: lock, Seed: 1, Prefix: "/lockbench/test-" + lock + "/",
+				Endpoints: c.Endpoints(), Cluster: c})
+			if err != nil {
+				t.Fatal(err)
+			}
+			crash, grant := int64(-1), int64(-1)
+			for _, e := range out.Events {
+				switch {
+				case e.F == history.FFault && e.Type == history.Invoke && crash < 0:
+					crash = e.Time
+				case crash >= 0 && e.F == history.FAcquire && e.Type == history.OK && grant < 0:
+					grant = e.Time
+				}
+			}
+			if crash < 0 {
+				t.Fatal("no crash in the history")
+			}
+			if grant < 0 {
+				t.Fatalf("no grant after the crash at %v", time.Duration(crash))
+			}
+			if d := time.Duration(grant - crash); d > 4*time.Second {
+				t.Fatalf("first grant %v after the crash, want ≤ 4s", d)
+			}
+			rep := check.Check(out.Events, check.Options{LivenessBound: sc.TTL() + c.Election()})
+			if v := rep.Checks[check.Exclusion].Verdict; v != check.Pass {
+				t.Fatalf("exclusion %s: %+v", v, rep.Checks[check.Exclusion])
+			}
+		})
+	}
+}
