@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -285,9 +286,11 @@ func (l *queueLocker) naiveWait(ctx context.Context, ls *lease, wch clientv3.Wat
 // create revision is above mine): if no older key exists at rev, none
 // exists later, and me, there at rev, is the oldest from then on for as
 // long as it exists. And the state at a revision is the same on every
-// member that has applied it. A member that has not applied rev yet (or has
-// compacted it) answers with an error, and the read is made linearizably
-// instead.
+// member that has applied it. A member that has not applied rev yet
+// answers "future revision", and the read is tried again (the client takes
+// the members in turn; one in seven reads met a lagging member at 8
+// clients); a member that has compacted rev, or a third refusal, makes the
+// read linearizable instead.
 //
 // A later revision than asked is as good (the caller's watch delivers
 // every event after rev, so after any later one too); the read is never
@@ -298,18 +301,23 @@ func (l *queueLocker) newest(ctx context.Context, me kv, rev int64) (*kv, int64,
 	if rev > 0 {
 		rev = max(rev, me.rev)
 		at := []clientv3.OpOption{clientv3.WithRev(rev), clientv3.WithSerializable()}
-		resp, err := l.cli.Txn(ctx).
-			Then(clientv3.OpGet(me.key, append(at, clientv3.WithKeysOnly())...),
-				clientv3.OpGet(l.pfx, append(older, at...)...)).
-			Commit()
-		if err == nil {
-			if mine := resp.Responses[0].GetResponseRange().Kvs; len(mine) == 0 || mine[0].CreateRevision != me.rev {
-				return nil, 0, fmt.Errorf("%w: key %s@%d is gone", ErrLeaseLost, me.key, me.rev)
+		for try := 0; try < 3; try++ {
+			resp, err := l.cli.Txn(ctx).
+				Then(clientv3.OpGet(me.key, append(at, clientv3.WithKeysOnly())...),
+					clientv3.OpGet(l.pfx, append(older, at...)...)).
+				Commit()
+			if err == nil {
+				if mine := resp.Responses[0].GetResponseRange().Kvs; len(mine) == 0 || mine[0].CreateRevision != me.rev {
+					return nil, 0, fmt.Errorf("%w: key %s@%d is gone", ErrLeaseLost, me.key, me.rev)
+				}
+				return firstKV(resp.Responses[1].GetResponseRange().Kvs), rev, nil
 			}
-			return firstKV(resp.Responses[1].GetResponseRange().Kvs), rev, nil
-		}
-		if ctx.Err() != nil {
-			return nil, 0, err
+			if ctx.Err() != nil {
+				return nil, 0, err
+			}
+			if !errors.Is(err, rpctypes.ErrFutureRev) {
+				break
+			}
 		}
 	}
 	resp, err := l.cli.Txn(ctx).
