@@ -62,10 +62,7 @@ const (
 	TargetHandoffOverP50  = 3.0  // handoff p50 ≤ 3 × commit p50
 	TargetXMutex          = 5.0  // throughput ≥ 5 × mutex at the same clients
 	TargetRecordingOnOff  = 0.95 // recording costs < 5 % of throughput
-	revisionsPerAcquire   = 2    // every strategy: one put (join/grant) + one delete (release)
-	revisionSampleEvery   = 50 * time.Millisecond
 	floorKeyName          = "floor"
-	benchRecordProbeKey   = "probe"
 	rssResetUnsupportedMB = 0
 )
 
@@ -234,9 +231,9 @@ type BenchCell struct {
 }
 
 // Recording is the target cell's throughput with the history kept and
-// without. Both are counted the same way, from etcd's revision (every
-// acquisition is one put and one delete), sampled during the run, so the
-// run without a history needs none. Runs alternate on off, off on, ...
+// without. Both are counted the same way, by the clients' grant counter
+// (scenarios.Outcome.Acquisitions) over the run's clock, so the run
+// without a history needs none. Runs alternate on off, off on, ...
 type Recording struct {
 	Lock      string         `json:"lock"`
 	Clients   int            `json:"clients"`
@@ -273,16 +270,13 @@ type Recording struct {
 // RecordingRun is one run of the recording comparison.
 type RecordingRun struct {
 	Record bool `json:"record"`
-	// CountedPerS is acquisitions/s from the revision counter.
+	// CountedPerS is Acquisitions per second of the run's clock.
 	CountedPerS float64 `json:"counted_per_s"`
-	// CPUPerAcqUS is process CPU time per counted acquisition.
-	CPUPerAcqUS float64 `json:"cpu_per_acq_us,omitempty"`
-	// Acquisitions is the history's count (record on only).
-	Acquisitions int `json:"acquisitions,omitempty"`
-	// HistoryPerS is acquisitions/s from the history (record on only): a
-	// check on the counter.
-	HistoryPerS float64 `json:"history_per_s,omitempty"`
-	Events      int     `json:"events"`
+	// CPUPerAcqUS is process CPU time per acquisition, over the whole run
+	// (connecting and closing the clients included).
+	CPUPerAcqUS  float64 `json:"cpu_per_acq_us,omitempty"`
+	Acquisitions int64   `json:"acquisitions"`
+	Events       int     `json:"events"`
 	ElapsedS    float64 `json:"elapsed_s"`
 	Error       string  `json:"error,omitempty"`
 }
@@ -433,7 +427,7 @@ func RunBench(ctx context.Context, spec BenchSpec) (b *Bench, err error) {
 	// drift of a shared machine falls on both.
 	if spec.RecordRuns > 0 && ctx.Err() == nil {
 		rec := &Recording{Lock: spec.TargetLock, Clients: spec.TargetClients, Target: TargetRecordingOnOff, DurationS: spec.recordDuration().Seconds(),
-			Method: fmt.Sprintf("etcd revision sampled every %s during the run window; acquisitions = Δrevision ÷ %d (one put + one delete each)", revisionSampleEvery, revisionsPerAcquire)}
+			Method: "grants counted by the clients (recording on or off) ÷ the run's clock time"}
 		b.Recording = rec
 		for i := 0; i < spec.RecordRuns && ctx.Err() == nil; i++ {
 			order := []bool{true, false}
@@ -448,7 +442,7 @@ func RunBench(ctx context.Context, spec BenchSpec) (b *Bench, err error) {
 				if err := ensure(); err != nil {
 					return b, err
 				}
-				run := recordingRun(ctx, c, admin, spec, on, fmt.Sprintf("%srecording-%d-%s/", ns, i, onOff(on)))
+				run := recordingRun(ctx, c, spec, on, fmt.Sprintf("%srecording-%d-%s/", ns, i, onOff(on)))
 				if ctx.Err() != nil {
 					break
 				}
@@ -636,10 +630,10 @@ func (r *Recording) finish() {
 		r.RatioOfMeans = round3(mean(on) / mean(off))
 	}
 	r.Ratio = round3(median(r.PairRatios))
-	var events, acqs int
+	var events, acqs int64
 	for _, run := range r.Runs {
 		if run.Error == "" && run.Record {
-			events += run.Events
+			events += int64(run.Events)
 			acqs += run.Acquisitions
 		}
 	}
@@ -734,46 +728,37 @@ func latencyOf(ds []time.Duration) report.Latency {
 		Max: round3(ms(s[len(s)-1])), Mean: round3(ms(sum / time.Duration(len(s))))}
 }
 
-// recordingRun runs the target cell once, keeping the history or not, and
-// counts its acquisitions from etcd's revision.
-func recordingRun(ctx context.Context, c *cluster.Cluster, admin *clientv3.Client, spec BenchSpec, on bool, prefix string) RecordingRun {
+// recordingRun runs the target cell once, keeping the history or not.
+func recordingRun(ctx context.Context, c *cluster.Cluster, spec BenchSpec, on bool, prefix string) RecordingRun {
 	run := RecordingRun{Record: on}
 	tlsCfg, err := c.ClientTLSConfig()
 	if err != nil {
 		run.Error = err.Error()
 		return run
 	}
-	sctx, stop := context.WithCancel(ctx)
-	samples := make(chan []revSample, 1)
-	go func() { samples <- sampleRevisions(sctx, admin, prefix+benchRecordProbeKey, revisionSampleEvery) }()
 	sc := spec.scenario(spec.TargetClients)
 	sc.Duration = scenarios.Duration(spec.recordDuration())
+	cpu0 := processCPU()
 	out, err := scenarios.Run(ctx, scenarios.Config{
 		Scenario: sc, Lock: spec.TargetLock, Seed: spec.Seed, Prefix: prefix,
 		Endpoints: c.Endpoints(), Cluster: c, ClientConfig: clientv3.Config{TLS: tlsCfg},
 		KeepAlive: spec.KeepAlive, RPCTimeout: spec.RPCTimeout, NoRecord: !on,
 	})
-	stop()
-	got := <-samples
+	cpu := processCPU() - cpu0
 	if err != nil {
 		run.Error = err.Error()
 		return run
 	}
 	run.ElapsedS = round3(out.Elapsed.Seconds())
 	run.Events = len(out.Events)
-	if on && out.Elapsed > 0 {
-		run.Acquisitions = countGrants(out.Events)
-		run.HistoryPerS = round1(float64(run.Acquisitions) / out.Elapsed.Seconds())
-	}
-	first, last, ok := runWindow(got, out.Start, out.Elapsed)
-	if !ok {
-		run.Error = fmt.Sprintf("too few revision samples in the run window (%d in all)", len(got))
+	run.Acquisitions = out.Acquisitions
+	if out.Elapsed <= 0 || out.Acquisitions == 0 {
+		run.Error = "no acquisition in the run"
 		return run
 	}
-	acq := float64(last.rev-first.rev) / revisionsPerAcquire
-	run.CountedPerS = round1(acq / last.at.Sub(first.at).Seconds())
-	if acq > 0 && first.cpu > 0 {
-		run.CPUPerAcqUS = round1(float64(last.cpu-first.cpu) / float64(time.Microsecond) / acq)
+	run.CountedPerS = round1(float64(out.Acquisitions) / out.Elapsed.Seconds())
+	if cpu0 > 0 {
+		run.CPUPerAcqUS = round1(float64(cpu) / float64(time.Microsecond) / float64(out.Acquisitions))
 	}
 	return run
 }
@@ -789,77 +774,6 @@ func MeasureAppendNS(n int) float64 {
 		r.Append(e)
 	}
 	return float64(time.Since(t0)) / float64(n)
-}
-
-func countGrants(evs []history.Event) int {
-	n := 0
-	for _, e := range evs {
-		if e.F == history.FAcquire && e.Type == history.OK && e.Process >= 0 {
-			n++
-		}
-	}
-	return n
-}
-
-// revSample is etcd's revision, and the process's CPU time, at a moment.
-type revSample struct {
-	at  time.Time
-	rev int64
-	cpu time.Duration // 0: unknown
-}
-
-// sampleRevisions reads the cluster's revision (a linearizable Get of a key
-// nobody writes) every `every` until ctx ends. Each sample is stamped at
-// the middle of its round trip.
-func sampleRevisions(ctx context.Context, cli *clientv3.Client, key string, every time.Duration) []revSample {
-	var out []revSample
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		s := time.Now()
-		resp, err := cli.Get(ctx, key, clientv3.WithCountOnly())
-		if err == nil {
-			e := time.Now()
-			out = append(out, revSample{at: s.Add(e.Sub(s) / 2), rev: resp.Header.Revision, cpu: processCPU()})
-		}
-		select {
-		case <-ctx.Done():
-			return out
-		case <-t.C:
-		}
-	}
-}
-
-// countedRate is acquisitions/s between the first and last sample inside
-// [start, start+elapsed]: Δrevision ÷ revisionsPerAcquire ÷ Δt. Counting
-// only inside the window leaves out connecting and tearing down.
-func countedRate(samples []revSample, start time.Time, elapsed time.Duration) (float64, bool) {
-	first, last, ok := runWindow(samples, start, elapsed)
-	if !ok {
-		return 0, false
-	}
-	return float64(last.rev-first.rev) / revisionsPerAcquire / last.at.Sub(first.at).Seconds(), true
-}
-
-// runWindow returns the first and last sample inside [start,
-// start+elapsed]; ok is false without two distinct ones.
-func runWindow(samples []revSample, start time.Time, elapsed time.Duration) (first, last revSample, ok bool) {
-	end := start.Add(elapsed)
-	var f, l *revSample
-	for i := range samples {
-		s := &samples[i]
-		if s.at.Before(start) || s.at.After(end) {
-			continue
-		}
-		if f == nil {
-			f = s
-		}
-		l = s
-	}
-	if f == nil || l == f || !l.at.After(f.at) {
-		return revSample{}, revSample{}, false
-	}
-	return *f, *l, true
 }
 
 // processCPU is the process's user + system CPU time from /proc/self/stat

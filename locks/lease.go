@@ -162,14 +162,22 @@ func (k *leaseKeeper) abandon(ctx context.Context, l *lease) error {
 	return k.revoke(ctx, l.id)
 }
 
+// revoke revokes the lease, trying again until settleTimeout: a revoke is
+// idempotent (a second one finds no lease), and one stranded at a leader
+// that died fails after the client's per-request deadline
+// (RPCDeadline), when the next try reaches the new leader.
 func (k *leaseKeeper) revoke(ctx context.Context, id clientv3.LeaseID) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
-	_, err := k.cli.Revoke(ctx, id)
-	if err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
-		return fmt.Errorf("revoke lease %x: %w", int64(id), err)
+	for {
+		_, err := k.cli.Revoke(ctx, id)
+		if err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			return nil
+		}
+		if pause(ctx, nil, 50*time.Millisecond) != nil {
+			return fmt.Errorf("revoke lease %x: %w", int64(id), err)
+		}
 	}
-	return nil
 }
 
 // close stops the keepalive and revokes the current lease, if any.

@@ -40,14 +40,20 @@ func TestLeaderKillHandsOverBeforeEtcdGivesUp(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			crash, grant := int64(-1), int64(-1)
+			crash, grant, grants := int64(-1), int64(-1), int64(0)
 			for _, e := range out.Events {
+				if e.F == history.FAcquire && e.Type == history.OK {
+					grants++
+				}
 				switch {
 				case e.F == history.FFault && e.Type == history.Invoke && crash < 0:
 					crash = e.Time
 				case crash >= 0 && e.F == history.FAcquire && e.Type == history.OK && grant < 0:
 					grant = e.Time
 				}
+			}
+			if grants != out.Acquisitions {
+				t.Errorf("Outcome.Acquisitions %d, history has %d grants", out.Acquisitions, grants)
 			}
 			if crash < 0 {
 				t.Fatal("no crash in the history")
