@@ -887,7 +887,7 @@ func BenchTable(w io.Writer, b *Bench) error {
 			}
 			runs = append(runs, s)
 		}
-		fmt.Fprintf(w, "recording: %s × %d clients, on %.1f/s, off %.1f/s: on/off %.3f (median of %d pairs; target ≥ %.2f; ratio of means %.3f; runs: %s; counted from etcd revisions)\n",
+		fmt.Fprintf(w, "recording: %s × %d clients, on %.1f/s, off %.1f/s: on/off %.3f (median of %d pairs; target ≥ %.2f; ratio of means %.3f; runs: %s; grants counted by the clients)\n",
 			r.Lock, r.Clients, r.OnPerS, r.OffPerS, r.Ratio, len(r.PairRatios), r.Target, r.RatioOfMeans, strings.Join(runs, ", "))
 		if r.EventsPerAcq > 0 {
 			fmt.Fprintf(w, "recording estimate: %.1f events per acquisition × %.0f ns per append = %.1f µs per acquisition: ≤ %.2f%% of throughput at %.0f/s\n",
