@@ -662,6 +662,7 @@ func (c *client) loop(ctx context.Context, gen int, cli *clientv3.Client, locker
 	if gen == 0 {
 		sleep(ctx, time.Duration(c.id)*w.Stagger.D())
 	}
+	failures := 0 // consecutive failed acquires
 	for c.checkpoint(ctx) {
 		c.setState(gen, waiting, nil, 0)
 		c.emit(gen, history.Event{Type: history.Invoke, F: history.FAcquire})
@@ -673,10 +674,14 @@ func (c *client) loop(ctx context.Context, gen int, cli *clientv3.Client, locker
 				typ = history.Fail
 			}
 			c.emit(gen, history.Event{Type: typ, F: history.FAcquire, Error: err.Error()})
-			// Back off briefly so that a broken cluster is not hammered.
-			sleep(ctx, time.Duration(10+rng.IntN(40))*time.Millisecond)
+			// Back off, so that a broken or overloaded cluster is not
+			// hammered: 10–50 ms after one failure, doubling with each
+			// failure in a row up to 1.6 s.
+			sleep(ctx, time.Duration(10+rng.IntN(40))*time.Millisecond<<min(failures, 5))
+			failures++
 			continue
 		}
+		failures = 0
 		c.r.acquisitions.Add(1)
 		t := c.emit(gen, history.Event{Type: history.OK, F: history.FAcquire, Token: g.Token, Key: g.Key,
 			Lease: strconv.FormatInt(int64(g.Lease), 16)})
