@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -22,12 +23,15 @@ func externalFlags(fs *flag.FlagSet) *extFlags {
 		cert:      fs.String("cert", "", "external cluster: client certificate (PEM), with --key"),
 		key:       fs.String("key", "", "external cluster: client private key (PEM), with --cert"),
 		user:      fs.String("user", "", "external cluster: user name (etcd auth), with --password"),
-		password:  fs.String("password", "", "external cluster: password for --user (never written to the run folder)"),
+		password:  fs.String("password", "", "external cluster: password for --user (never written to the run folder); better in the environment as "+passwordEnv+", which ps does not show"),
 		prefix:    fs.String("prefix", "", "external cluster: key namespace of the run, deleted at the end; must start with / and be empty (default /lockbench/<run-id>/)"),
 		dial:      fs.Duration("dial-timeout", harness.DefaultDialTimeout, "external cluster: how long to wait for each endpoint to answer"),
 	}
 	return e
 }
+
+// passwordEnv holds the password when --password is not given.
+const passwordEnv = "LOCKBENCH_PASSWORD"
 
 // embeddedOnly are run's flags that configure the embedded cluster.
 var embeddedOnly = []string{"members", "unsafe-no-fsync", "verbose"}
@@ -63,8 +67,12 @@ func (e *extFlags) parse(set map[string]bool) (*harness.External, error) {
 	if d := *e.dial; d <= 0 {
 		return nil, fmt.Errorf("--dial-timeout %s: must be > 0", d)
 	}
+	password := *e.password
+	if !set["password"] {
+		password = os.Getenv(passwordEnv)
+	}
 	return &harness.External{
 		Endpoints: eps, CACert: *e.cacert, Cert: *e.cert, Key: *e.key,
-		User: *e.user, Password: *e.password, Prefix: *e.prefix, DialTimeout: *e.dial,
+		User: *e.user, Password: password, Prefix: *e.prefix, DialTimeout: *e.dial,
 	}, nil
 }

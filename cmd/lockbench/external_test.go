@@ -271,8 +271,10 @@ func TestExternalTLSCluster(t *testing.T) {
 		if _, err := os.Stat(out); !os.IsNotExist(err) {
 			t.Errorf("wrote %s", out)
 		}
+		// The password from the environment, where ps does not show it.
+		t.Setenv(passwordEnv, "s3cret-pw")
 		code, stdout, stderr := runCLI(t, append([]string{"run", "--clients", "2", "--duration", "1s", "--out", out,
-			"--user", "root", "--password", "s3cret-pw"}, tlsArgs...)...)
+			"--user", "root"}, tlsArgs...)...)
 		if code != exitPass {
 			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 		}
