@@ -277,8 +277,8 @@ type RecordingRun struct {
 	CPUPerAcqUS  float64 `json:"cpu_per_acq_us,omitempty"`
 	Acquisitions int64   `json:"acquisitions"`
 	Events       int     `json:"events"`
-	ElapsedS    float64 `json:"elapsed_s"`
-	Error       string  `json:"error,omitempty"`
+	ElapsedS     float64 `json:"elapsed_s"`
+	Error        string  `json:"error,omitempty"`
 }
 
 // Target is one goal and whether the benchmark met it.

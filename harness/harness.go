@@ -185,7 +185,7 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 		Scenario:     spec.Scenario,
 		Seed:         spec.Seed,
 		KeepAlive:    spec.KeepAlive,
-		RPCTimeoutMS: rpcTimeout(spec.RPCTimeout).Milliseconds(),
+		RPCTimeoutMS: locks.RPCTimeoutOf(spec.RPCTimeout).Milliseconds(),
 		Prefix:       prefix,
 		Cluster:      t.config,
 		GoVersion:    runtime.Version(),
@@ -259,16 +259,4 @@ func writeRunFolder(parent, runID string, cfg Config, events []history.Event, su
 		return "", fmt.Errorf("move run folder into place: %w", err)
 	}
 	return dir, nil
-}
-
-// rpcTimeout is the per-request deadline a RunSpec's RPCTimeout stands for
-// (0: none).
-func rpcTimeout(d time.Duration) time.Duration {
-	switch {
-	case d == 0:
-		return locks.DefaultRPCTimeout
-	case d < 0:
-		return 0
-	}
-	return d
 }

@@ -15,6 +15,18 @@ import (
 // there to take the retry.
 const DefaultRPCTimeout = time.Second
 
+// RPCTimeoutOf is the deadline a configured value stands for: 0 means
+// DefaultRPCTimeout, a negative value none (0).
+func RPCTimeoutOf(d time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return DefaultRPCTimeout
+	case d < 0:
+		return 0
+	}
+	return d
+}
+
 // ErrRPCTimeout marks a request that got no answer within its deadline.
 // Its outcome is unknown: a write may still be applied later.
 var ErrRPCTimeout = errors.New("etcd request unanswered")

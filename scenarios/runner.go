@@ -230,11 +230,7 @@ func (r *runner) newEtcdClient(endpoints []string, counter *locks.RPCCounter) (*
 	cc.Logger = zap.NewNop()
 	if counter != nil {
 		cc.DialOptions = append(slices.Clip(cc.DialOptions), counter.DialOptions()...)
-		rpcTimeout := r.cfg.RPCTimeout
-		if rpcTimeout == 0 {
-			rpcTimeout = locks.DefaultRPCTimeout
-		}
-		cc.DialOptions = append(cc.DialOptions, locks.RPCDeadline(rpcTimeout)...)
+		cc.DialOptions = append(cc.DialOptions, locks.RPCDeadline(locks.RPCTimeoutOf(r.cfg.RPCTimeout))...)
 	}
 	return clientv3.New(cc)
 }

@@ -64,7 +64,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if dir == "" {
 		dir = harness.NewBenchDir(harness.DefaultOut)
 	}
-	rpcT, err := rpcTimeoutOf(*rpcTimeout)
+	rpcT, err := rpcTimeoutSpec(*rpcTimeout)
 	if err != nil {
 		return 0, err
 	}

@@ -36,7 +36,7 @@ func cmdSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if fs.NArg() > 0 {
 		return 0, usageError{fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0))}
 	}
-	rpcT, err := rpcTimeoutOf(*rpcTimeout)
+	rpcT, err := rpcTimeoutSpec(*rpcTimeout)
 	if err != nil {
 		return 0, err
 	}

@@ -221,7 +221,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	if set["lease-ttl"] {
 		sc.LeaseTTL = scenarios.Duration(*ttl)
 	}
-	rpcT, err := rpcTimeoutOf(*rpcTimeout)
+	rpcT, err := rpcTimeoutSpec(*rpcTimeout)
 	if err != nil {
 		return 0, err
 	}

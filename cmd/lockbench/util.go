@@ -18,8 +18,8 @@ func rpcTimeoutFlag(fs *flag.FlagSet) *time.Duration {
 		"deadline of each etcd request of a lock client (not watches): a write stranded by a dead leader fails after it and is settled, instead of waiting out etcd's own ~6 s request timeout (0: none)")
 }
 
-// rpcTimeoutOf is the harness's RPCTimeout for the flag's value.
-func rpcTimeoutOf(d time.Duration) (time.Duration, error) {
+// rpcTimeoutSpec is the harness's RPCTimeout for the flag's value.
+func rpcTimeoutSpec(d time.Duration) (time.Duration, error) {
 	switch {
 	case d < 0:
 		return 0, usageError{fmt.Errorf("--rpc-timeout %s: must be ≥ 0 (0: none)", d)}
