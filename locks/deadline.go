@@ -36,7 +36,7 @@ var ErrRPCTimeout = errors.New("etcd request unanswered")
 // is held.
 var blockingRPCs = map[string]bool{"/v3lockpb.Lock/Lock": true}
 
-// RPCDeadline returns a dial option that gives every unary request at most
+// RPCDeadline returns the dial options that give every unary request at most
 // d to answer (the caller's own, shorter deadline still applies).
 //
 // Why: a write sent to a follower is forwarded to the leader; if that
