@@ -88,9 +88,10 @@ type BenchSpec struct {
 	RecordDuration time.Duration
 	Seed           int64
 	KeepAlive      locks.KeepAlive
-	// RPCTimeout is RunSpec.RPCTimeout of every cell.
-	RPCTimeout time.Duration
-	Cluster    cluster.Options
+	// RPCTimeout and SharedConns are RunSpec's, for every cell.
+	RPCTimeout  time.Duration
+	SharedConns int
+	Cluster     cluster.Options
 	// Dir is the benchmark's folder: bench.json and the cells' run folders.
 	Dir string
 	// Progress, when set, hears what is running.
@@ -133,7 +134,7 @@ func (s BenchSpec) Validate() error {
 	}
 	for _, l := range s.Locks {
 		for _, n := range s.Clients {
-			if err := (RunSpec{Lock: l, Scenario: s.scenario(n), KeepAlive: s.KeepAlive, Out: s.Dir}).Validate(); err != nil {
+			if err := (RunSpec{Lock: l, Scenario: s.scenario(n), KeepAlive: s.KeepAlive, SharedConns: s.SharedConns, Out: s.Dir}).Validate(); err != nil {
 				return err
 			}
 		}
@@ -405,7 +406,7 @@ func RunBench(ctx context.Context, spec BenchSpec) (b *Bench, err error) {
 				cell.Floor = f
 			}
 			resetPeakRSS()
-			r, err := RunOn(ctx, c, RunSpec{Lock: lock, Scenario: spec.scenario(n), Seed: spec.Seed, KeepAlive: spec.KeepAlive, RPCTimeout: spec.RPCTimeout, Cluster: spec.Cluster, Out: spec.Dir})
+			r, err := RunOn(ctx, c, RunSpec{Lock: lock, Scenario: spec.scenario(n), Seed: spec.Seed, KeepAlive: spec.KeepAlive, RPCTimeout: spec.RPCTimeout, SharedConns: spec.SharedConns, Cluster: spec.Cluster, Out: spec.Dir})
 			cell.PeakRSSMB = peakRSSMB()
 			if err != nil {
 				if ctx.Err() != nil {
@@ -742,7 +743,7 @@ func recordingRun(ctx context.Context, c *cluster.Cluster, spec BenchSpec, on bo
 	out, err := scenarios.Run(ctx, scenarios.Config{
 		Scenario: sc, Lock: spec.TargetLock, Seed: spec.Seed, Prefix: prefix,
 		Endpoints: c.Endpoints(), Cluster: c, ClientConfig: clientv3.Config{TLS: tlsCfg},
-		KeepAlive: spec.KeepAlive, RPCTimeout: spec.RPCTimeout, NoRecord: !on,
+		KeepAlive: spec.KeepAlive, RPCTimeout: spec.RPCTimeout, SharedConns: spec.SharedConns, NoRecord: !on,
 	})
 	cpu := processCPU() - cpu0
 	if err != nil {

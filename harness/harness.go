@@ -43,7 +43,9 @@ type RunSpec struct {
 	// RPCTimeout bounds each unary request of a lock client: 0 means
 	// locks.DefaultRPCTimeout, < 0 none.
 	RPCTimeout time.Duration
-	Cluster    cluster.Options
+	// SharedConns is scenarios.Config.SharedConns (0: a connection each).
+	SharedConns int
+	Cluster     cluster.Options
 	// Out is the parent folder of run folders.
 	Out string
 	// Started, when set, is told once the cluster is up and the clients are
@@ -58,6 +60,9 @@ func (s RunSpec) Validate() error {
 		return err
 	}
 	if err := s.Scenario.Validate(); err != nil {
+		return err
+	}
+	if err := scenarios.CheckSharedConns(s.Scenario, s.SharedConns); err != nil {
 		return err
 	}
 	if _, err := (locks.Options{TTL: s.Scenario.TTL(), KeepAlive: s.KeepAlive}).WithDefaults(); err != nil {
@@ -77,12 +82,15 @@ type Config struct {
 	Seed      int64              `json:"seed"`
 	KeepAlive locks.KeepAlive    `json:"keepalive"`
 	// RPCTimeoutMS is the lock clients' per-request deadline (0: none).
-	RPCTimeoutMS int64         `json:"rpc_timeout_ms"`
-	Prefix       string        `json:"prefix"`
-	Cluster      ClusterConfig `json:"cluster"`
-	Started      time.Time     `json:"started"`
-	GoVersion    string        `json:"go_version"`
-	Host         HostInfo      `json:"host"`
+	RPCTimeoutMS int64 `json:"rpc_timeout_ms"`
+	// SharedConns is how many etcd connections the clients shared (0: one
+	// each).
+	SharedConns int           `json:"shared_conns,omitempty"`
+	Prefix      string        `json:"prefix"`
+	Cluster     ClusterConfig `json:"cluster"`
+	Started     time.Time     `json:"started"`
+	GoVersion   string        `json:"go_version"`
+	Host        HostInfo      `json:"host"`
 }
 
 // ClusterConfig records the cluster a run used. For an external cluster,
@@ -186,6 +194,7 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 		Seed:         spec.Seed,
 		KeepAlive:    spec.KeepAlive,
 		RPCTimeoutMS: locks.RPCTimeoutOf(spec.RPCTimeout).Milliseconds(),
+		SharedConns:  spec.SharedConns,
 		Prefix:       prefix,
 		Cluster:      t.config,
 		GoVersion:    runtime.Version(),
@@ -197,7 +206,7 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 	out, err := scenarios.Run(ctx, scenarios.Config{
 		Scenario: spec.Scenario, Lock: spec.Lock, Seed: spec.Seed, Prefix: cfg.Prefix,
 		Endpoints: t.endpoints, Cluster: t.cluster, ClientConfig: t.client, DialTimeout: t.dial,
-		KeepAlive: spec.KeepAlive, RPCTimeout: spec.RPCTimeout,
+		KeepAlive: spec.KeepAlive, RPCTimeout: spec.RPCTimeout, SharedConns: spec.SharedConns,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", runID, err)

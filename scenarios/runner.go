@@ -46,6 +46,12 @@ type Config struct {
 	// RPCTimeout bounds each unary request of a lock client (see
 	// locks.RPCDeadline); 0 means locks.DefaultRPCTimeout, < 0 none.
 	RPCTimeout time.Duration
+	// SharedConns, when > 0, makes the lock clients share that many etcd
+	// connections (client i uses connection i mod SharedConns) instead of
+	// one each: for client counts whose connections alone would load the
+	// machine. Not with client faults, which act on one client's
+	// connection.
+	SharedConns int
 	// MaxEvents bounds the history (default history.DefaultMaxEvents).
 	MaxEvents int
 	// NoRecord runs without keeping the history (to measure its cost).
@@ -92,6 +98,9 @@ func Run(ctx context.Context, cfg Config) (out *Outcome, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := CheckSharedConns(sc, cfg.SharedConns); err != nil {
+		return nil, err
+	}
 	if cfg.Cluster == nil && sc.NeedsMembers() {
 		return nil, fmt.Errorf("scenario %s injects member faults, which need the embedded cluster; on an external cluster only client faults work", sc.Name)
 	}
@@ -112,6 +121,13 @@ func Run(ctx context.Context, cfg Config) (out *Outcome, err error) {
 	r.admin = admin
 	// Connect every client before the clock starts, so that set-up cost is
 	// not measured as lock latency.
+	for range min(cfg.SharedConns, sc.Clients) {
+		s := &sharedConn{}
+		if s.cli, err = r.newEtcdClient(cfg.Endpoints, &s.rpcs); err != nil {
+			return nil, fmt.Errorf("connect: %w", err)
+		}
+		r.shared = append(r.shared, s)
+	}
 	r.clients = make([]*client, sc.Clients)
 	for i := range r.clients {
 		c := &client{id: i, r: r}
@@ -158,7 +174,7 @@ func Run(ctx context.Context, cfg Config) (out *Outcome, err error) {
 	elapsed := time.Duration(r.rec.Now())
 	for _, c := range r.clients {
 		r.record(history.Event{Process: c.id, Type: history.OK, F: history.FRPCs, Lock: locks.DefaultName,
-			Value: history.IntValue(c.rpcs.Count())})
+			Value: history.IntValue(r.rpcsOf(c.id))})
 	}
 	if sc.Workload.Kind != WorkloadHold {
 		r.finalRead()
@@ -171,7 +187,7 @@ func Run(ctx context.Context, cfg Config) (out *Outcome, err error) {
 		Stopped:     r.stopped,
 	}
 	for _, c := range r.clients {
-		out.RPCs = append(out.RPCs, c.rpcs.Count())
+		out.RPCs = append(out.RPCs, r.rpcsOf(c.id))
 	}
 	out.Acquisitions = r.acquisitions.Load()
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
@@ -187,6 +203,7 @@ type runner struct {
 	rec      *history.Recorder
 	admin    *clientv3.Client
 	clients  []*client
+	shared   []*sharedConn // Config.SharedConns connections, if any
 	stopRun  context.CancelFunc
 
 	// closing tracks proxies of crashed clients that are still closing.
@@ -261,6 +278,9 @@ func (r *runner) close() {
 		if c != nil {
 			c.close()
 		}
+	}
+	for _, s := range r.shared {
+		s.cli.Close()
 	}
 	r.closing.Wait()
 	if r.admin != nil {
@@ -548,11 +568,17 @@ func (c *client) endpoints() []string {
 	return eps
 }
 
-// connect opens the client's etcd connection and Locker.
+// connect opens the client's etcd connection (or takes its shared one)
+// and Locker.
 func (c *client) connect(ctx context.Context) error {
-	cli, err := c.r.newEtcdClient(c.endpoints(), &c.rpcs)
-	if err != nil {
-		return fmt.Errorf("client %d: connect: %w", c.id, err)
+	var cli *clientv3.Client
+	if n := len(c.r.shared); n > 0 {
+		cli = c.r.shared[c.id%n].cli
+	} else {
+		var err error
+		if cli, err = c.r.newEtcdClient(c.endpoints(), &c.rpcs); err != nil {
+			return fmt.Errorf("client %d: connect: %w", c.id, err)
+		}
 	}
 	opts := locks.Options{
 		Name:      locks.DefaultName,
@@ -565,7 +591,9 @@ func (c *client) connect(ctx context.Context) error {
 	}
 	locker, err := c.r.strategy.New(ctx, cli, opts)
 	if err != nil {
-		cli.Close()
+		if len(c.r.shared) == 0 {
+			cli.Close()
+		}
 		return fmt.Errorf("client %d: %s: %w", c.id, c.r.strategy.Name, err)
 	}
 	c.mu.Lock()
@@ -969,7 +997,7 @@ func (c *client) close() {
 		locker.Close(ctx)
 		cancel()
 	}
-	if cli != nil {
+	if cli != nil && len(c.r.shared) == 0 {
 		cli.Close()
 	}
 	closeProxies(&c.r.closing, c.proxies)
@@ -995,4 +1023,41 @@ func errString(err error, otherwise string) string {
 		return err.Error()
 	}
 	return otherwise
+}
+
+// sharedConn is an etcd connection several lock clients use
+// (Config.SharedConns).
+type sharedConn struct {
+	cli  *clientv3.Client
+	rpcs locks.RPCCounter
+}
+
+// CheckSharedConns rejects a SharedConns setting the scenario cannot use:
+// Run checks it, and so can a caller before it starts anything.
+func CheckSharedConns(sc Scenario, n int) error {
+	switch {
+	case n < 0:
+		return fmt.Errorf("shared connections %d: must be ≥ 0 (0: one connection per client)", n)
+	case n > 0 && sc.NeedsProxies():
+		return fmt.Errorf("scenario %s has client faults, which act on one client's own connection: run it without shared connections", sc.Name)
+	}
+	return nil
+}
+
+// rpcsOf is client id's RPC count. On a shared connection the RPCs of its
+// clients cannot be told apart: its count is shared out evenly among them
+// (the total stays exact).
+func (r *runner) rpcsOf(id int) int64 {
+	n := len(r.shared)
+	if n == 0 {
+		return r.clients[id].rpcs.Count()
+	}
+	total := r.shared[id%n].rpcs.Count()
+	users := int64((len(r.clients) - id%n + n - 1) / n) // clients i with i mod n == id mod n
+	k := int64(id / n)                                  // this client's place among them
+	share := total / users
+	if k < total%users {
+		share++
+	}
+	return share
 }

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -69,5 +70,64 @@ func TestLeaderKillHandsOverBeforeEtcdGivesUp(t *testing.T) {
 				t.Fatalf("exclusion %s: %+v", v, rep.Checks[check.Exclusion])
 			}
 		})
+	}
+}
+
+// TestSharedConns runs clients over fewer etcd connections than clients:
+// the lock still excludes, and the RPCs of a shared connection are shared
+// out so that the per-process counts add up to what was sent.
+func TestSharedConns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an etcd cluster")
+	}
+	ctx := context.Background()
+	c, err := cluster.Start(ctx, cluster.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sc, err := Lookup("contention")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Clients, sc.Duration = 7, Duration(1500*time.Millisecond)
+	out, err := Run(ctx, Config{Scenario: sc, Lock: "queue", Seed: 1, Prefix: "/lockbench/test-shared/",
+		Endpoints: c.Endpoints(), Cluster: c, SharedConns: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recorded, sent int64
+	procs := map[int]bool{}
+	for _, e := range out.Events {
+		if e.F == history.FAcquire && e.Type == history.OK {
+			procs[e.Process] = true
+		}
+		if e.F == history.FRPCs {
+			var n int64
+			if err := json.Unmarshal(e.Value, &n); err != nil {
+				t.Fatal(err)
+			}
+			recorded += n
+		}
+	}
+	for _, n := range out.RPCs {
+		sent += n
+	}
+	if len(procs) != sc.Clients {
+		t.Errorf("%d of %d clients got the lock", len(procs), sc.Clients)
+	}
+	if sent == 0 || recorded != sent {
+		t.Errorf("rpcs events add up to %d, clients sent %d", recorded, sent)
+	}
+	rep := check.Check(out.Events, check.Options{LivenessBound: sc.TTL() + c.Election()})
+	if v := rep.Checks[check.Exclusion].Verdict; v != check.Pass {
+		t.Fatalf("exclusion %s", v)
+	}
+	if err := CheckSharedConns(sc, 3); err != nil {
+		t.Errorf("contention refused shared connections: %v", err)
+	}
+	wc, _ := Lookup("waiter-crash")
+	if _, err := Run(ctx, Config{Scenario: wc, Lock: "queue", Endpoints: c.Endpoints(), Cluster: c, SharedConns: 2}); err == nil {
+		t.Error("a client-fault scenario ran on shared connections")
 	}
 }

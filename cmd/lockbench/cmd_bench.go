@@ -42,6 +42,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	benchOut := fs.String("bench-out", "", "also write Go benchmark-format lines to this file (- for stdout)")
 	keepalive := fs.String("keepalive", string(locks.KeepAliveAuto), "lease keepalive policy: auto or seed")
 	rpcTimeout := rpcTimeoutFlag(fs)
+	sharedConns := sharedConnsFlag(fs)
 	members := fs.Int("members", cluster.DefaultMembers, "etcd cluster members")
 	noFsync := fs.Bool("unsafe-no-fsync", false, "disable fsync in etcd (faster; a member crash may lose data)")
 	verbose := fs.Bool("verbose", false, "show etcd's own logs")
@@ -71,7 +72,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	spec := harness.BenchSpec{
 		Locks: splitList(*lockList), Clients: clients, Duration: *duration, Hold: *hold, FloorDuration: *floorDur, CellFloor: *cellFloor,
 		TargetLock: *targetLock, TargetClients: *targetClients, RecordRuns: *recordRuns, RecordDuration: *recordDur,
-		Seed: *seed, KeepAlive: locks.KeepAlive(*keepalive), RPCTimeout: rpcT, Dir: dir,
+		Seed: *seed, KeepAlive: locks.KeepAlive(*keepalive), RPCTimeout: rpcT, SharedConns: *sharedConns, Dir: dir,
 		Cluster: cluster.Options{Members: *members, UnsafeNoFsync: *noFsync, Verbose: *verbose},
 	}
 	if err := spec.Validate(); err != nil {

@@ -179,6 +179,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	ttl := fs.Duration("lease-ttl", 0, "lease TTL, whole seconds (default: the scenario's, else 5s)")
 	keepalive := fs.String("keepalive", string(locks.KeepAliveAuto), "lease keepalive policy: auto (KeepAlive stream, TTL/3) or seed (KeepAliveOnce every 0.8×TTL)")
 	rpcTimeout := rpcTimeoutFlag(fs)
+	sharedConns := sharedConnsFlag(fs)
 	members := fs.Int("members", cluster.DefaultMembers, "etcd cluster members")
 	noFsync := fs.Bool("unsafe-no-fsync", false, "disable fsync in etcd (faster; a member crash may lose data)")
 	verbose := fs.Bool("verbose", false, "show etcd's own logs")
@@ -226,7 +227,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		return 0, err
 	}
 	spec := harness.RunSpec{
-		Lock: *lock, Scenario: sc, Seed: *seed, KeepAlive: locks.KeepAlive(*keepalive), RPCTimeout: rpcT, Out: *out,
+		Lock: *lock, Scenario: sc, Seed: *seed, KeepAlive: locks.KeepAlive(*keepalive), RPCTimeout: rpcT, SharedConns: *sharedConns, Out: *out,
 		Cluster: cluster.Options{Members: *members, UnsafeNoFsync: *noFsync, Verbose: *verbose},
 	}
 	if err := spec.Validate(); err != nil {

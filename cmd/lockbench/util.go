@@ -18,6 +18,11 @@ func rpcTimeoutFlag(fs *flag.FlagSet) *time.Duration {
 		"deadline of each etcd request of a lock client (not watches): a write stranded by a dead leader fails after it and is settled, instead of waiting out etcd's own ~6 s request timeout (0: none)")
 }
 
+// sharedConnsFlag adds --shared-conns to a command that runs lock clients.
+func sharedConnsFlag(fs *flag.FlagSet) *int {
+	return fs.Int("shared-conns", 0, "lock clients share this many etcd connections (client i uses connection i mod N), for client counts whose own connections would load the machine; not with client faults (0: one connection per client)")
+}
+
 // rpcTimeoutSpec is the harness's RPCTimeout for the flag's value.
 func rpcTimeoutSpec(d time.Duration) (time.Duration, error) {
 	switch {
