@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -478,6 +479,23 @@ func (c *Cluster) member(i int) (*Member, error) {
 	return c.members[i], nil
 }
 
+// StuckDumpEnv names a file into which Close writes every goroutine's stack
+// when members do not stop in time: to find where etcd's shutdown waits.
+const StuckDumpEnv = "LOCKBENCH_STUCK_DUMP"
+
+// dumpGoroutines writes all stacks to path and says where they went.
+func dumpGoroutines(path string) string {
+	f, err := os.Create(path)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	if err := pprof.Lookup("goroutine").WriteTo(f, 2); err != nil {
+		return err.Error()
+	}
+	return "written to " + path
+}
+
 // Close stops every member and removes the data folder. It is safe to call
 // more than once and on a partly started cluster.
 func (c *Cluster) Close() error {
@@ -521,6 +539,9 @@ func (c *Cluster) Close() error {
 		// returns (seen with a v3lock Lock whose client had gone). Give up on
 		// it rather than hang the run; the process exit reclaims it.
 		stuck = fmt.Errorf("etcd members did not stop within %s", CloseTimeout)
+		if path := os.Getenv(StuckDumpEnv); path != "" {
+			stuck = fmt.Errorf("%w (goroutines: %s)", stuck, dumpGoroutines(path))
+		}
 	}
 	if c.dir == "" {
 		return stuck

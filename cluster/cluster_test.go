@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -145,5 +147,19 @@ func TestOptionsValidate(t *testing.T) {
 	o := Options{}
 	if err := o.defaults(); err != nil || o.Members != 3 || o.Tick != DefaultTick || o.Election != DefaultElection {
 		t.Errorf("defaults: %+v %v", o, err)
+	}
+}
+
+func TestDumpGoroutines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "stacks.txt")
+	if got := dumpGoroutines(path); got != "written to "+path {
+		t.Fatalf("dumpGoroutines: %s", got)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || !strings.Contains(string(b), "TestDumpGoroutines") {
+		t.Fatalf("dump lacks this test's own stack (%v):\n%.300s", err, b)
+	}
+	if got := dumpGoroutines(filepath.Join(t.TempDir(), "no", "such", "dir", "x")); strings.HasPrefix(got, "written") {
+		t.Errorf("unwritable path: %s", got)
 	}
 }
