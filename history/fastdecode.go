@@ -170,23 +170,13 @@ func fastDecode(b []byte, p *parsedEvent) bool {
 			p.ev.Token, i, ok = parseInt(b, i)
 		case "type":
 			bit = hasType
-			i, ok = stringField(b, i, &spans[strType])
-			if ok {
-				if t, known := knownType(b[spans[strType].start:spans[strType].end]); known {
-					p.ev.Type = t
-				} else {
-					strs |= 1 << strType
-				}
+			if i, ok = stringField(b, i, &spans[strType]); ok {
+				internKnown(b, spans[strType], knownTypes, &p.ev.Type, &strs, strType)
 			}
 		case "f":
 			bit = hasF
-			i, ok = stringField(b, i, &spans[strF])
-			if ok {
-				if f, known := knownF(b[spans[strF].start:spans[strF].end]); known {
-					p.ev.F = f
-				} else {
-					strs |= 1 << strF
-				}
+			if i, ok = stringField(b, i, &spans[strF]); ok {
+				internKnown(b, spans[strF], knownFs, &p.ev.F, &strs, strF)
 			}
 		case "lock":
 			bit = hasLock
@@ -460,47 +450,22 @@ func skipNumber(b []byte, i int) (next int, ok bool) {
 	return i, true
 }
 
-// knownType returns the Type constant spelled by s without allocating.
-func knownType(s []byte) (Type, bool) {
-	switch string(s) {
-	case "invoke":
-		return Invoke, true
-	case "ok":
-		return OK, true
-	case "fail":
-		return Fail, true
-	case "info":
-		return Info, true
-	}
-	return "", false
-}
+// knownTypes and knownFs map the names histories use to their constants,
+// so that decoding them allocates nothing (indexing a map by string(b)
+// does not copy b).
+var (
+	knownTypes = map[string]Type{"invoke": Invoke, "ok": OK, "fail": Fail, "info": Info}
+	knownFs    = map[string]string{FAcquire: FAcquire, FRelease: FRelease, FRead: FRead, FWrite: FWrite,
+		FCrash: FCrash, FPause: FPause, FResume: FResume, FLeaseLost: FLeaseLost, FWakeup: FWakeup,
+		FFault: FFault, FRPCs: FRPCs}
+)
 
-// knownF returns the function-name constant spelled by s without
-// allocating.
-func knownF(s []byte) (string, bool) {
-	switch string(s) {
-	case FAcquire:
-		return FAcquire, true
-	case FRelease:
-		return FRelease, true
-	case FRead:
-		return FRead, true
-	case FWrite:
-		return FWrite, true
-	case FCrash:
-		return FCrash, true
-	case FPause:
-		return FPause, true
-	case FResume:
-		return FResume, true
-	case FLeaseLost:
-		return FLeaseLost, true
-	case FWakeup:
-		return FWakeup, true
-	case FFault:
-		return FFault, true
-	case FRPCs:
-		return FRPCs, true
+// internKnown stores in *dst the constant that the string at sp spells, if
+// known; otherwise it marks sp (bit) as a string to make.
+func internKnown[T ~string](b []byte, sp span, known map[string]T, dst *T, strs *uint8, bit int) {
+	if v, ok := known[string(b[sp.start:sp.end])]; ok {
+		*dst = v
+	} else {
+		*strs |= 1 << bit
 	}
-	return "", false
 }

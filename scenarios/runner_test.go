@@ -19,15 +19,8 @@ import (
 // 6 s), so without the clients' per-request deadline (1 s) the first grant
 // comes after the run has ended.
 func TestLeaderKillHandsOverBeforeEtcdGivesUp(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an etcd cluster")
-	}
 	ctx := context.Background()
-	c, err := cluster.Start(ctx, cluster.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := startCluster(t)
 	sc, err := Lookup("leader-kill")
 	if err != nil {
 		t.Fatal(err)
@@ -65,10 +58,7 @@ func TestLeaderKillHandsOverBeforeEtcdGivesUp(t *testing.T) {
 			if d := time.Duration(grant - crash); d > 4*time.Second {
 				t.Fatalf("first grant %v after the crash, want ≤ 4s", d)
 			}
-			rep := check.Check(out.Events, check.Options{LivenessBound: sc.TTL() + c.Election()})
-			if v := rep.Checks[check.Exclusion].Verdict; v != check.Pass {
-				t.Fatalf("exclusion %s: %+v", v, rep.Checks[check.Exclusion])
-			}
+			requireExclusion(t, out.Events, sc, c)
 		})
 	}
 }
@@ -77,15 +67,8 @@ func TestLeaderKillHandsOverBeforeEtcdGivesUp(t *testing.T) {
 // the lock still excludes, and the RPCs of a shared connection are shared
 // out so that the per-process counts add up to what was sent.
 func TestSharedConns(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an etcd cluster")
-	}
 	ctx := context.Background()
-	c, err := cluster.Start(ctx, cluster.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := startCluster(t)
 	sc, err := Lookup("contention")
 	if err != nil {
 		t.Fatal(err)
@@ -119,15 +102,37 @@ func TestSharedConns(t *testing.T) {
 	if sent == 0 || recorded != sent {
 		t.Errorf("rpcs events add up to %d, clients sent %d", recorded, sent)
 	}
-	rep := check.Check(out.Events, check.Options{LivenessBound: sc.TTL() + c.Election()})
-	if v := rep.Checks[check.Exclusion].Verdict; v != check.Pass {
-		t.Fatalf("exclusion %s", v)
-	}
+	requireExclusion(t, out.Events, sc, c)
 	if err := CheckSharedConns(sc, 3); err != nil {
 		t.Errorf("contention refused shared connections: %v", err)
 	}
 	wc, _ := Lookup("waiter-crash")
 	if _, err := Run(ctx, Config{Scenario: wc, Lock: "queue", Endpoints: c.Endpoints(), Cluster: c, SharedConns: 2}); err == nil {
 		t.Error("a client-fault scenario ran on shared connections")
+	}
+}
+
+// startCluster starts an embedded cluster for one test (skipped under
+// -short) and closes it when the test ends.
+func startCluster(t *testing.T) *cluster.Cluster {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts an etcd cluster")
+	}
+	c, err := cluster.Start(context.Background(), cluster.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// requireExclusion fails the test unless the history passes the exclusion
+// check.
+func requireExclusion(t *testing.T, events []history.Event, sc Scenario, c *cluster.Cluster) {
+	t.Helper()
+	rep := check.Check(events, check.Options{LivenessBound: sc.TTL() + c.Election()})
+	if r := rep.Checks[check.Exclusion]; r.Verdict != check.Pass {
+		t.Fatalf("exclusion %s: %+v", r.Verdict, r)
 	}
 }
