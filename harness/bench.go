@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/olekukonko/tablewriter"
@@ -175,27 +177,39 @@ type Bench struct {
 	DurationS float64       `json:"duration_s"`
 	HoldMS    float64       `json:"hold_ms"`
 	Seed      int64         `json:"seed"`
+	// TargetLock at TargetClients is the cell held to the targets.
+	TargetLock    string `json:"target_lock"`
+	TargetClients int    `json:"target_clients"`
 	// CellFloorS is the length of the floor measured before each cell (0:
 	// none; ratios use Floor).
 	CellFloorS float64 `json:"cell_floor_s,omitempty"`
 	// Floor is the commit floor measured first; FloorEnd the same at the
 	// end, to show drift on a shared machine.
-	Floor     *Floor      `json:"floor"`
-	FloorEnd  *Floor      `json:"floor_end,omitempty"`
-	Cells     []BenchCell `json:"cells"`
-	Recording *Recording  `json:"recording,omitempty"`
-	Targets   []Target    `json:"targets"`
+	Floor    *Floor `json:"floor"`
+	FloorEnd *Floor `json:"floor_end,omitempty"`
+	// TwoWriters is the floor with two writers, measured after Floor: a
+	// lock writes twice per acquisition (join, release), and under
+	// contention a release is committed while another client's join is in
+	// flight; a handoff chain cannot go faster than its per-writer rate.
+	TwoWriters *Floor      `json:"floor_two_writers,omitempty"`
+	Cells      []BenchCell `json:"cells"`
+	Recording  *Recording  `json:"recording,omitempty"`
+	Targets    []Target    `json:"targets"`
 	// Interrupted is set when a signal ended the benchmark early.
 	Interrupted bool `json:"interrupted,omitempty"`
 }
 
-// Floor is one client Putting one key in a loop: serialized commits.
+// Floor is Puts in a loop (MeasureFloor): with one writer, serialized
+// commits.
 type Floor struct {
-	Commits     int            `json:"commits"`
-	Errors      int            `json:"errors"`
-	DurationS   float64        `json:"duration_s"`
-	CommitsPerS float64        `json:"commits_per_s"`
-	LatencyMS   report.Latency `json:"latency_ms"`
+	Writers     int     `json:"writers"`
+	Commits     int     `json:"commits"`
+	Errors      int     `json:"errors"`
+	DurationS   float64 `json:"duration_s"`
+	CommitsPerS float64 `json:"commits_per_s"`
+	// PerWriterPerS is CommitsPerS ÷ Writers: one writer's rate.
+	PerWriterPerS float64        `json:"per_writer_commits_per_s"`
+	LatencyMS     report.Latency `json:"latency_ms"`
 }
 
 // BenchCell is one strategy at one client count.
@@ -208,6 +222,8 @@ type BenchCell struct {
 	// throughput at the same client count (0: no mutex cell).
 	XFloor float64 `json:"x_floor"`
 	XMutex float64 `json:"x_mutex,omitempty"`
+	// XTwoWriters is throughput ÷ Bench.TwoWriters' per-writer rate.
+	XTwoWriters float64 `json:"x_two_writers,omitempty"`
 	// HandoffMS is release invoke → next grant; AcquireMS invoke → grant.
 	HandoffMS report.Latency `json:"handoff_ms"`
 	AcquireMS report.Latency `json:"acquire_ms"`
@@ -314,7 +330,7 @@ func RunBench(ctx context.Context, spec BenchSpec) (b *Bench, err error) {
 		ID: filepath.Base(spec.Dir), Started: start.UTC(), GoVersion: runtime.Version(),
 		Host:     HostInfo{CPUs: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH},
 		Scenario: BenchScenario, DurationS: spec.Duration.Seconds(), HoldMS: ms(spec.Hold), Seed: spec.Seed,
-		CellFloorS: spec.CellFloor.Seconds(),
+		CellFloorS: spec.CellFloor.Seconds(), TargetLock: spec.TargetLock, TargetClients: spec.TargetClients,
 	}
 	progress := func(format string, args ...any) {
 		if spec.Progress != nil {
@@ -372,8 +388,12 @@ func RunBench(ctx context.Context, spec BenchSpec) (b *Bench, err error) {
 		return b, err
 	}
 	progress("floor: serialized Puts for %s", spec.FloorDuration)
-	if b.Floor, err = MeasureFloor(ctx, admin, ns+floorKeyName, spec.FloorDuration); err != nil {
+	if b.Floor, err = MeasureFloor(ctx, admin, ns+floorKeyName, spec.FloorDuration, 1); err != nil {
 		return b, fmt.Errorf("floor: %w", err)
+	}
+	progress("floor: two writers for %s", spec.FloorDuration)
+	if b.TwoWriters, err = MeasureFloor(ctx, admin, ns+floorKeyName, spec.FloorDuration, 2); err != nil {
+		return b, fmt.Errorf("floor with two writers: %w", err)
 	}
 
 	// 2. Every lock at every client count.
@@ -391,7 +411,7 @@ func RunBench(ctx context.Context, spec BenchSpec) (b *Bench, err error) {
 			}
 			cell := BenchCell{Lock: lock, Clients: n}
 			if spec.CellFloor > 0 {
-				f, err := MeasureFloor(ctx, admin, ns+floorKeyName, spec.CellFloor)
+				f, err := MeasureFloor(ctx, admin, ns+floorKeyName, spec.CellFloor, 1)
 				if ctx.Err() != nil {
 					return b, nil
 				}
@@ -462,7 +482,7 @@ func RunBench(ctx context.Context, spec BenchSpec) (b *Bench, err error) {
 			return b, err
 		}
 		progress("floor again")
-		if b.FloorEnd, err = MeasureFloor(ctx, admin, ns+floorKeyName, spec.FloorDuration); err != nil && ctx.Err() == nil && firstErr == nil {
+		if b.FloorEnd, err = MeasureFloor(ctx, admin, ns+floorKeyName, spec.FloorDuration, 1); err != nil && ctx.Err() == nil && firstErr == nil {
 			firstErr = fmt.Errorf("floor at the end: %w", err)
 		}
 	}
@@ -555,7 +575,7 @@ func (b *Bench) finish(spec BenchSpec) {
 		if c.Error != "" {
 			continue
 		}
-		c.XFloor, c.XMutex, c.HandoffOverCommit = 0, 0, 0
+		c.XFloor, c.XMutex, c.XTwoWriters, c.HandoffOverCommit = 0, 0, 0, 0
 		floor := b.Floor
 		if c.Floor != nil {
 			floor = c.Floor
@@ -565,6 +585,9 @@ func (b *Bench) finish(spec BenchSpec) {
 		}
 		if m := mutex[c.Clients]; m > 0 {
 			c.XMutex = round3(c.ThroughputPerS / m)
+		}
+		if tw := b.TwoWriters; tw != nil && tw.PerWriterPerS > 0 {
+			c.XTwoWriters = round3(c.ThroughputPerS / tw.PerWriterPerS)
 		}
 		if floor != nil && floor.LatencyMS.P50 > 0 && c.HandoffMS.Count > 0 {
 			c.HandoffOverCommit = round3(c.HandoffMS.P50 / floor.LatencyMS.P50)
@@ -669,45 +692,73 @@ func newTarget(name string, v float64, op string, t float64) Target {
 	return Target{Name: name, Value: v, Op: op, Target: t, Met: met}
 }
 
-// MeasureFloor Puts key in a loop from one client for d: the rate of
-// serialized commits and their latency. An error stops it only when no Put
-// succeeded.
-func MeasureFloor(ctx context.Context, cli *clientv3.Client, key string, d time.Duration) (*Floor, error) {
-	// One Put first, untimed: the connection and the key exist.
-	wctx, cancel := context.WithTimeout(ctx, opTimeout)
-	_, err := cli.Put(wctx, key, "0")
-	cancel()
-	if err != nil {
-		return nil, err
+// MeasureFloor Puts in a loop for d from writers goroutines on one client,
+// each on its own key (key, key/1, key/2, ...), each Put waiting for the
+// last: with one writer the rate of serialized commits and their latency;
+// with two, what one write costs while another is in flight, as a lock's
+// release is while some client joins the queue. An error stops it only
+// when no Put succeeded.
+func MeasureFloor(ctx context.Context, cli *clientv3.Client, key string, d time.Duration, writers int) (*Floor, error) {
+	keys := []string{key}
+	for i := 1; i < writers; i++ {
+		keys = append(keys, key+"/"+strconv.Itoa(i))
+	}
+	// One Put each first, untimed: the connection and the keys exist.
+	for _, k := range keys {
+		wctx, cancel := context.WithTimeout(ctx, opTimeout)
+		_, err := cli.Put(wctx, k, "0")
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+	}
+	type result struct {
+		lat     []time.Duration
+		errs    int
+		lastErr error
+	}
+	results := make([]result, len(keys))
+	rctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	for w, k := range keys {
+		wg.Go(func() {
+			r := &results[w]
+			for i := 1; rctx.Err() == nil; i++ {
+				s := time.Now()
+				_, err := cli.Put(rctx, k, strconv.Itoa(i))
+				switch {
+				case err == nil:
+					r.lat = append(r.lat, time.Since(s))
+				case rctx.Err() == nil:
+					r.errs++
+					r.lastErr = err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	el := time.Since(t0)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
 	}
 	var (
 		lat     []time.Duration
 		errs    int
 		lastErr error
 	)
-	rctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	t0 := time.Now()
-	for i := 1; rctx.Err() == nil; i++ {
-		s := time.Now()
-		_, err := cli.Put(rctx, key, strconv.Itoa(i))
-		switch {
-		case err == nil:
-			lat = append(lat, time.Since(s))
-		case rctx.Err() == nil:
-			errs++
-			lastErr = err
-		}
-	}
-	el := time.Since(t0)
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
+	for _, r := range results {
+		lat = append(lat, r.lat...)
+		errs += r.errs
+		lastErr = cmp.Or(r.lastErr, lastErr)
 	}
 	if len(lat) == 0 {
 		return nil, fmt.Errorf("no Put succeeded in %s: %v", d, lastErr)
 	}
-	return &Floor{Commits: len(lat), Errors: errs, DurationS: round3(el.Seconds()),
-		CommitsPerS: round1(float64(len(lat)) / el.Seconds()), LatencyMS: latencyOf(lat)}, nil
+	perS := float64(len(lat)) / el.Seconds()
+	return &Floor{Writers: len(keys), Commits: len(lat), Errors: errs, DurationS: round3(el.Seconds()),
+		CommitsPerS: round1(perS), PerWriterPerS: round1(perS / float64(len(keys))), LatencyMS: latencyOf(lat)}, nil
 }
 
 // latencyOf is the distribution of ds in milliseconds (exact quantiles).
@@ -866,6 +917,13 @@ func BenchTable(w io.Writer, b *Bench) error {
 		}
 	}
 	floorLine("floor", b.Floor)
+	if f := b.TwoWriters; f != nil {
+		fmt.Fprintf(w, "floor, two writers: %.0f commits/s each (%.0f together), commit p50 %s ms, p99 %s ms", f.PerWriterPerS, f.CommitsPerS, fmtMS(f.LatencyMS.P50), fmtMS(f.LatencyMS.P99))
+		if b.Floor != nil && b.Floor.CommitsPerS > 0 {
+			fmt.Fprintf(w, " = %.2f× one writer's rate", f.PerWriterPerS/b.Floor.CommitsPerS)
+		}
+		fmt.Fprintf(w, " (a lock writes twice per acquisition, so its release commits beside a join: a handoff chain's ceiling)\n")
+	}
 	floorLine("floor at the end", b.FloorEnd)
 	if b.CellFloorS > 0 {
 		var rates []float64
@@ -905,6 +963,11 @@ func BenchTable(w io.Writer, b *Bench) error {
 			mark = "NOT met"
 		}
 		fmt.Fprintf(w, "target %s: %.3f (%s %.2f) %s\n", tg.Name, tg.Value, tg.Op, tg.Target, mark)
+	}
+	for _, c := range b.Cells {
+		if c.Lock == b.TargetLock && c.Clients == b.TargetClients && c.XTwoWriters > 0 {
+			fmt.Fprintf(w, "%s at %d clients: throughput ÷ one writer's rate beside another: %.3f (no target; see floor, two writers)\n", c.Lock, c.Clients, c.XTwoWriters)
+		}
 	}
 	for _, c := range b.Cells {
 		switch {
@@ -951,6 +1014,7 @@ func WriteBenchLines(w io.Writer, b *Bench) error {
 		}
 	}
 	floor("put", b.Floor)
+	floor("put-two-writers", b.TwoWriters)
 	var sums []report.Summary
 	for _, c := range b.Cells {
 		if c.Error != "" {

@@ -56,7 +56,8 @@ func lat(p50, p99 float64) report.Latency { return report.Latency{Count: 10, P50
 // TestBenchFinish: ratios to the floor and to mutex, and the targets.
 func TestBenchFinish(t *testing.T) {
 	b := &Bench{
-		Floor: &Floor{CommitsPerS: 2000, LatencyMS: report.Latency{Count: 1, P50: 0.5}},
+		Floor:      &Floor{CommitsPerS: 2000, LatencyMS: report.Latency{Count: 1, P50: 0.5}},
+		TwoWriters: &Floor{Writers: 2, CommitsPerS: 1600, PerWriterPerS: 800},
 		Cells: []BenchCell{
 			{Lock: "queue", Clients: 8, ThroughputPerS: 1200, HandoffMS: lat(1.2, 3)},
 			{Lock: "mutex", Clients: 8, ThroughputPerS: 100, HandoffMS: lat(90, 110)},
@@ -74,8 +75,8 @@ func TestBenchFinish(t *testing.T) {
 	}
 	b.finish(BenchSpec{TargetLock: "queue", TargetClients: 8})
 	q := b.Cells[0]
-	if q.XFloor != 0.6 || q.XMutex != 12 || q.HandoffOverCommit != 2.4 {
-		t.Errorf("queue 8: ×floor %v ×mutex %v handoff/commit %v", q.XFloor, q.XMutex, q.HandoffOverCommit)
+	if q.XFloor != 0.6 || q.XMutex != 12 || q.HandoffOverCommit != 2.4 || q.XTwoWriters != 1.5 {
+		t.Errorf("queue 8: ×floor %v ×mutex %v handoff/commit %v ×two writers %v", q.XFloor, q.XMutex, q.HandoffOverCommit, q.XTwoWriters)
 	}
 	if m := b.Cells[1]; m.XMutex != 1 {
 		t.Errorf("mutex ×mutex %v", m.XMutex)
@@ -166,8 +167,9 @@ func TestLatencyOf(t *testing.T) {
 
 func TestBenchTableAndLines(t *testing.T) {
 	b := &Bench{
-		Scenario: BenchScenario,
-		Floor:    &Floor{Commits: 6000, DurationS: 3, CommitsPerS: 2000, LatencyMS: report.Latency{Count: 6000, P50: 0.5, P99: 1.5}},
+		Scenario: BenchScenario, TargetLock: "queue", TargetClients: 8,
+		Floor:      &Floor{Writers: 1, Commits: 6000, DurationS: 3, CommitsPerS: 2000, PerWriterPerS: 2000, LatencyMS: report.Latency{Count: 6000, P50: 0.5, P99: 1.5}},
+		TwoWriters: &Floor{Writers: 2, Commits: 4800, DurationS: 3, CommitsPerS: 1600, PerWriterPerS: 800, LatencyMS: report.Latency{Count: 4800, P50: 1.25, P99: 3}},
 		Cells: []BenchCell{
 			{Lock: "queue", Clients: 8, ThroughputPerS: 1200, HandoffMS: lat(1.2, 3), AcquireMS: lat(6, 9)},
 			{Lock: "queue", Clients: 64, ThroughputPerS: 1100, HandoffMS: lat(1.3, 4), AcquireMS: lat(50, 90)},
@@ -182,7 +184,9 @@ func TestBenchTableAndLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, w := range []string{"×floor", "×mutex", "handoff p50 ÷ commit p50", "│ queue │       8 │ 1200.0 │   0.60 │   12.0 │",
-		"floor: 2000 commits/s, commit p50 0.50 ms", "recording: queue × 8 clients, on 990.0/s, off 1000.0/s: on/off 0.990",
+		"floor: 2000 commits/s, commit p50 0.50 ms",
+		"floor, two writers: 800 commits/s each (1600 together), commit p50 1.25 ms, p99 3.00 ms = 0.40× one writer's rate",
+		"queue at 8 clients: throughput ÷ one writer's rate beside another: 1.500", "recording: queue × 8 clients, on 990.0/s, off 1000.0/s: on/off 0.990",
 		"target queue at 8 clients: throughput ÷ mutex: 12.000 (>= 5.00) met", "txn × 8 clients: error: dial timeout", "mutex × 8 clients: 2 violations"} {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("table lacks %q:\n%s", w, out.String())
@@ -198,6 +202,7 @@ func TestBenchTableAndLines(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	want := []string{
 		"BenchmarkFloor/put 1 500000 ns/commit 1500000 p99-ns/commit 2000 commits/s",
+		"BenchmarkFloor/put-two-writers 1 1250000 ns/commit 3000000 p99-ns/commit 1600 commits/s",
 		"BenchmarkLock/queue/contention/clients=8 1 ",
 		"BenchmarkLock/queue/contention/clients=64 1 ",
 		"BenchmarkLock/mutex/contention/clients=8 1 ",
@@ -212,7 +217,7 @@ func TestBenchTableAndLines(t *testing.T) {
 			t.Errorf("line %d = %q, want prefix %q", i, lines[i], w)
 		}
 	}
-	if !strings.Contains(lines[2], "1100 acquires/s") || !strings.Contains(lines[3], "2 violations") {
+	if !strings.Contains(lines[3], "1100 acquires/s") || !strings.Contains(lines[4], "2 violations") {
 		t.Errorf("cell lines:\n%s", out.String())
 	}
 }
@@ -237,11 +242,14 @@ func TestRunBench(t *testing.T) {
 	if b.Floor == nil || b.Floor.Commits == 0 || b.Floor.LatencyMS.P50 <= 0 || b.FloorEnd == nil {
 		t.Fatalf("floor %+v, at the end %+v", b.Floor, b.FloorEnd)
 	}
+	if f := b.TwoWriters; f == nil || f.Writers != 2 || f.Commits == 0 || f.PerWriterPerS <= 0 || f.PerWriterPerS >= f.CommitsPerS {
+		t.Fatalf("floor with two writers %+v", f)
+	}
 	if len(b.Cells) != 2 {
 		t.Fatalf("cells %+v", b.Cells)
 	}
 	for _, c := range b.Cells {
-		if c.Error != "" || c.Acquisitions == 0 || c.XFloor <= 0 || c.XMutex <= 0 || c.Verdict != "pass" || c.Floor == nil {
+		if c.Error != "" || c.Acquisitions == 0 || c.XFloor <= 0 || c.XMutex <= 0 || c.XTwoWriters <= 0 || c.Verdict != "pass" || c.Floor == nil {
 			t.Errorf("cell %+v", c)
 		}
 		if _, err := os.Stat(filepath.Join(dir, c.Run, SummaryFile)); err != nil {
