@@ -536,7 +536,9 @@ func (c *Cluster) Close() error {
 	case <-done:
 	case <-time.After(CloseTimeout):
 		// etcd's gRPC stop can wait forever on a server-side call that never
-		// returns (seen with a v3lock Lock whose client had gone). Give up on
+		// returns: a v3lock Lock whose watch went through the member's
+		// in-process client after that client's watch stream deadlocked
+		// under a burst of cancels (etcd issues #18879, #20716). Give up on
 		// it rather than hang the run; the process exit reclaims it.
 		stuck = fmt.Errorf("etcd members did not stop within %s", CloseTimeout)
 		if path := os.Getenv(StuckDumpEnv); path != "" {

@@ -497,9 +497,10 @@ func RunBench(ctx context.Context, spec BenchSpec) (b *Bench, err error) {
 const opTimeout = 5 * time.Second
 
 // clusterCloseWait bounds closing the cluster. A member's Close can hang
-// for good: seen after an rpc cell, when a v3lock Lock handler stays
-// blocked in the server, GracefulStop waits for it while holding the gRPC
-// server's lock, and the Stop that should follow it waits for that lock.
+// for good after an rpc cell: its v3lock Lock handlers stay blocked on the
+// member's deadlocked in-process watch stream (see cluster.Close),
+// GracefulStop waits for them while holding the gRPC server's lock, and
+// the Stop that should follow it waits for that lock.
 const clusterCloseWait = 30 * time.Second
 
 // closeCluster closes c, giving up after wait: the cluster is then left
