@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/lockbench
 OUT     := results/runs
 
-.PHONY: build run run-one test test-short bench regress baseline vet fmt clean
+.PHONY: build run run-one test test-short bench regress baseline repro-etcd-20716 vet fmt clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/lockbench
@@ -39,6 +39,16 @@ regress: build
 # Refresh the baseline from a new default suite run (commit the result).
 baseline: build
 	./$(BIN) suite --quiet --out $(OUT); cp $$(ls -td $(OUT)/suite-* | head -1)/suite.json results/baseline.json
+
+# Known etcd bug (issues #18879, #20716; in v3.7.3): a burst of cancelled
+# waiting Lock calls deadlocks the server-side lock service's in-process
+# watch stream; no waiter is woken again and the member cannot stop.
+# Reproduced when the rpc run fails liveness (exit 1) or its members do not
+# stop (exit 3); the same scenario passes with every client-side strategy.
+repro-etcd-20716: build
+	./$(BIN) run --lock rpc --scenario examples/cancel-storm.yaml --out $(OUT); rc=$$?; \
+	if [ $$rc = 1 ] || [ $$rc = 3 ]; then echo "Successful reproduction (exit $$rc)"; \
+	else echo "Failed to reproduce (exit $$rc)"; exit 1; fi
 
 vet:
 	$(GO) vet ./...

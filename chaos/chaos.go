@@ -6,6 +6,7 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -42,6 +43,10 @@ type World interface {
 	IsolateClient(i int, cut bool) error
 	DelayClient(i int, d time.Duration) error
 	RevokeLease(ctx context.Context, i int) error
+	// CancelWaiting cancels the pending Lock call of every waiting client
+	// at once (each then carries on with its workload) and says how many
+	// it cancelled.
+	CancelWaiting() int
 }
 
 // Fault is one kind of fault. Inject applies it to a resolved target and
@@ -135,6 +140,14 @@ func init() {
 			return nil, err
 		}
 		return func(context.Context) error { return w.DelayClient(t, 0) }, nil
+	}})
+	register(fault{"cancel-waiters", NoTarget, func(ctx context.Context, w World, _ int, _ time.Duration) (func(context.Context) error, error) {
+		// Every waiter gives up at once, as after a deploy or a burst of
+		// client timeouts: a burst of cancelled calls and watches.
+		if w.CancelWaiting() == 0 {
+			return nil, errors.New("no client was waiting")
+		}
+		return nil, nil
 	}})
 	register(fault{"revoke-lease", ClientTarget, func(ctx context.Context, w World, t int, _ time.Duration) (func(context.Context) error, error) {
 		// An operator revokes the client's lease (etcdctl lease revoke).

@@ -473,6 +473,22 @@ func (r *runner) Waiters() []int {
 	return out
 }
 
+func (r *runner) CancelWaiting() int {
+	// Gather first, then cancel in one sweep: at once, not one by one.
+	var cancels []context.CancelFunc
+	for _, c := range r.clients {
+		c.mu.Lock()
+		if c.state == waiting && !c.crashed && c.cancelLock != nil {
+			cancels = append(cancels, c.cancelLock)
+		}
+		c.mu.Unlock()
+	}
+	for _, cancel := range cancels {
+		cancel()
+	}
+	return len(cancels)
+}
+
 func (r *runner) CrashClient(i int) error                        { return r.clients[i].crash() }
 func (r *runner) RestartClient(ctx context.Context, i int) error { return r.clients[i].restart(ctx) }
 func (r *runner) PauseClient(i int) error                        { return r.clients[i].pause() }
@@ -522,8 +538,10 @@ type client struct {
 	paused    chan struct{} // non-nil while paused; closed on resume
 	pauses    int           // pauses so far: tells a worker it was frozen
 	cancel    context.CancelFunc
-	done      chan struct{}
-	runCtx    context.Context
+	// cancelLock cancels the pending Lock call while the client waits.
+	cancelLock context.CancelFunc
+	done       chan struct{}
+	runCtx     context.Context
 }
 
 // startProxies puts one fault proxy in front of each member for this
@@ -688,9 +706,17 @@ func (c *client) loop(ctx context.Context, gen int, cli *clientv3.Client, locker
 	}
 	failures := 0 // consecutive failed acquires
 	for c.checkpoint(ctx) {
+		lctx, cancelLock := context.WithCancel(ctx)
 		c.setState(gen, waiting, nil, 0)
+		c.mu.Lock()
+		c.cancelLock = cancelLock
+		c.mu.Unlock()
 		c.emit(gen, history.Event{Type: history.Invoke, F: history.FAcquire})
-		g, err := locker.Lock(ctx)
+		g, err := locker.Lock(lctx)
+		c.mu.Lock()
+		c.cancelLock = nil
+		c.mu.Unlock()
+		cancelLock()
 		if err != nil {
 			c.setState(gen, idle, nil, 0)
 			typ := history.Info

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,5 +135,60 @@ func requireExclusion(t *testing.T, events []history.Event, sc Scenario, c *clus
 	rep := check.Check(events, check.Options{LivenessBound: sc.TTL() + c.Election()})
 	if r := rep.Checks[check.Exclusion]; r.Verdict != check.Pass {
 		t.Fatalf("exclusion %s: %+v", r.Verdict, r)
+	}
+}
+
+// TestCancelWaiters cancels every waiter's Lock at once while one client
+// holds: each cancelled acquire fails or ends unknown right after the
+// fault, the clients carry on, and the lock is granted again.
+func TestCancelWaiters(t *testing.T) {
+	c := startCluster(t)
+	sc, err := Parse("cancel.yaml", strings.NewReader(`
+name: cancel
+clients: 6
+lease_ttl: 2s
+duration: 2500ms
+workload: {kind: hold, hold: 800ms, stagger: 20ms}
+steps:
+  - {at: 400ms, fault: cancel-waiters}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Run(context.Background(), Config{Scenario: sc, Lock: "queue", Seed: 1, Prefix: "/lockbench/test-cancel/",
+		Endpoints: c.Endpoints(), Cluster: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fault, faultEnd := int64(-1), history.Type("")
+	cancelled, grantsAfter := 0, 0
+	for _, e := range out.Events {
+		switch {
+		case e.F == history.FFault && e.Type == history.Invoke:
+			fault = e.Time
+		case e.F == history.FFault:
+			faultEnd = e.Type
+		case fault < 0 || e.F != history.FAcquire:
+		case e.Type == history.OK:
+			grantsAfter++
+		case time.Duration(e.Time-fault) < 200*time.Millisecond && strings.Contains(e.Error, "canceled"):
+			cancelled++
+		}
+	}
+	if fault < 0 || faultEnd != history.OK {
+		t.Fatalf("fault at %d, ended %q", fault, faultEnd)
+	}
+	// Client 0 holds from ~0 to 800 ms; the other five wait at 400 ms.
+	if cancelled != 5 {
+		t.Errorf("%d acquires cancelled right after the fault, want 5", cancelled)
+	}
+	if grantsAfter < 2 {
+		t.Errorf("%d grants after the fault, want ≥ 2", grantsAfter)
+	}
+	rep := check.Check(out.Events, check.Options{LivenessBound: sc.TTL() + c.Election()})
+	for _, name := range []string{check.Exclusion, check.Liveness} {
+		if r := rep.Checks[name]; r.Verdict != check.Pass {
+			t.Errorf("%s %s: %+v", name, r.Verdict, r)
+		}
 	}
 }

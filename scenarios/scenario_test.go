@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -161,7 +162,7 @@ func TestPlanIsDeterministic(t *testing.T) {
 }
 
 // TestReadmeExampleIsTheExampleFile: the scenario the README shows is the
-// file users run, and it parses.
+// file users run, and every example parses.
 func TestReadmeExampleIsTheExampleFile(t *testing.T) {
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
@@ -174,7 +175,13 @@ func TestReadmeExampleIsTheExampleFile(t *testing.T) {
 	if !strings.Contains(string(readme), "```yaml\n"+string(file)+"```") {
 		t.Error("README's yaml example differs from examples/leader-crash-fenced.yaml")
 	}
-	if _, err := ParseFile("../examples/leader-crash-fenced.yaml"); err != nil {
-		t.Error(err)
+	examples, err := filepath.Glob("../examples/*.yaml")
+	if err != nil || len(examples) < 2 {
+		t.Fatalf("examples: %v %v", examples, err)
+	}
+	for _, f := range examples {
+		if _, err := ParseFile(f); err != nil {
+			t.Error(err)
+		}
 	}
 }

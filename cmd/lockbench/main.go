@@ -255,7 +255,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		}
 		res, err = harness.Run(ctx, spec)
 	}
-	if err != nil {
+	if err != nil && res == nil {
 		var ie *harness.InputError
 		switch {
 		case ctx.Err() != nil:
@@ -278,6 +278,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		}
 	}
 	switch {
+	case err != nil:
+		// The run is written, but the harness failed after it (etcd's
+		// members did not stop).
+		return exitError, err
 	case res.Summary.Interrupted:
 		return exitInterrupted, nil
 	case res.Summary.Stopped != "":
