@@ -105,6 +105,9 @@ func TestTLSCluster(t *testing.T) {
 	if err := put(good); err != nil {
 		t.Fatalf("put with client certificate: %v", err)
 	}
+	if err := c.CheckLockService(ctx); err != nil {
+		t.Errorf("lock service probe over TLS: %v", err)
+	}
 	// Without a client certificate the server refuses the handshake.
 	noCert := tlsCfg.Clone()
 	noCert.GetClientCertificate = nil

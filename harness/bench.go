@@ -241,6 +241,8 @@ type BenchCell struct {
 	// Run is the cell's run folder, relative to the bench folder.
 	Run     string `json:"run,omitempty"`
 	Stopped string `json:"stopped,omitempty"`
+	// Note is what the cell left behind, e.g. etcd's lock service stuck.
+	Note string `json:"note,omitempty"`
 	// Error is why the cell has no figures.
 	Error string `json:"error,omitempty"`
 
@@ -439,6 +441,28 @@ func RunBench(ctx context.Context, spec BenchSpec) (b *Bench, err error) {
 			} else {
 				cell.fill(r)
 				cell.Run, _ = filepath.Rel(spec.Dir, r.Dir)
+			}
+			// A later cell must not inherit a lock service this one left
+			// stuck.
+			if st, _ := locks.Lookup(lock); st.LockService {
+				if err := c.CheckLockService(ctx); err != nil {
+					if ctx.Err() != nil {
+						return b, nil
+					}
+					cell.Note = "after the cell: " + err.Error()
+					if errors.Is(err, cluster.ErrLockServiceStuck) {
+						// Such a member cannot stop: close what can be, and
+						// start afresh for the next cell.
+						cell.Note += "; the cluster is replaced"
+						admin.Close()
+						admin = nil
+						if cerr := closeCluster(c, clusterCloseWait); cerr != nil {
+							cell.Note += fmt.Sprintf(" (%v)", cerr)
+						}
+						c = nil
+					}
+					progress("%s × %d clients: %s", lock, n, cell.Note)
+				}
 			}
 			b.Cells = append(b.Cells, cell)
 		}
@@ -978,6 +1002,9 @@ func BenchTable(w io.Writer, b *Bench) error {
 			fmt.Fprintf(w, "%s × %d clients: %d violations (verdict %s), see %s\n", c.Lock, c.Clients, c.Violations, c.Verdict, c.Run)
 		case c.Stopped != "":
 			fmt.Fprintf(w, "%s × %d clients: stopped early: %s\n", c.Lock, c.Clients, c.Stopped)
+		}
+		if c.Note != "" {
+			fmt.Fprintf(w, "%s × %d clients: %s\n", c.Lock, c.Clients, c.Note)
 		}
 	}
 	return nil

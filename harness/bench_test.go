@@ -232,7 +232,7 @@ func TestRunBench(t *testing.T) {
 	defer cancel()
 	var progress []string
 	b, err := RunBench(ctx, BenchSpec{
-		Locks: []string{"queue", "mutex"}, Clients: []int{2}, Duration: 500 * time.Millisecond,
+		Locks: []string{"queue", "mutex", "rpc"}, Clients: []int{2}, Duration: 500 * time.Millisecond,
 		FloorDuration: 300 * time.Millisecond, CellFloor: 100 * time.Millisecond, TargetLock: "queue", TargetClients: 2, RecordRuns: 1, RecordDuration: 400 * time.Millisecond,
 		Seed: 1, Dir: dir, Progress: func(s string) { progress = append(progress, s) },
 	})
@@ -245,11 +245,11 @@ func TestRunBench(t *testing.T) {
 	if f := b.TwoWriters; f == nil || f.Writers != 2 || f.Commits == 0 || f.PerWriterPerS <= 0 || f.PerWriterPerS >= f.CommitsPerS {
 		t.Fatalf("floor with two writers %+v", f)
 	}
-	if len(b.Cells) != 2 {
+	if len(b.Cells) != 3 {
 		t.Fatalf("cells %+v", b.Cells)
 	}
 	for _, c := range b.Cells {
-		if c.Error != "" || c.Acquisitions == 0 || c.XFloor <= 0 || c.XMutex <= 0 || c.XTwoWriters <= 0 || c.Verdict != "pass" || c.Floor == nil {
+		if c.Error != "" || c.Acquisitions == 0 || c.XFloor <= 0 || c.XMutex <= 0 || c.XTwoWriters <= 0 || c.Note != "" || c.Verdict != "pass" || c.Floor == nil {
 			t.Errorf("cell %+v", c)
 		}
 		if _, err := os.Stat(filepath.Join(dir, c.Run, SummaryFile)); err != nil {
@@ -276,12 +276,12 @@ func TestRunBench(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(raw, &back); err != nil || len(back.Cells) != 2 || back.Cluster.Members != 3 || back.Recording == nil {
+	if err := json.Unmarshal(raw, &back); err != nil || len(back.Cells) != 3 || back.Cluster.Members != 3 || back.Recording == nil {
 		t.Fatalf("bench.json: %v\n%s", err, raw)
 	}
 	// Lines can be written from bench.json read back.
 	var lines bytes.Buffer
-	if err := WriteBenchLines(&lines, &back); err != nil || strings.Count(lines.String(), "BenchmarkLock/") != 2 {
+	if err := WriteBenchLines(&lines, &back); err != nil || strings.Count(lines.String(), "BenchmarkLock/") != 3 {
 		t.Errorf("lines from bench.json: %v\n%s", err, lines.String())
 	}
 }

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -47,6 +48,9 @@ type SuiteResult struct {
 	Dir        string
 	Cells      []report.Cell
 	Mismatches int
+	// Replaced says after which cells the cluster was replaced, and why
+	// (etcd's lock service stuck: see cluster.ErrLockServiceStuck).
+	Replaced []string
 }
 
 // Validate checks the whole matrix before anything starts.
@@ -115,6 +119,22 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 				}
 				cell := judge(r.Summary, sc.Expect.For(lock))
 				cell.Dir, _ = filepath.Rel(dir, r.Dir)
+				// A later cell must not inherit a lock service this one left
+				// stuck.
+				if st, _ := locks.Lookup(lock); st.LockService {
+					err := c.CheckLockService(ctx)
+					if err != nil && (ctx.Err() != nil || !errors.Is(err, cluster.ErrLockServiceStuck)) {
+						return res, fmt.Errorf("%s: %w", name, err)
+					}
+					if err != nil {
+						why := fmt.Sprintf("%s: %v; the cluster was replaced", name, err)
+						if cerr := c.Close(); cerr != nil {
+							why += fmt.Sprintf(" (close: %v)", cerr)
+						}
+						c = nil
+						res.Replaced = append(res.Replaced, why)
+					}
+				}
 				if !cell.Matches {
 					res.Mismatches++
 				}

@@ -180,7 +180,12 @@ type Strategy struct {
 	// Buggy marks a strategy kept on purpose to prove the checker catches
 	// its bug; the suite expects it to fail.
 	Buggy bool
-	New   Factory
+	// LockService marks a strategy that runs on etcd's server-side lock
+	// service (v3lock), which a burst of cancelled calls can leave unable
+	// to wake waiters (see cluster.ErrLockServiceStuck): a harness that
+	// reuses a cluster checks the service after such a strategy's run.
+	LockService bool
+	New         Factory
 }
 
 var (

@@ -13,6 +13,7 @@ func init() {
 		Name:        "rpc",
 		Description: "etcd's server-side lock service (v3lock Lock/Unlock, as etcdctl lock and jetcd use it)",
 		Origin:      "seed article, scheme two",
+		LockService: true,
 		New:         newRPC,
 	})
 }

@@ -1,0 +1,47 @@
+package harness
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/scenarios"
+)
+
+// TestSuite runs a 2 × 1 × 2 matrix end to end: every cell judged against
+// its scenario, suite.json written, and the rpc cells' lock service found
+// sound (no cluster replaced).
+func TestSuite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an etcd cluster")
+	}
+	sc, err := scenarios.Lookup("contention")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var seen []string
+	res, err := Suite(ctx, SuiteSpec{Locks: []string{"queue", "rpc"}, Scenarios: []scenarios.Scenario{sc}, Seeds: 2,
+		Out: t.TempDir(), QuickDuration: 300 * time.Millisecond,
+		Progress: func(done, total int, cell string) { seen = append(seen, cell) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Cells) != 4 || len(seen) != 4 || seen[3] != "rpc × contention seed 2" {
+		t.Fatalf("cells %d, progress %q", len(res.Cells), seen)
+	}
+	for _, c := range res.Cells {
+		if !c.Matches || c.Summary.Acquisitions == 0 {
+			t.Errorf("%s × %s: matches %v, %d acquisitions, note %q", c.Summary.Lock, c.Summary.Scenario, c.Matches, c.Summary.Acquisitions, c.Note)
+		}
+	}
+	if res.Mismatches != 0 || len(res.Replaced) != 0 {
+		t.Errorf("mismatches %d, replaced %q", res.Mismatches, res.Replaced)
+	}
+	if _, err := os.Stat(filepath.Join(res.Dir, SuiteFile)); err != nil {
+		t.Error(err)
+	}
+}
