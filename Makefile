@@ -43,10 +43,11 @@ baseline: build
 # Known etcd bug (issues #18879, #20716; in v3.7.3): a burst of cancelled
 # waiting Lock calls deadlocks the server-side lock service's in-process
 # watch stream; no waiter is woken again and the member cannot stop.
-# Reproduced when the rpc run fails liveness (exit 1) or its members do not
+# Reproduced when the rpc run fails liveness (exit 1) or its member does not
 # stop (exit 3); the same scenario passes with every client-side strategy.
+# One member: every waiter's call then goes through the stuck service.
 repro-etcd-20716: build
-	./$(BIN) run --lock rpc --scenario examples/cancel-storm.yaml --out $(OUT); rc=$$?; \
+	./$(BIN) run --lock rpc --scenario examples/cancel-storm.yaml --members 1 --out $(OUT); rc=$$?; \
 	if [ $$rc = 1 ] || [ $$rc = 3 ]; then echo "Successful reproduction (exit $$rc)"; \
 	else echo "Failed to reproduce (exit $$rc)"; exit 1; fi
 

@@ -43,10 +43,13 @@ func (c *Cluster) CheckLockService(ctx context.Context) error {
 			stuck = append(stuck, strconv.Itoa(m.Index))
 		}
 	}
-	if len(stuck) > 0 {
-		return fmt.Errorf("member %s: %w", strings.Join(stuck, ", "), ErrLockServiceStuck)
+	switch len(stuck) {
+	case 0:
+		return nil
+	case 1:
+		return fmt.Errorf("member %s: %w", stuck[0], ErrLockServiceStuck)
 	}
-	return nil
+	return fmt.Errorf("members %s: %w", strings.Join(stuck, ", "), ErrLockServiceStuck)
 }
 
 // probeLockService reports whether m's lock service handed a held lock to
