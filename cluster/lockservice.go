@@ -100,6 +100,11 @@ func (c *Cluster) probeLockService(ctx context.Context, m *Member) (bool, error)
 	}()
 	// Step 4: once the waiter's key is queued behind ours, release.
 	for {
+		select {
+		case err := <-granted:
+			return false, fmt.Errorf("the waiter was answered before the release: %v", err)
+		case <-time.After(5 * time.Millisecond):
+		}
 		resp, err := cli.Get(wctx, name+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 		if err != nil {
 			<-granted
@@ -108,7 +113,6 @@ func (c *Cluster) probeLockService(ctx context.Context, m *Member) (bool, error)
 		if resp.Count >= 2 {
 			break
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 	if _, err := lc.Unlock(ctx, &v3lockpb.UnlockRequest{Key: held.Key}); err != nil {
 		<-granted

@@ -48,9 +48,10 @@ type SuiteResult struct {
 	Dir        string
 	Cells      []report.Cell
 	Mismatches int
-	// Replaced says after which cells the cluster was replaced, and why
-	// (etcd's lock service stuck: see cluster.ErrLockServiceStuck).
-	Replaced []string
+	// Notes say what the suite found between cells, e.g. etcd's lock
+	// service stuck after a cell (cluster.ErrLockServiceStuck), and the
+	// cluster replaced.
+	Notes []string
 }
 
 // Validate checks the whole matrix before anything starts.
@@ -121,18 +122,17 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 				cell.Dir, _ = filepath.Rel(dir, r.Dir)
 				// A later cell must not inherit a lock service this one left
 				// stuck.
-				if st, _ := locks.Lookup(lock); st.LockService {
-					err := c.CheckLockService(ctx)
-					if err != nil && (ctx.Err() != nil || !errors.Is(err, cluster.ErrLockServiceStuck)) {
-						return res, fmt.Errorf("%s: %w", name, err)
-					}
-					if err != nil {
-						why := fmt.Sprintf("%s: %v; the cluster was replaced", name, err)
-						if cerr := c.Close(); cerr != nil {
-							why += fmt.Sprintf(" (close: %v)", cerr)
+				if st, _ := locks.Lookup(lock); st.LockService && ctx.Err() == nil {
+					if err := c.CheckLockService(ctx); err != nil && ctx.Err() == nil {
+						note := fmt.Sprintf("after %s: %v", name, err)
+						if errors.Is(err, cluster.ErrLockServiceStuck) {
+							note += "; the cluster was replaced"
+							if cerr := c.Close(); cerr != nil {
+								note += fmt.Sprintf(" (close: %v)", cerr)
+							}
+							c = nil
 						}
-						c = nil
-						res.Replaced = append(res.Replaced, why)
+						res.Notes = append(res.Notes, note)
 					}
 				}
 				if !cell.Matches {

@@ -38,8 +38,8 @@ func TestSuite(t *testing.T) {
 			t.Errorf("%s × %s: matches %v, %d acquisitions, note %q", c.Summary.Lock, c.Summary.Scenario, c.Matches, c.Summary.Acquisitions, c.Note)
 		}
 	}
-	if res.Mismatches != 0 || len(res.Replaced) != 0 {
-		t.Errorf("mismatches %d, replaced %q", res.Mismatches, res.Replaced)
+	if res.Mismatches != 0 || len(res.Notes) != 0 {
+		t.Errorf("mismatches %d, notes %q", res.Mismatches, res.Notes)
 	}
 	if _, err := os.Stat(filepath.Join(res.Dir, SuiteFile)); err != nil {
 		t.Error(err)

@@ -71,8 +71,8 @@ func cmdSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		fmt.Fprintf(stdout, "suite folder: %s (%d cells, %d not as expected, %s)\n", res.Dir, len(res.Cells), res.Mismatches, time.Since(start).Round(time.Second))
 	}
 	if res != nil {
-		for _, r := range res.Replaced {
-			fmt.Fprintf(stderr, "lockbench: after %s\n", r)
+		for _, n := range res.Notes {
+			fmt.Fprintf(stderr, "lockbench: %s\n", n)
 		}
 	}
 	if *benchOut != "" && res != nil && err == nil {
