@@ -442,27 +442,20 @@ func RunBench(ctx context.Context, spec BenchSpec) (b *Bench, err error) {
 				cell.fill(r)
 				cell.Run, _ = filepath.Rel(spec.Dir, r.Dir)
 			}
-			// A later cell must not inherit a lock service this one left
-			// stuck.
-			if st, _ := locks.Lookup(lock); st.LockService {
-				if err := c.CheckLockService(ctx); err != nil {
-					if ctx.Err() != nil {
-						return b, nil
+			if found, replace := checkLockService(ctx, c, lock); found != "" {
+				cell.Note = "after the cell: " + found
+				if replace {
+					// Such a member cannot stop: close what can be, and
+					// start afresh for the next cell.
+					cell.Note += "; the cluster is replaced"
+					admin.Close()
+					admin = nil
+					if cerr := closeCluster(c, clusterCloseWait); cerr != nil {
+						cell.Note += fmt.Sprintf(" (%v)", cerr)
 					}
-					cell.Note = "after the cell: " + err.Error()
-					if errors.Is(err, cluster.ErrLockServiceStuck) {
-						// Such a member cannot stop: close what can be, and
-						// start afresh for the next cell.
-						cell.Note += "; the cluster is replaced"
-						admin.Close()
-						admin = nil
-						if cerr := closeCluster(c, clusterCloseWait); cerr != nil {
-							cell.Note += fmt.Sprintf(" (%v)", cerr)
-						}
-						c = nil
-					}
-					progress("%s × %d clients: %s", lock, n, cell.Note)
+					c = nil
 				}
+				progress("%s × %d clients: %s", lock, n, cell.Note)
 			}
 			b.Cells = append(b.Cells, cell)
 		}

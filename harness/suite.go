@@ -120,20 +120,16 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 				}
 				cell := judge(r.Summary, sc.Expect.For(lock))
 				cell.Dir, _ = filepath.Rel(dir, r.Dir)
-				// A later cell must not inherit a lock service this one left
-				// stuck.
-				if st, _ := locks.Lookup(lock); st.LockService && ctx.Err() == nil {
-					if err := c.CheckLockService(ctx); err != nil && ctx.Err() == nil {
-						note := fmt.Sprintf("after %s: %v", name, err)
-						if errors.Is(err, cluster.ErrLockServiceStuck) {
-							note += "; the cluster was replaced"
-							if cerr := c.Close(); cerr != nil {
-								note += fmt.Sprintf(" (close: %v)", cerr)
-							}
-							c = nil
+				if found, replace := checkLockService(ctx, c, lock); found != "" {
+					note := fmt.Sprintf("after %s: %s", name, found)
+					if replace {
+						note += "; the cluster was replaced"
+						if cerr := c.Close(); cerr != nil {
+							note += fmt.Sprintf(" (close: %v)", cerr)
 						}
-						res.Notes = append(res.Notes, note)
+						c = nil
 					}
+					res.Notes = append(res.Notes, note)
 				}
 				if !cell.Matches {
 					res.Mismatches++
@@ -143,6 +139,21 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 		}
 	}
 	return res, writeSuite(dir, res)
+}
+
+// checkLockService probes etcd's lock service on c after a run of lock,
+// if lock runs on it (locks.Strategy.LockService), so that a later run on
+// c does not inherit a service the run left stuck. It returns what it
+// found ("" when sound or not probed) and whether c must be replaced.
+func checkLockService(ctx context.Context, c *cluster.Cluster, lock string) (found string, replace bool) {
+	if st, _ := locks.Lookup(lock); !st.LockService || ctx.Err() != nil {
+		return "", false
+	}
+	err := c.CheckLockService(ctx)
+	if err == nil || ctx.Err() != nil {
+		return "", false
+	}
+	return err.Error(), errors.Is(err, cluster.ErrLockServiceStuck)
 }
 
 // judge compares a run's verdicts with what its scenario expects of the
