@@ -23,10 +23,15 @@ func init() { commands["bench"] = cmdBench }
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs := newFlags("bench", "bench [--clients 2,8,64] [--locks a,b] [--duration D] [flags]\n\n"+
 		"Measures, in one process on one embedded cluster: the commit floor (one client\n"+
-		"Putting one key in a loop), then every lock at every client count under\n"+
-		"contention with hold 0 (throughput, handoff p50/p99, each as a ratio to the\n"+
-		"floor and to mutex), then the target cell with recording on and off.\n"+
-		"Writes bench.json and one run folder per cell into --out.", stdout)
+		"Putting one key in a loop) and the same with two writers at once (a lock's\n"+
+		"release commits beside another client's join: a handoff chain's ceiling),\n"+
+		"then every lock at every client count under contention with hold 0\n"+
+		"(throughput, handoff p50/p99, each as a ratio to the floor and to mutex),\n"+
+		"then the target cell with recording on and off. After a cell of a strategy\n"+
+		"on etcd's lock service (rpc) it probes that service on every member and\n"+
+		"replaces a cluster where it is stuck (an etcd bug: see the README).\n"+
+		"Writes bench.json and one run folder per cell into --out. etcd's data\n"+
+		"folder is made under $TMPDIR.", stdout)
 	clientList := fs.String("clients", joinInts(harness.DefaultBenchClients), "comma-separated client counts")
 	lockList := fs.String("locks", strings.Join(locks.Names(), ","), "comma-separated lock strategies")
 	duration := fs.Duration("duration", harness.DefaultBenchDuration, "run time of each cell")
