@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // benchHistory is a realistic history of about n events: 32 clients taking
@@ -25,7 +26,7 @@ func BenchmarkCheck1M(b *testing.B) {
 		b.Fatalf("generated %d events", len(evs))
 	}
 	evs = evs[:1_000_000]
-	if r := Check(evs, Options{}); r.Verdict == Fail {
+	if r := Check(evs, Options{}); r.Verdict == verdict.Fail {
 		b.Fatalf("bench history fails: %+v", r.Violations())
 	}
 	b.ReportAllocs()

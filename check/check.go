@@ -27,52 +27,8 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/verdict"
 )
-
-// Verdict is three-valued, as in porcupine: a check that cannot decide says
-// so rather than guessing.
-type Verdict string
-
-// Verdicts, ordered by severity: Fail > Unknown > Pass.
-const (
-	Pass    Verdict = "pass"
-	Unknown Verdict = "unknown"
-	Fail    Verdict = "fail"
-)
-
-func (v Verdict) rank() int {
-	switch v {
-	case Fail:
-		return 2
-	case Unknown:
-		return 1
-	}
-	return 0
-}
-
-// Worst composes verdicts: fail beats unknown beats pass.
-func Worst(vs ...Verdict) Verdict {
-	w := Pass
-	for _, v := range vs {
-		if v.rank() > w.rank() {
-			w = v
-		}
-	}
-	return w
-}
-
-// Check names (keys of Report.Checks). Every Report has all of them.
-const (
-	Exclusion = "exclusion"
-	Resource  = "resource"
-	Fencing   = "fencing"
-	Fairness  = "fairness"
-	Liveness  = "liveness"
-	Herd      = "herd"
-)
-
-// CheckNames lists every check Check runs, in a stable order.
-var CheckNames = []string{Exclusion, Resource, Fencing, Fairness, Liveness, Herd}
 
 // FRPCs is the `f` of the extension event in which a process reports, at the
 // end of a run, how many RPCs it sent (type ok, value = the count). When a
@@ -163,8 +119,8 @@ type Violation struct {
 
 // Result is one check's verdict with its evidence.
 type Result struct {
-	Verdict    Verdict     `json:"verdict"`
-	Violations []Violation `json:"violations,omitempty"`
+	Verdict    verdict.Verdict `json:"verdict"`
+	Violations []Violation     `json:"violations,omitempty"`
 	// Count is the exact number of violations, also when the list is cut.
 	Count int `json:"count"`
 	// Note explains an unknown verdict or qualifies a pass.
@@ -180,7 +136,7 @@ type Result struct {
 // Report is the checker's output: one result per check and their composed
 // verdict.
 type Report struct {
-	Verdict Verdict           `json:"verdict"`
+	Verdict verdict.Verdict   `json:"verdict"`
 	Checks  map[string]Result `json:"checks"`
 }
 
@@ -199,16 +155,16 @@ func (r Report) Violations() []Violation {
 func Check(events []history.Event, opts Options) Report {
 	opts = opts.WithDefaults()
 	p := prepare(events)
-	r := Report{Checks: make(map[string]Result, len(CheckNames))}
-	r.Checks[Exclusion] = p.exclusion(opts)
-	r.Checks[Resource] = p.resource(opts)
-	r.Checks[Fencing] = p.fencing(opts)
-	r.Checks[Fairness] = p.fairness(opts)
-	r.Checks[Liveness] = p.liveness(opts)
-	r.Checks[Herd] = p.herd(opts)
-	r.Verdict = Pass
+	r := Report{Checks: make(map[string]Result, len(verdict.CheckNames))}
+	r.Checks[verdict.Exclusion] = p.exclusion(opts)
+	r.Checks[verdict.Resource] = p.resource(opts)
+	r.Checks[verdict.Fencing] = p.fencing(opts)
+	r.Checks[verdict.Fairness] = p.fairness(opts)
+	r.Checks[verdict.Liveness] = p.liveness(opts)
+	r.Checks[verdict.Herd] = p.herd(opts)
+	r.Verdict = verdict.Pass
 	for _, c := range r.Checks {
-		r.Verdict = Worst(r.Verdict, c.Verdict)
+		r.Verdict = verdict.Worst(r.Verdict, c.Verdict)
 	}
 	return r
 }
@@ -243,7 +199,7 @@ func (r *Result) metric(name string, v float64) {
 // finish sets the verdict from the count: any violation fails.
 func (r *Result) finish() {
 	if r.Count > 0 {
-		r.Verdict = Fail
+		r.Verdict = verdict.Fail
 	}
 }
 

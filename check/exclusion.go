@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // Interval is a stretch during which a process held (Certain) or may have
@@ -227,7 +228,7 @@ func (h *ivHeap) clear() {
 }
 
 func (p *prepared) exclusion(opts Options) Result {
-	res := Result{Verdict: Pass}
+	res := Result{Verdict: verdict.Pass}
 	all := p.intervals()
 	holds, possibleHolds, possibleOverlaps := 0, 0, 0
 	certain := &ivHeap{cnt: make([]int32, len(p.procs))}
@@ -265,7 +266,7 @@ func (p *prepared) exclusion(opts Options) Result {
 				for _, y := range others {
 					a := &ivs[y]
 					res.add(Violation{
-						Check:   Exclusion,
+						Check:   verdict.Exclusion,
 						Lock:    lock,
 						Message: fmt.Sprintf("lock %q held by two processes at once: %s; %s", lock, holderString(a.Holder), holderString(iv.Holder)),
 						Holders: []Holder{a.Holder, iv.Holder},

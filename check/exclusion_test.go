@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // ev builds a history event tersely for literal histories.
@@ -25,7 +26,7 @@ func TestExclusion(t *testing.T) {
 	tests := []struct {
 		name    string
 		events  []history.Event
-		verdict Verdict
+		verdict verdict.Verdict
 		// pairs lists the (process, process) of each expected violation.
 		pairs [][2]int
 		lines [][]int
@@ -37,7 +38,7 @@ func TestExclusion(t *testing.T) {
 				ev(2, 0, ok, acq, 10), ev(5, 0, inv, rel, 0), ev(6, 0, ok, rel, 0),
 				ev(7, 1, ok, acq, 11), ev(9, 1, inv, rel, 0), ev(10, 1, ok, rel, 0),
 			},
-			verdict: Pass,
+			verdict: verdict.Pass,
 		},
 		{
 			name: "release invoked at t, next grant at t+1",
@@ -45,7 +46,7 @@ func TestExclusion(t *testing.T) {
 				ev(0, 0, inv, acq, 0), ev(1, 0, ok, acq, 10), ev(1, 1, inv, acq, 0),
 				ev(5, 0, inv, rel, 0), ev(6, 1, ok, acq, 11), ev(7, 0, ok, rel, 0),
 			},
-			verdict: Pass,
+			verdict: verdict.Pass,
 		},
 		{
 			name: "release invoked at t, next grant at t",
@@ -53,7 +54,7 @@ func TestExclusion(t *testing.T) {
 				ev(0, 0, inv, acq, 0), ev(1, 0, ok, acq, 10), ev(1, 1, inv, acq, 0),
 				ev(5, 0, inv, rel, 0), ev(5, 1, ok, acq, 11),
 			},
-			verdict: Pass,
+			verdict: verdict.Pass,
 		},
 		{
 			name: "two overlapping holders",
@@ -61,7 +62,7 @@ func TestExclusion(t *testing.T) {
 				ev(0, 0, inv, acq, 0), ev(1, 0, ok, acq, 10), ev(2, 1, inv, acq, 0),
 				ev(3, 1, ok, acq, 11), ev(5, 0, inv, rel, 0), ev(6, 1, inv, rel, 0),
 			},
-			verdict: Fail,
+			verdict: verdict.Fail,
 			pairs:   [][2]int{{0, 1}},
 			lines:   [][]int{{2, 4}},
 		},
@@ -71,7 +72,7 @@ func TestExclusion(t *testing.T) {
 				ev(0, 0, inv, acq, 0), ev(1, 0, ok, acq, 10),
 				ev(100, 1, inv, acq, 0), ev(200, 1, ok, acq, 11),
 			},
-			verdict: Fail,
+			verdict: verdict.Fail,
 			pairs:   [][2]int{{0, 1}},
 			lines:   [][]int{{2, 4}},
 		},
@@ -81,7 +82,7 @@ func TestExclusion(t *testing.T) {
 				ev(0, 0, inv, acq, 0), ev(1, 1, inv, acq, 0), ev(2, 0, ok, acq, 10),
 				ev(3, 1, info, acq, 0), ev(5, 0, inv, rel, 0), ev(6, 0, ok, rel, 0),
 			},
-			verdict: Pass,
+			verdict: verdict.Pass,
 		},
 		{
 			name: "failed acquire holds nothing",
@@ -89,7 +90,7 @@ func TestExclusion(t *testing.T) {
 				ev(0, 0, inv, acq, 0), ev(1, 0, ok, acq, 10), ev(2, 1, inv, acq, 0),
 				ev(3, 1, fail, acq, 0), ev(5, 0, inv, rel, 0),
 			},
-			verdict: Pass,
+			verdict: verdict.Pass,
 		},
 		{
 			name: "crash ends the crashed holder's interval",
@@ -98,7 +99,7 @@ func TestExclusion(t *testing.T) {
 				{Time: 3, Process: 0, Type: info, F: history.FCrash},
 				ev(4, 1, ok, acq, 11), ev(5, 1, inv, rel, 0),
 			},
-			verdict: Pass,
+			verdict: verdict.Pass,
 		},
 		{
 			name: "crash of another process does not end the interval",
@@ -107,7 +108,7 @@ func TestExclusion(t *testing.T) {
 				{Time: 3, Process: 2, Type: info, F: history.FCrash},
 				ev(4, 1, ok, acq, 11), ev(5, 1, inv, rel, 0),
 			},
-			verdict: Fail,
+			verdict: verdict.Fail,
 			pairs:   [][2]int{{0, 1}},
 			lines:   [][]int{{2, 5}},
 		},
@@ -118,7 +119,7 @@ func TestExclusion(t *testing.T) {
 				ev(3, 0, ok, history.FLeaseLost, 0),
 				ev(4, 1, inv, acq, 0), ev(5, 1, ok, acq, 11),
 			},
-			verdict: Pass,
+			verdict: verdict.Pass,
 		},
 		{
 			name: "different locks never conflict",
@@ -127,7 +128,7 @@ func TestExclusion(t *testing.T) {
 				{Time: 2, Process: 1, Type: inv, F: acq, Lock: "other"},
 				{Time: 3, Process: 1, Type: ok, F: acq, Lock: "other", Token: 11},
 			},
-			verdict: Pass,
+			verdict: verdict.Pass,
 		},
 		{
 			name: "unsorted hand-written history is sorted by time",
@@ -135,14 +136,14 @@ func TestExclusion(t *testing.T) {
 				ev(6, 1, ok, acq, 11), ev(0, 0, inv, acq, 0), ev(1, 0, ok, acq, 10),
 				ev(2, 1, inv, acq, 0), ev(5, 0, inv, rel, 0),
 			},
-			verdict: Pass,
+			verdict: verdict.Pass,
 		},
 		{
 			name: "three at once give three pairs",
 			events: []history.Event{
 				ev(0, 0, ok, acq, 1), ev(1, 1, ok, acq, 2), ev(2, 2, ok, acq, 3),
 			},
-			verdict: Fail,
+			verdict: verdict.Fail,
 			pairs:   [][2]int{{0, 1}, {0, 2}, {1, 2}},
 			lines:   [][]int{{1, 2}, {1, 3}, {2, 3}},
 		},
@@ -181,7 +182,7 @@ func TestExclusionViolationDetail(t *testing.T) {
 		ev(3, 1, ok, acq, 11), ev(5, 0, inv, rel, 0), ev(6, 1, inv, rel, 0),
 	}
 	r := Check(events, Options{})
-	if r.Verdict != Fail {
+	if r.Verdict != verdict.Fail {
 		t.Fatalf("verdict %s, want fail", r.Verdict)
 	}
 	v := r.Violations()[0]
@@ -196,15 +197,15 @@ func TestExclusionViolationDetail(t *testing.T) {
 
 func TestWorst(t *testing.T) {
 	for _, tc := range []struct {
-		in   []Verdict
-		want Verdict
+		in   []verdict.Verdict
+		want verdict.Verdict
 	}{
-		{nil, Pass},
-		{[]Verdict{Pass, Pass}, Pass},
-		{[]Verdict{Pass, Unknown}, Unknown},
-		{[]Verdict{Unknown, Fail, Pass}, Fail},
+		{nil, verdict.Pass},
+		{[]verdict.Verdict{verdict.Pass, verdict.Pass}, verdict.Pass},
+		{[]verdict.Verdict{verdict.Pass, verdict.Unknown}, verdict.Unknown},
+		{[]verdict.Verdict{verdict.Unknown, verdict.Fail, verdict.Pass}, verdict.Fail},
 	} {
-		if got := Worst(tc.in...); got != tc.want {
+		if got := verdict.Worst(tc.in...); got != tc.want {
 			t.Errorf("Worst(%v) = %s, want %s", tc.in, got, tc.want)
 		}
 	}

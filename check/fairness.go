@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // CheckFairness measures grant order against request order, per lock:
@@ -54,7 +55,7 @@ type fairSlot struct {
 }
 
 func (p *prepared) fairness(opts Options) Result {
-	res := Result{Verdict: Pass}
+	res := Result{Verdict: verdict.Pass}
 	nl := len(p.locks)
 	off := make([]int, nl+1)
 	for l := range nl {
@@ -174,7 +175,7 @@ func (p *prepared) fairness(opts Options) Result {
 			until = fmt.Sprintf("%s (line %d)", fmtNS(st.lastEnd), st.lastLine+1)
 		}
 		res.add(Violation{
-			Check: Fairness,
+			Check: verdict.Fairness,
 			Lock:  lock,
 			Message: fmt.Sprintf("lock %q: process %d starved: it requested the lock from %s (line %d) until %s, %s, and was never granted it, while other processes were granted it %d times",
 				lock, proc, fmtNS(st.firstTime), st.firstLine+1, until, fmtNS(st.lastEnd-st.firstTime), st.lastG-st.firstG),

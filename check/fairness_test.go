@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 func TestFairness(t *testing.T) {
@@ -20,11 +21,11 @@ func TestFairness(t *testing.T) {
 		return append(evs, outcome...)
 	}
 	short := Options{StarvationMin: time.Second * 1, StarvationGrants: 3}
-	runCases(t, Fairness, CheckFairness, []checkCase{
+	runCases(t, verdict.Fairness, CheckFairness, []checkCase{
 		{
 			name:    "no acquires",
 			events:  []history.Event{final(1, 0)},
-			verdict: Pass,
+			verdict: verdict.Pass,
 			note:    "no acquire operations",
 		},
 		{
@@ -35,7 +36,7 @@ func TestFairness(t *testing.T) {
 				ev(6, 1, ok, acq, 11), ev(7, 1, inv, rel, 0),
 				ev(8, 2, ok, acq, 12), ev(9, 2, inv, rel, 0),
 			},
-			verdict: Pass,
+			verdict: verdict.Pass,
 			metrics: map[string]float64{
 				"requests": 3, "grants": 3, "clients": 3, "inversions": 0, "max_bypass": 0, "jain_index": 1,
 				"max_wait_ms": 5e-6, "p99_wait_ms": 5e-6, "p50_wait_ms": 4e-6, "mean_wait_ms": 4e-6, "starved_clients": 0,
@@ -49,7 +50,7 @@ func TestFairness(t *testing.T) {
 				ev(6, 1, ok, acq, 11), ev(7, 1, inv, rel, 0),
 				ev(8, 0, ok, acq, 12), ev(9, 0, inv, rel, 0),
 			},
-			verdict: Pass,
+			verdict: verdict.Pass,
 			metrics: map[string]float64{"inversions": 3, "max_bypass": 2, "max_wait_ms": 7e-6},
 		},
 		{
@@ -57,7 +58,7 @@ func TestFairness(t *testing.T) {
 			events: []history.Event{
 				ev(1, 0, inv, acq, 0), ev(2, 1, inv, acq, 0), ev(3, 1, ok, acq, 10), ev(4, 0, fail, acq, 0),
 			},
-			verdict: Pass,
+			verdict: verdict.Pass,
 			metrics: map[string]float64{"inversions": 1, "max_bypass": 1, "requests": 2, "grants": 1},
 		},
 		{
@@ -65,7 +66,7 @@ func TestFairness(t *testing.T) {
 			events: []history.Event{
 				ev(1, 0, inv, acq, 0), ev(2, 1, ok, acq, 10), ev(3, 1, inv, rel, 0), ev(4, 2, ok, acq, 11),
 			},
-			verdict: Pass,
+			verdict: verdict.Pass,
 			metrics: map[string]float64{"inversions": 2, "max_bypass": 2, "requests": 3, "grants": 2, "clients": 3, "jain_index": 2.0 * 2.0 / (3 * 2)},
 		},
 		{
@@ -74,16 +75,16 @@ func TestFairness(t *testing.T) {
 				ev(1, 0, ok, acq, 10), ev(2, 0, inv, rel, 0), ev(3, 0, ok, acq, 11), ev(4, 0, inv, rel, 0),
 				ev(5, 0, ok, acq, 12), ev(6, 0, inv, rel, 0), ev(7, 1, ok, acq, 13), ev(8, 1, inv, rel, 0),
 			},
-			verdict: Pass,
+			verdict: verdict.Pass,
 			metrics: map[string]float64{"jain_index": 0.8, "grants": 4, "clients": 2},
 		},
 		{
 			name:    "starved: never granted while others were",
 			opts:    short,
 			events:  starve(ev(sec(2), 1, fail, acq, 0)),
-			verdict: Fail,
+			verdict: verdict.Fail,
 			want: []Violation{{
-				Check: Fairness,
+				Check: verdict.Fairness,
 				Lock:  "l",
 				Message: `lock "l": process 1 starved: it requested the lock from 0s (line 1) until 2s (line 14), 2s, ` +
 					`and was never granted it, while other processes were granted it 3 times`,
@@ -95,9 +96,9 @@ func TestFairness(t *testing.T) {
 			name:    "starved: still waiting at the end",
 			opts:    short,
 			events:  starve(final(sec(3), 0)),
-			verdict: Fail,
+			verdict: verdict.Fail,
 			want: []Violation{{
-				Check: Fairness,
+				Check: verdict.Fairness,
 				Lock:  "l",
 				Message: `lock "l": process 1 starved: it requested the lock from 0s (line 1) until the end of the history, 3s, ` +
 					`and was never granted it, while other processes were granted it 3 times`,
@@ -108,36 +109,36 @@ func TestFairness(t *testing.T) {
 			name:    "not starved: an acquire of unknown outcome may have held",
 			opts:    short,
 			events:  starve(ev(sec(2), 1, info, acq, 0)),
-			verdict: Pass,
+			verdict: verdict.Pass,
 		},
 		{
 			name:    "not starved: crashed",
 			opts:    short,
 			events:  starve(proc(sec(2), 1, info, history.FCrash)),
-			verdict: Pass,
+			verdict: verdict.Pass,
 		},
 		{
 			name:    "not starved: span too short",
 			opts:    Options{StarvationMin: time.Second * 3, StarvationGrants: 3},
 			events:  starve(ev(sec(2), 1, fail, acq, 0)),
-			verdict: Pass,
+			verdict: verdict.Pass,
 		},
 		{
 			name:    "not starved: too few grants to others",
 			opts:    Options{StarvationMin: time.Second * 1, StarvationGrants: 4},
 			events:  starve(ev(sec(2), 1, fail, acq, 0)),
-			verdict: Pass,
+			verdict: verdict.Pass,
 		},
 		{
 			name:    "not starved by default under 11s",
 			events:  starve(ev(sec(2), 1, fail, acq, 0)),
-			verdict: Pass,
+			verdict: verdict.Pass,
 		},
 		{
 			name:    "starvation off",
 			opts:    Options{StarvationMin: -1, StarvationGrants: 1},
 			events:  starve(ev(sec(2), 1, fail, acq, 0)),
-			verdict: Pass,
+			verdict: verdict.Pass,
 		},
 	})
 }

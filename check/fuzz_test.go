@@ -8,27 +8,28 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // checkInvariants holds for every report, whatever the input.
 func checkInvariants(t *testing.T, evs []history.Event, opts Options, r Report) {
 	t.Helper()
 	o := opts.WithDefaults()
-	vs := make([]Verdict, 0, len(CheckNames))
-	for _, n := range CheckNames {
+	vs := make([]verdict.Verdict, 0, len(verdict.CheckNames))
+	for _, n := range verdict.CheckNames {
 		c, ok := r.Checks[n]
 		if !ok {
 			t.Fatalf("check %q missing", n)
 		}
 		switch c.Verdict {
-		case Pass, Unknown, Fail:
+		case verdict.Pass, verdict.Unknown, verdict.Fail:
 		default:
 			t.Fatalf("%s: verdict %q", n, c.Verdict)
 		}
 		if c.Count < len(c.Violations) || len(c.Violations) > o.MaxViolations {
 			t.Fatalf("%s: count %d, %d listed (max %d)", n, c.Count, len(c.Violations), o.MaxViolations)
 		}
-		if (c.Count > 0) != (c.Verdict == Fail) {
+		if (c.Count > 0) != (c.Verdict == verdict.Fail) {
 			t.Fatalf("%s: count %d with verdict %s", n, c.Count, c.Verdict)
 		}
 		for _, v := range c.Violations {
@@ -43,7 +44,7 @@ func checkInvariants(t *testing.T, evs []history.Event, opts Options, r Report) 
 		}
 		vs = append(vs, c.Verdict)
 	}
-	if r.Verdict != Worst(vs...) {
+	if r.Verdict != verdict.Worst(vs...) {
 		t.Fatalf("report verdict %s, checks %v", r.Verdict, vs)
 	}
 	if _, err := json.Marshal(r); err != nil {

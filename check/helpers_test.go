@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // Terse builders for literal histories; every client event is on lock "l".
@@ -57,7 +58,7 @@ type checkCase struct {
 	name    string
 	opts    Options
 	events  []history.Event
-	verdict Verdict
+	verdict verdict.Verdict
 	// want are the exact violations, in order.
 	want []Violation
 	// metrics that must have exactly these values (others are not checked).

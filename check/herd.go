@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // CheckHerd measures the thundering herd from the history: wakeups (every
@@ -22,7 +23,7 @@ func CheckHerd(events []history.Event, opts Options) Result {
 }
 
 func (p *prepared) herd(Options) Result {
-	res := Result{Verdict: Pass}
+	res := Result{Verdict: verdict.Pass}
 	grantsL := make([]int, len(p.locks))
 	wakeups := make([]int, len(p.procs))
 	rpcs := make([]int64, len(p.procs))

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 func rpcs(t int64, p int, n int64) history.Event {
@@ -26,17 +27,17 @@ func TestHerd(t *testing.T) {
 		}
 		return append(evs, ev(7, 2, ok, acq, 12), ev(8, 2, inv, rel, 0))
 	}
-	runCases(t, Herd, CheckHerd, []checkCase{
+	runCases(t, verdict.Herd, CheckHerd, []checkCase{
 		{
 			name:    "one wake-up per handoff",
 			events:  append(turns([2][]int{{1}, {2}}), rpcs(9, 0, 10), rpcs(9, 1, 20), rpcs(9, 2, 30)),
-			verdict: Pass,
+			verdict: verdict.Pass,
 			metrics: map[string]float64{"grants": 3, "handoffs": 2, "wakeups": 2, "wakeups_per_handoff": 1, "rpcs": 60, "rpcs_per_acquire": 20, "rpcs_per_handoff": 30},
 		},
 		{
 			name:    "every waiter wakes",
 			events:  turns([2][]int{{1, 2, 3}, {2, 3, 4}}),
-			verdict: Pass,
+			verdict: verdict.Pass,
 			note:    "no rpcs events",
 			metrics: map[string]float64{"wakeups": 6, "wakeups_per_handoff": 3},
 			absent:  []string{"rpcs", "rpcs_per_acquire", "rpcs_per_handoff"},
@@ -44,7 +45,7 @@ func TestHerd(t *testing.T) {
 		{
 			name:    "nothing recorded",
 			events:  []history.Event{ev(1, 0, ok, acq, 10)},
-			verdict: Pass,
+			verdict: verdict.Pass,
 			note:    "no wakeup events; no rpcs events",
 			metrics: map[string]float64{"grants": 1, "handoffs": 0, "wakeups": 0},
 			absent:  []string{"wakeups_per_handoff"},
@@ -52,7 +53,7 @@ func TestHerd(t *testing.T) {
 		{
 			name:    "a process's last rpcs report counts",
 			events:  []history.Event{ev(1, 0, ok, acq, 10), rpcs(2, 0, 5), rpcs(3, 0, 8)},
-			verdict: Pass,
+			verdict: verdict.Pass,
 			metrics: map[string]float64{"rpcs": 8, "rpcs_per_acquire": 8},
 			absent:  []string{"rpcs_per_handoff"},
 		},
@@ -68,29 +69,29 @@ func TestCheckComposes(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		events []history.Event
-		want   Verdict
+		want   verdict.Verdict
 	}{
-		{"clean", []history.Event{ev(0, 0, inv, acq, 0), ev(1, 0, ok, acq, 10), ev(2, 0, inv, rel, 0)}, Pass},
-		{"unknown resource", []history.Event{ev(1, 0, ok, acq, 10), w(2, 0, inv, 10, 1), w(3, 0, ok, 0, 0)}, Unknown},
-		{"fail beats unknown", []history.Event{ev(1, 0, ok, acq, 10), ev(2, 1, ok, acq, 11), w(3, 0, inv, 10, 1), w(4, 0, ok, 0, 0)}, Fail},
+		{"clean", []history.Event{ev(0, 0, inv, acq, 0), ev(1, 0, ok, acq, 10), ev(2, 0, inv, rel, 0)}, verdict.Pass},
+		{"unknown resource", []history.Event{ev(1, 0, ok, acq, 10), w(2, 0, inv, 10, 1), w(3, 0, ok, 0, 0)}, verdict.Unknown},
+		{"fail beats unknown", []history.Event{ev(1, 0, ok, acq, 10), ev(2, 1, ok, acq, 11), w(3, 0, inv, 10, 1), w(4, 0, ok, 0, 0)}, verdict.Fail},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := Check(tc.events, Options{})
 			if r.Verdict != tc.want {
 				t.Errorf("verdict = %s, want %s: %+v", r.Verdict, tc.want, r.Checks)
 			}
-			if len(r.Checks) != len(CheckNames) {
-				t.Errorf("%d checks, want %d", len(r.Checks), len(CheckNames))
+			if len(r.Checks) != len(verdict.CheckNames) {
+				t.Errorf("%d checks, want %d", len(r.Checks), len(verdict.CheckNames))
 			}
-			var vs []Verdict
-			for _, n := range CheckNames {
+			var vs []verdict.Verdict
+			for _, n := range verdict.CheckNames {
 				c, ok := r.Checks[n]
 				if !ok {
 					t.Errorf("check %q missing", n)
 				}
 				vs = append(vs, c.Verdict)
 			}
-			if Worst(vs...) != r.Verdict {
+			if verdict.Worst(vs...) != r.Verdict {
 				t.Errorf("report verdict %s is not the worst of %v", r.Verdict, vs)
 			}
 		})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // CheckLiveness finds stalls: stretches during which a lock was free, at
@@ -60,7 +61,7 @@ type delta struct {
 }
 
 func (p *prepared) liveness(opts Options) Result {
-	res := Result{Verdict: Pass}
+	res := Result{Verdict: verdict.Pass}
 	bound := int64(opts.LivenessBound)
 	locks := make([]liveLock, len(p.locks))
 	for l := range locks {
@@ -306,7 +307,7 @@ func (p *prepared) stallViolation(l int32, lk *liveLock, slots []liveSlot, remov
 		ls = append(ls, int(w.waitLine)+1)
 	}
 	msg += fmt.Sprintf(", with no fault active; the bound is %s", bound)
-	return Violation{Check: Liveness, Lock: name, Message: msg, Lines: lines(ls...)}
+	return Violation{Check: verdict.Liveness, Lock: name, Message: msg, Lines: lines(ls...)}
 }
 
 func plural(n int, one, many string) string {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 func TestLiveness(t *testing.T) {
@@ -19,44 +20,44 @@ func TestLiveness(t *testing.T) {
 		return append(append([]history.Event(nil), held...), more...)
 	}
 	stall := Violation{
-		Check: Liveness,
+		Check: verdict.Liveness,
 		Lock:  "l",
 		Message: `lock "l" was free for 6.999s, from 1.001s (line 5) to 8s (line 6), while process 1 waited ` +
 			`(process 1 since 500ms, line 3), with no fault active; the bound is 5.5s`,
 		Lines: []int{3, 5, 6},
 	}
-	runCases(t, Liveness, CheckLiveness, []checkCase{
+	runCases(t, verdict.Liveness, CheckLiveness, []checkCase{
 		{
 			name:    "prompt handoff",
 			events:  with(ev(sec(1)+msec(3), 1, ok, acq, 11)),
-			verdict: Pass,
+			verdict: verdict.Pass,
 			metrics: map[string]float64{"stalls": 0, "max_stall_ms": 2, "bound_ms": 5500},
 		},
 		{
 			name:    "free and waited for 7s",
 			events:  with(ev(sec(8), 1, ok, acq, 11)),
-			verdict: Fail,
+			verdict: verdict.Fail,
 			want:    []Violation{stall},
 			metrics: map[string]float64{"stalls": 1, "max_stall_ms": 6999},
 		},
 		{
 			name:    "a fault splits the stretch",
 			events:  with(fault(sec(2), inv), fault(sec(4), ok), ev(sec(8), 1, ok, acq, 11)),
-			verdict: Pass,
+			verdict: verdict.Pass,
 			metrics: map[string]float64{"stalls": 0, "max_stall_ms": 4000},
 		},
 		{
 			name:    "a fault that never ends lasts to the end",
 			events:  with(fault(sec(2), inv), ev(sec(8), 1, ok, acq, 11)),
-			verdict: Pass,
+			verdict: verdict.Pass,
 			metrics: map[string]float64{"max_stall_ms": 999},
 		},
 		{
 			name:    "a fault ended by info",
 			events:  with(fault(sec(2), inv), fault(sec(2)+msec(100), info), ev(sec(8), 1, ok, acq, 11)),
-			verdict: Fail,
+			verdict: verdict.Fail,
 			want: []Violation{{
-				Check: Liveness,
+				Check: verdict.Liveness,
 				Lock:  "l",
 				Message: `lock "l" was free for 5.9s, from 2.1s (line 7) to 8s (line 8), while process 1 waited ` +
 					`(process 1 since 500ms, line 3), with no fault active; the bound is 5.5s`,
@@ -66,15 +67,15 @@ func TestLiveness(t *testing.T) {
 		{
 			name:    "a pause counts as a fault",
 			events:  with(proc(sec(2), 1, info, history.FPause), proc(sec(7), 1, info, history.FResume), ev(sec(8), 1, ok, acq, 11)),
-			verdict: Pass,
+			verdict: verdict.Pass,
 			metrics: map[string]float64{"max_stall_ms": 1000},
 		},
 		{
 			name:    "still waiting at the end of the history",
 			events:  with(final(sec(10), 0)),
-			verdict: Fail,
+			verdict: verdict.Fail,
 			want: []Violation{{
-				Check: Liveness,
+				Check: verdict.Liveness,
 				Lock:  "l",
 				Message: `lock "l" was free for 8.999s, from 1.001s (line 5) to the end of the history, while process 1 waited ` +
 					`(process 1 since 500ms, line 3), with no fault active; the bound is 5.5s`,
@@ -84,14 +85,14 @@ func TestLiveness(t *testing.T) {
 		{
 			name:    "the waiter gives up: the stretch ends",
 			events:  with(ev(sec(3), 1, fail, acq, 0), final(sec(10), 0)),
-			verdict: Pass,
+			verdict: verdict.Pass,
 			metrics: map[string]float64{"max_stall_ms": 1999},
 		},
 		{
 			name: "an acquire of unknown outcome may hold the lock",
 			events: with(ev(sec(1)+msec(500), 2, inv, acq, 0), ev(sec(2), 2, info, acq, 0),
 				ev(sec(7), 2, inv, rel, 0), ev(sec(8), 1, ok, acq, 11)),
-			verdict: Pass,
+			verdict: verdict.Pass,
 			note:    "1 acquires of unknown outcome count as holding their lock",
 			metrics: map[string]float64{"max_stall_ms": 1000},
 		},
@@ -101,7 +102,7 @@ func TestLiveness(t *testing.T) {
 				ev(0, 0, ok, acq, 10), ev(msec(500), 1, inv, acq, 0),
 				ev(sec(1), 0, inv, rel, 0), ev(sec(9), 0, ok, rel, 0), ev(sec(9)+msec(1), 1, ok, acq, 11),
 			},
-			verdict: Pass,
+			verdict: verdict.Pass,
 			metrics: map[string]float64{"max_stall_ms": 1},
 		},
 		{
@@ -110,7 +111,7 @@ func TestLiveness(t *testing.T) {
 				ev(0, 0, ok, acq, 10), ev(msec(500), 1, inv, acq, 0),
 				proc(sec(1), 0, info, history.FCrash), ev(sec(6), 1, ok, acq, 11),
 			},
-			verdict: Pass,
+			verdict: verdict.Pass,
 			metrics: map[string]float64{"max_stall_ms": 5000},
 		},
 		{
@@ -120,9 +121,9 @@ func TestLiveness(t *testing.T) {
 				ev(0, 0, ok, acq, 10), ev(msec(500), 1, inv, acq, 0),
 				proc(sec(1), 0, info, history.FCrash), ev(sec(6), 1, ok, acq, 11),
 			},
-			verdict: Fail,
+			verdict: verdict.Fail,
 			want: []Violation{{
-				Check: Liveness,
+				Check: verdict.Liveness,
 				Lock:  "l",
 				Message: `lock "l" was free for 5s, from 1s (line 3) to 6s (line 4), while process 1 waited ` +
 					`(process 1 since 500ms, line 2), with no fault active; the bound is 4s`,
@@ -134,7 +135,7 @@ func TestLiveness(t *testing.T) {
 			name:    "stall violations off",
 			opts:    Options{LivenessBound: -1},
 			events:  with(ev(sec(8), 1, ok, acq, 11)),
-			verdict: Pass,
+			verdict: verdict.Pass,
 			metrics: map[string]float64{"stalls": 0, "max_stall_ms": 6999},
 			absent:  []string{"bound_ms"},
 		},
@@ -146,9 +147,9 @@ func TestLiveness(t *testing.T) {
 				{Time: sec(9), Process: 3, Type: inv, F: rel, Lock: "m"},
 				ev(sec(9), 2, ok, acq, 11),
 			},
-			verdict: Fail,
+			verdict: verdict.Fail,
 			want: []Violation{{
-				Check: Liveness,
+				Check: verdict.Liveness,
 				Lock:  "l",
 				Message: `lock "l" was free for 8.9s, from 100ms (line 2) to 9s (line 5), while processes 1, 2 waited ` +
 					`(process 1 since 100ms, line 2), with no fault active; the bound is 5.5s`,

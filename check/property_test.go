@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // randomConfig draws a small random sequential schedule.
@@ -36,7 +37,7 @@ func TestPropertySequentialIsClean(t *testing.T) {
 		cfg := randomConfig(rng, "")
 		evs, _ := genHistory(rng, cfg)
 		r := Check(evs, Options{})
-		if r.Verdict != Pass {
+		if r.Verdict != verdict.Pass {
 			t.Fatalf("seed %d (%+v): verdict %s: %+v", seed, cfg, r.Verdict, r.Checks)
 		}
 	}
@@ -49,9 +50,9 @@ func TestPropertyInjectedFaultIsCaught(t *testing.T) {
 		inject, check string
 		line          bool // the injected line is among the violation's lines
 	}{
-		{"overlap", Exclusion, true},
-		{"lost", Resource, false},
-		{"token", Fencing, false},
+		{"overlap", verdict.Exclusion, true},
+		{"lost", verdict.Resource, false},
+		{"token", verdict.Fencing, false},
 	} {
 		t.Run(tc.inject, func(t *testing.T) {
 			for seed := range uint64(propertyRuns) {
@@ -62,10 +63,10 @@ func TestPropertyInjectedFaultIsCaught(t *testing.T) {
 					t.Fatalf("seed %d: nothing injected", seed)
 				}
 				r := Check(evs, Options{})
-				for _, n := range CheckNames {
-					want := Pass
+				for _, n := range verdict.CheckNames {
+					want := verdict.Pass
 					if n == tc.check {
-						want = Fail
+						want = verdict.Fail
 					}
 					if got := r.Checks[n].Verdict; got != want {
 						t.Fatalf("seed %d (%+v), injected at line %d: %s = %s, want %s: %+v", seed, cfg, line, n, got, want, r.Checks[n])
@@ -96,7 +97,7 @@ func TestPropertyLineOrderIrrelevant(t *testing.T) {
 		shuffled := slices.Clone(evs)
 		rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 		a, b := Check(evs, Options{}), Check(shuffled, Options{})
-		for _, n := range CheckNames {
+		for _, n := range verdict.CheckNames {
 			if a.Checks[n].Verdict != b.Checks[n].Verdict || a.Checks[n].Count != b.Checks[n].Count ||
 				!reflect.DeepEqual(a.Checks[n].Metrics, b.Checks[n].Metrics) {
 				t.Fatalf("seed %d: %s differs after shuffling:\n%+v\n%+v", seed, n, a.Checks[n], b.Checks[n])

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // The counter workloads (DESIGN.md §4), as the checker reads them: inside
@@ -92,7 +93,7 @@ func (p *prepared) scanWrites(opts Options) *writeScan {
 		accepted:   make([]int, nl),
 		acceptedAt: make([][]int32, nl),
 		finals:     make([]int32, nl),
-		fencing:    Result{Verdict: Pass},
+		fencing:    Result{Verdict: verdict.Pass},
 	}
 	for l := range w.finals {
 		w.finals[l] = -1
@@ -236,7 +237,7 @@ func (p *prepared) fencingViolation(i, inv int, tok int64, l int32, pw pendingWr
 		ls = append(ls, int(pw.acc.at)+1)
 	}
 	return Violation{
-		Check:   Fencing,
+		Check:   verdict.Fencing,
 		Lock:    p.locks[l],
 		Message: fmt.Sprintf("lock %q: %s, but %s", p.locks[l], what, strings.Join(why, "; and ")),
 		Lines:   lines(ls...),
@@ -263,8 +264,8 @@ func (p *prepared) fencing(opts Options) Result {
 		acc += a
 	}
 	res.finish()
-	if res.Verdict == Pass && acc > 0 && w.tokened == 0 {
-		res.Verdict = Unknown
+	if res.Verdict == verdict.Pass && acc > 0 && w.tokened == 0 {
+		res.Verdict = verdict.Unknown
 		res.Note = "no accepted write carries a token"
 	} else if acc > w.tokened {
 		res.Note = fmt.Sprintf("%d accepted writes carry no token and were not checked", acc-w.tokened)
@@ -283,7 +284,7 @@ func (p *prepared) fencing(opts Options) Result {
 
 func (p *prepared) resource(opts Options) Result {
 	w := p.writes(opts)
-	res := Result{Verdict: Pass}
+	res := Result{Verdict: verdict.Pass}
 	if !w.resourceOps {
 		res.Note = noResourceOps
 		return res
@@ -346,7 +347,7 @@ func (p *prepared) resource(opts Options) Result {
 			msg += "; accepted writes of the same value: " + strings.Join(ds, ", ")
 		}
 		lk := p.locks[l]
-		res.add(Violation{Check: Resource, Lock: lk, Message: msg, Lines: lines(ls...)}, opts.MaxViolations)
+		res.add(Violation{Check: verdict.Resource, Lock: lk, Message: msg, Lines: lines(ls...)}, opts.MaxViolations)
 	}
 	if nFinals != 1 {
 		delete(res.Metrics, "final_value")
@@ -365,10 +366,10 @@ func (p *prepared) resource(opts Options) Result {
 		res.metric("lost_updates", float64(lost))
 	}
 	res.finish()
-	if res.Verdict == Pass && !decided {
-		res.Verdict = Unknown
+	if res.Verdict == verdict.Pass && !decided {
+		res.Verdict = verdict.Unknown
 	}
-	if w.unknown > 0 && res.Verdict == Pass {
+	if w.unknown > 0 && res.Verdict == verdict.Pass {
 		notes = append(notes, fmt.Sprintf("%d writes have an unknown outcome (info)", w.unknown))
 	}
 	res.Note = joinNotes(notes...)

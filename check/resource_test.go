@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 func TestResource(t *testing.T) {
@@ -22,18 +23,18 @@ func TestResource(t *testing.T) {
 		}
 		return out
 	}
-	runCases(t, Resource, CheckResource, []checkCase{
+	runCases(t, verdict.Resource, CheckResource, []checkCase{
 		{
 			name:    "no resource operations",
 			events:  []history.Event{ev(0, 0, inv, acq, 0), ev(1, 0, ok, acq, 10)},
-			verdict: Pass,
+			verdict: verdict.Pass,
 			note:    "no resource operations",
 			absent:  []string{"accepted_writes", "lost_updates"},
 		},
 		{
 			name:    "sequential increments, final read matches",
 			events:  cat(cs(0, 0, 10, 0), cs(10, 1, 11, 1), []history.Event{final(20, 2)}),
-			verdict: Pass,
+			verdict: verdict.Pass,
 			metrics: map[string]float64{"accepted_writes": 2, "final_value": 2, "lost_updates": 0, "rejected_writes": 0, "unknown_writes": 0},
 		},
 		{
@@ -43,9 +44,9 @@ func TestResource(t *testing.T) {
 				[]history.Event{w(4, 0, inv, 10, 1), w(5, 0, ok, 0, 0), w(6, 1, inv, 11, 1), w(7, 1, ok, 0, 0)},
 				[]history.Event{final(20, 1)},
 			),
-			verdict: Fail,
+			verdict: verdict.Fail,
 			want: []Violation{{
-				Check: Resource,
+				Check: verdict.Resource,
 				Lock:  "",
 				Message: `counter: final value 1 (read at 20ns, line 9) is less than the 2 accepted increments: 1 update(s) lost; ` +
 					`accepted writes of the same value: 1 at lines 6 and 8`,
@@ -56,14 +57,14 @@ func TestResource(t *testing.T) {
 		{
 			name:    "accepted writes without a final read are unknown",
 			events:  cs(0, 0, 10, 0),
-			verdict: Unknown,
+			verdict: verdict.Unknown,
 			note:    `no final read (process -1, read ok) of the counter of lock "l"`,
 			absent:  []string{"lost_updates", "final_value"},
 		},
 		{
 			name:    "a final read that is not an integer is unknown",
 			events:  cat(cs(0, 0, 10, 0), []history.Event{{Time: 9, Process: -1, Type: ok, F: rd, Value: []byte(`"x"`)}}),
-			verdict: Unknown,
+			verdict: verdict.Unknown,
 			note:    `final read of the counter (line 7) is not an integer`,
 		},
 		{
@@ -71,7 +72,7 @@ func TestResource(t *testing.T) {
 			events: cat(cs(0, 0, 10, 0),
 				[]history.Event{ev(10, 1, ok, acq, 11), r(11, 1, ok, 1), w(12, 1, inv, 11, 2), w(13, 1, info, 0, 0)},
 				[]history.Event{final(20, 1)}),
-			verdict: Pass,
+			verdict: verdict.Pass,
 			note:    "1 writes have an unknown outcome (info)",
 			metrics: map[string]float64{"accepted_writes": 1, "unknown_writes": 1, "lost_updates": 0},
 		},
@@ -80,7 +81,7 @@ func TestResource(t *testing.T) {
 			events: cat(cs(0, 0, 10, 0),
 				[]history.Event{w(10, 0, inv, 10, 2), {Time: 11, Process: 0, Type: fail, F: wr, Lock: "l", Error: "stale token"}},
 				[]history.Event{final(20, 1)}),
-			verdict: Pass,
+			verdict: verdict.Pass,
 			metrics: map[string]float64{"accepted_writes": 1, "rejected_writes": 1, "lost_updates": 0},
 		},
 		{
@@ -97,9 +98,9 @@ func TestResource(t *testing.T) {
 				{Time: 9, Process: -1, Type: ok, F: rd, Lock: "a", Value: history.IntValue(1)},
 				{Time: 9, Process: -1, Type: ok, F: rd, Lock: "b", Value: history.IntValue(1)},
 			},
-			verdict: Fail,
+			verdict: verdict.Fail,
 			want: []Violation{{
-				Check:   Resource,
+				Check:   verdict.Resource,
 				Lock:    "b",
 				Message: `counter of lock "b": final value 1 (read at 9ns, line 10) is less than the 2 accepted increments: 1 update(s) lost`,
 				Lines:   []int{10},
@@ -115,7 +116,7 @@ func TestResource(t *testing.T) {
 				{Time: 3, Process: 0, Type: ok, F: wr},
 				{Time: 9, Process: -1, Type: ok, F: rd, Lock: "l", Value: history.IntValue(1)},
 			},
-			verdict: Pass,
+			verdict: verdict.Pass,
 			metrics: map[string]float64{"accepted_writes": 1, "lost_updates": 0, "final_value": 1},
 		},
 	})
@@ -131,11 +132,11 @@ func TestFencing(t *testing.T) {
 			w(msec(7), 0, inv, 10, 1), writeOutcome, // p0 writes with its old token
 		}
 	}
-	runCases(t, Fencing, CheckFencing, []checkCase{
+	runCases(t, verdict.Fencing, CheckFencing, []checkCase{
 		{
 			name:    "no writes",
 			events:  []history.Event{ev(0, 0, ok, acq, 10), r(1, 0, inv, 0), r(2, 0, ok, 0)},
-			verdict: Pass,
+			verdict: verdict.Pass,
 			note:    "no resource operations",
 		},
 		{
@@ -144,15 +145,15 @@ func TestFencing(t *testing.T) {
 				ev(1, 0, ok, acq, 10), w(2, 0, inv, 10, 1), w(3, 0, ok, 0, 0), ev(4, 0, inv, rel, 0),
 				ev(5, 1, ok, acq, 11), w(6, 1, inv, 11, 2), w(7, 1, ok, 0, 0), w(8, 1, inv, 11, 3), w(9, 1, ok, 0, 0),
 			},
-			verdict: Pass,
+			verdict: verdict.Pass,
 			metrics: map[string]float64{"accepted_writes": 3, "tokened_writes": 3, "stale_accepted_writes": 0, "token_regressions": 0},
 		},
 		{
 			name:    "a superseded holder's write accepted",
 			events:  stale(w(msec(8), 0, ok, 0, 0)),
-			verdict: Fail,
+			verdict: verdict.Fail,
 			want: []Violation{{
-				Check: Fencing,
+				Check: verdict.Fencing,
 				Lock:  "l",
 				Message: `lock "l": process 0's write (invoked at 7ms, line 7) of 1 with token 10 was accepted at 8ms (line 8), ` +
 					`but process 1 had been granted the lock with token 11 at 5ms (line 5) before the write was invoked: a stale holder's write`,
@@ -163,13 +164,13 @@ func TestFencing(t *testing.T) {
 		{
 			name:    "a superseded holder's write rejected (counter-fenced)",
 			events:  stale(history.Event{Time: msec(8), Process: 0, Type: fail, F: wr, Lock: "l", Error: "stale token"}),
-			verdict: Pass,
+			verdict: verdict.Pass,
 			metrics: map[string]float64{"stale_accepted_writes": 0, "rejected_stale_writes": 1},
 		},
 		{
 			name:    "a superseded holder's write of unknown outcome",
 			events:  stale(w(msec(8), 0, info, 0, 0)),
-			verdict: Pass,
+			verdict: verdict.Pass,
 			note:    "1 stale writes have an unknown outcome (info)",
 			metrics: map[string]float64{"unknown_stale_writes": 1},
 		},
@@ -180,9 +181,9 @@ func TestFencing(t *testing.T) {
 				w(3, 1, inv, 11, 1), w(4, 1, ok, 0, 0),
 				w(5, 0, inv, 10, 1), w(6, 0, ok, 0, 0),
 			},
-			verdict: Fail,
+			verdict: verdict.Fail,
 			want: []Violation{{
-				Check: Fencing,
+				Check: verdict.Fencing,
 				Lock:  "l",
 				Message: `lock "l": process 0's write (invoked at 5ns, line 5) of 1 with token 10 was accepted at 6ns (line 6), ` +
 					`but process 1 had been granted the lock with token 11 at 2ns (line 2) before the write was invoked: a stale holder's write; ` +
@@ -197,9 +198,9 @@ func TestFencing(t *testing.T) {
 				w(1, 0, inv, 7, 1), w(2, 0, ok, 0, 0),
 				w(3, 1, inv, 5, 2), w(4, 1, ok, 0, 0),
 			},
-			verdict: Fail,
+			verdict: verdict.Fail,
 			want: []Violation{{
-				Check: Fencing,
+				Check: verdict.Fencing,
 				Lock:  "l",
 				Message: `lock "l": process 1's write (invoked at 3ns, line 3) of 2 with token 5 was accepted at 4ns (line 4), ` +
 					`but process 0's write with token 7 had been accepted at 2ns (line 2) before it: accepted tokens decreased`,
@@ -212,12 +213,12 @@ func TestFencing(t *testing.T) {
 			events: []history.Event{
 				w(1, 0, inv, 7, 1), w(2, 1, inv, 5, 2), w(3, 0, ok, 0, 0), w(4, 1, ok, 0, 0),
 			},
-			verdict: Pass,
+			verdict: verdict.Pass,
 		},
 		{
 			name:    "accepted writes without tokens are unknown",
 			events:  []history.Event{ev(1, 0, ok, acq, 0), w(2, 0, inv, 0, 1), w(3, 0, ok, 0, 0)},
-			verdict: Unknown,
+			verdict: verdict.Unknown,
 			note:    "no accepted write carries a token",
 		},
 		{
@@ -225,9 +226,9 @@ func TestFencing(t *testing.T) {
 			events: []history.Event{
 				ev(1, 0, ok, acq, 10), ev(2, 1, ok, acq, 11), ev(3, 0, ok, wr, 10),
 			},
-			verdict: Fail,
+			verdict: verdict.Fail,
 			want: []Violation{{
-				Check: Fencing,
+				Check: verdict.Fencing,
 				Lock:  "l",
 				Message: `lock "l": process 0's write with token 10 was accepted at 3ns (line 3), ` +
 					`but process 1 had been granted the lock with token 11 at 2ns (line 2) before the write was invoked: a stale holder's write`,
@@ -242,7 +243,7 @@ func TestFencing(t *testing.T) {
 				{Time: 3, Process: 1, Type: inv, F: wr, Lock: "b", Token: 10, Value: history.IntValue(1)},
 				{Time: 4, Process: 1, Type: ok, F: wr, Lock: "b"},
 			},
-			verdict: Pass,
+			verdict: verdict.Pass,
 		},
 	})
 }

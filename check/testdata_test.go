@@ -11,23 +11,24 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden.json from the checker's output")
 
 // savedVerdicts is what each saved history must give, check by check (all
 // others pass). The golden files hold the full reports.
-var savedVerdicts = map[string]map[string]Verdict{
+var savedVerdicts = map[string]map[string]verdict.Verdict{
 	// queue-naive takes the lock on its predecessor's delete while an
 	// older holder remains: two overlaps.
-	"queue-naive-overlap": {Exclusion: Fail},
+	"queue-naive-overlap": {verdict.Exclusion: verdict.Fail},
 	// A holder paused past its lease writes with its old token after the
 	// next holder: the plain counter accepts it (stale write, lost update).
-	"counter-pause-stale-write": {Resource: Fail, Fencing: Fail},
+	"counter-pause-stale-write": {verdict.Resource: verdict.Fail, verdict.Fencing: verdict.Fail},
 	// The same run with counter-fenced: the stale write is rejected.
 	"counter-fenced-pause": {},
 	// A waiter misses its predecessor's delete: the lock is free for 8s.
-	"queue-missed-watch-stall": {Liveness: Fail},
+	"queue-missed-watch-stall": {verdict.Liveness: verdict.Fail},
 	// Every waiter wakes on every handoff: figures only.
 	"txn-watch-herd": {},
 	// Only contract fields, written by hand.
@@ -51,10 +52,10 @@ func TestSavedHistories(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := Check(evs, Options{})
-			for _, n := range CheckNames {
+			for _, n := range verdict.CheckNames {
 				v := want[n]
 				if v == "" {
-					v = Pass
+					v = verdict.Pass
 				}
 				if got := r.Checks[n].Verdict; got != v {
 					t.Errorf("%s = %s, want %s: %+v", n, got, v, r.Checks[n])
@@ -117,7 +118,7 @@ func TestHandWrittenContractOnly(t *testing.T) {
 	if !reflect.DeepEqual(ra, rb) {
 		t.Errorf("hand-written %+v\nrecorded %+v", ra, rb)
 	}
-	if ra.Checks[Exclusion].Verdict != Fail || ra.Checks[Fencing].Verdict != Fail || ra.Checks[Resource].Verdict != Pass {
+	if ra.Checks[verdict.Exclusion].Verdict != verdict.Fail || ra.Checks[verdict.Fencing].Verdict != verdict.Fail || ra.Checks[verdict.Resource].Verdict != verdict.Pass {
 		t.Errorf("verdicts: %+v", ra.Checks)
 	}
 }

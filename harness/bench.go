@@ -22,12 +22,13 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/cluster"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
-	"github.com/lockbench/lockbench/scenarios"
+	"github.com/lockbench/lockbench/runner"
+	"github.com/lockbench/lockbench/scenario"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // BenchFile is the benchmark's result, in its folder beside one run folder
@@ -153,14 +154,14 @@ func (s BenchSpec) recordDuration() time.Duration {
 
 // scenario is the contention scenario with the benchmark's clients,
 // duration and hold.
-func (s BenchSpec) scenario(clients int) scenarios.Scenario {
-	sc, err := scenarios.Lookup(BenchScenario)
+func (s BenchSpec) scenario(clients int) scenario.Scenario {
+	sc, err := scenario.Lookup(BenchScenario)
 	if err != nil {
 		panic(err) // built in
 	}
 	sc.Clients = clients
-	sc.Duration = scenarios.Duration(s.Duration)
-	sc.Workload.Hold = scenarios.Duration(s.Hold)
+	sc.Duration = scenario.Duration(s.Duration)
+	sc.Workload.Hold = scenario.Duration(s.Hold)
 	sc.Workload.Think = 0
 	return sc
 }
@@ -251,7 +252,7 @@ type BenchCell struct {
 
 // Recording is the target cell's throughput with the history kept and
 // without. Both are counted the same way, by the clients' grant counter
-// (scenarios.Outcome.Acquisitions) over the run's clock, so the run
+// (runner.Outcome.Acquisitions) over the run's clock, so the run
 // without a history needs none. Runs alternate on off, off on, ...
 type Recording struct {
 	Lock      string         `json:"lock"`
@@ -807,9 +808,9 @@ func recordingRun(ctx context.Context, c *cluster.Cluster, spec BenchSpec, on bo
 		return run
 	}
 	sc := spec.scenario(spec.TargetClients)
-	sc.Duration = scenarios.Duration(spec.recordDuration())
+	sc.Duration = scenario.Duration(spec.recordDuration())
 	cpu0 := processCPU()
-	out, err := scenarios.Run(ctx, scenarios.Config{
+	out, err := runner.Run(ctx, runner.Config{
 		Scenario: sc, Lock: spec.TargetLock, Seed: spec.Seed, Prefix: prefix,
 		Endpoints: c.Endpoints(), Cluster: c, ClientConfig: clientv3.Config{TLS: tlsCfg},
 		KeepAlive: spec.KeepAlive, RPCTimeout: spec.RPCTimeout, SharedConns: spec.SharedConns, NoRecord: !on,
@@ -1084,7 +1085,7 @@ func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 // HasViolations reports whether any cell found a violation.
 func (b *Bench) HasViolations() bool {
 	for _, c := range b.Cells {
-		if c.Violations > 0 || c.Verdict == string(check.Fail) {
+		if c.Violations > 0 || c.Verdict == string(verdict.Fail) {
 			return true
 		}
 	}

@@ -19,7 +19,8 @@ import (
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
-	"github.com/lockbench/lockbench/scenarios"
+	"github.com/lockbench/lockbench/runner"
+	"github.com/lockbench/lockbench/scenario"
 )
 
 // DefaultOut is where run folders go unless --out says otherwise.
@@ -37,13 +38,13 @@ const (
 // RunSpec is one run as the user asked for it, already validated.
 type RunSpec struct {
 	Lock      string
-	Scenario  scenarios.Scenario
+	Scenario  scenario.Scenario
 	Seed      int64
 	KeepAlive locks.KeepAlive
 	// RPCTimeout bounds each unary request of a lock client: 0 means
 	// locks.DefaultRPCTimeout, < 0 none.
 	RPCTimeout time.Duration
-	// SharedConns is scenarios.Config.SharedConns (0: a connection each).
+	// SharedConns is runner.Config.SharedConns (0: a connection each).
 	SharedConns int
 	Cluster     cluster.Options
 	// Out is the parent folder of run folders.
@@ -62,7 +63,7 @@ func (s RunSpec) Validate() error {
 	if err := s.Scenario.Validate(); err != nil {
 		return err
 	}
-	if err := scenarios.CheckSharedConns(s.Scenario, s.SharedConns); err != nil {
+	if err := runner.CheckSharedConns(s.Scenario, s.SharedConns); err != nil {
 		return err
 	}
 	if _, err := (locks.Options{TTL: s.Scenario.TTL(), KeepAlive: s.KeepAlive}).WithDefaults(); err != nil {
@@ -76,11 +77,11 @@ func (s RunSpec) Validate() error {
 
 // Config is config.json: everything needed to understand or repeat a run.
 type Config struct {
-	RunID     string             `json:"run_id"`
-	Lock      string             `json:"lock"`
-	Scenario  scenarios.Scenario `json:"scenario"`
-	Seed      int64              `json:"seed"`
-	KeepAlive locks.KeepAlive    `json:"keepalive"`
+	RunID     string            `json:"run_id"`
+	Lock      string            `json:"lock"`
+	Scenario  scenario.Scenario `json:"scenario"`
+	Seed      int64             `json:"seed"`
+	KeepAlive locks.KeepAlive   `json:"keepalive"`
 	// RPCTimeoutMS is the lock clients' per-request deadline (0: none).
 	RPCTimeoutMS int64 `json:"rpc_timeout_ms"`
 	// SharedConns is how many etcd connections the clients shared (0: one
@@ -203,7 +204,7 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 	if spec.Started != nil {
 		spec.Started(t.endpoints)
 	}
-	out, err := scenarios.Run(ctx, scenarios.Config{
+	out, err := runner.Run(ctx, runner.Config{
 		Scenario: spec.Scenario, Lock: spec.Lock, Seed: spec.Seed, Prefix: cfg.Prefix,
 		Endpoints: t.endpoints, Cluster: t.cluster, ClientConfig: t.client, DialTimeout: t.dial,
 		KeepAlive: spec.KeepAlive, RPCTimeout: spec.RPCTimeout, SharedConns: spec.SharedConns,
@@ -228,7 +229,7 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 // CheckOptions derives the checker's bounds from the scenario and cluster:
 // a stall is a free lock with waiters for longer than a lease TTL plus an
 // election, the longest any correct lock may take to recover.
-func CheckOptions(sc scenarios.Scenario, election time.Duration) check.Options {
+func CheckOptions(sc scenario.Scenario, election time.Duration) check.Options {
 	return check.Options{LivenessBound: sc.TTL() + election}
 }
 

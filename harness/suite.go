@@ -11,11 +11,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/cluster"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
-	"github.com/lockbench/lockbench/scenarios"
+	"github.com/lockbench/lockbench/scenario"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // SuiteFile is the suite's summary, beside its cells' run folders.
@@ -28,7 +28,7 @@ const DefaultQuickDuration = 2 * time.Second
 // SuiteSpec is a matrix of strategies × scenarios × seeds.
 type SuiteSpec struct {
 	Locks     []string
-	Scenarios []scenarios.Scenario
+	Scenarios []scenario.Scenario
 	// Seeds runs every cell with seeds 1..Seeds.
 	Seeds     int
 	KeepAlive locks.KeepAlive
@@ -97,7 +97,7 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 	total := len(spec.Locks) * len(spec.Scenarios) * spec.Seeds
 	for _, sc := range spec.Scenarios {
 		if len(sc.Steps) == 0 && spec.QuickDuration > 0 && sc.Duration.D() > spec.QuickDuration {
-			sc.Duration = scenarios.Duration(spec.QuickDuration)
+			sc.Duration = scenario.Duration(spec.QuickDuration)
 		}
 		for _, lock := range spec.Locks {
 			for seed := int64(1); seed <= int64(spec.Seeds); seed++ {
@@ -158,14 +158,14 @@ func checkLockService(ctx context.Context, c *cluster.Cluster, lock string) (fou
 
 // judge compares a run's verdicts with what its scenario expects of the
 // strategy, check by check.
-func judge(sum report.Summary, expect map[string]check.Verdict) report.Cell {
+func judge(sum report.Summary, expect map[string]verdict.Verdict) report.Cell {
 	cell := report.Cell{Summary: sum, Matches: true, ExpectedChecks: expect}
-	var exp []check.Verdict
+	var exp []verdict.Verdict
 	var diffs []string
 	for _, name := range slices.Sorted(maps.Keys(expect)) {
 		want := expect[name]
 		exp = append(exp, want)
-		got := check.Unknown
+		got := verdict.Unknown
 		if r, ok := sum.Checks[name]; ok {
 			got = r.Verdict
 		}
@@ -179,7 +179,7 @@ func judge(sum report.Summary, expect map[string]check.Verdict) report.Cell {
 		diffs = append(diffs, "interrupted")
 	}
 	if len(exp) > 0 {
-		cell.Expected = check.Worst(exp...)
+		cell.Expected = verdict.Worst(exp...)
 	}
 	cell.Note = strings.Join(diffs, "; ")
 	return cell

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockbench/lockbench/scenarios"
+	"github.com/lockbench/lockbench/scenario"
 )
 
 // TestSuite runs a 2 × 1 × 2 matrix end to end: every cell judged against
@@ -17,14 +17,14 @@ func TestSuite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an etcd cluster")
 	}
-	sc, err := scenarios.Lookup("contention")
+	sc, err := scenario.Lookup("contention")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var seen []string
-	res, err := Suite(ctx, SuiteSpec{Locks: []string{"queue", "rpc"}, Scenarios: []scenarios.Scenario{sc}, Seeds: 2,
+	res, err := Suite(ctx, SuiteSpec{Locks: []string{"queue", "rpc"}, Scenarios: []scenario.Scenario{sc}, Seeds: 2,
 		Out: t.TempDir(), QuickDuration: 300 * time.Millisecond,
 		Progress: func(done, total int, cell string) { seen = append(seen, cell) }})
 	if err != nil {

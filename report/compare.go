@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/lockbench/lockbench/check"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // DefaultThreshold is the relative change past which compare calls a
@@ -128,13 +129,13 @@ func keyed(cells []Summary) ([]string, map[string]Summary) {
 	return keys, m
 }
 
-func rank(v check.Verdict) int {
+func rank(v verdict.Verdict) int {
 	switch v {
-	case check.Pass:
+	case verdict.Pass:
 		return 0
-	case check.Unknown:
+	case verdict.Unknown:
 		return 1
-	case check.Fail:
+	case verdict.Fail:
 		return 2
 	}
 	return 1 // missing or unrecognized: as good as unknown
@@ -142,7 +143,7 @@ func rank(v check.Verdict) int {
 
 func compareCell(key string, b, n Summary, o CompareOptions) []Change {
 	var out []Change
-	verdict := func(what string, bv, nv check.Verdict) {
+	verdict := func(what string, bv, nv verdict.Verdict) {
 		if bv == nv {
 			return
 		}
@@ -209,7 +210,7 @@ func mergeKeys(a, b map[string]check.Result) map[string]check.Result {
 	return m
 }
 
-func verdictString(v check.Verdict) string {
+func verdictString(v verdict.Verdict) string {
 	if v == "" {
 		return "(none)"
 	}

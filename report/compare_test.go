@@ -8,22 +8,23 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/check"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // cmpSummary is a summary with just what compare reads.
-func cmpSummary(lock, scen string, v check.Verdict, tput, acqP50, acqP99, hP50, hP99 float64) Summary {
+func cmpSummary(lock, scen string, v verdict.Verdict, tput, acqP50, acqP99, hP50, hP99 float64) Summary {
 	return Summary{Lock: lock, Scenario: scen, Verdict: v, ThroughputPerS: tput,
 		LatencyMS: map[string]Latency{
 			LatAcquire: {Count: 100, P50: acqP50, P99: acqP99},
 			LatHandoff: {Count: 99, P50: hP50, P99: hP99},
 		},
-		Checks: map[string]check.Result{check.Exclusion: {Verdict: v}}}
+		Checks: map[string]check.Result{verdict.Exclusion: {Verdict: v}}}
 }
 
 func suiteOf(ss ...Summary) Suite { return Suite{Cells: ss} }
 
 func TestCompare(t *testing.T) {
-	base := cmpSummary("queue", "contention", check.Pass, 2000, 1, 10, 0.5, 5)
+	base := cmpSummary("queue", "contention", verdict.Pass, 2000, 1, 10, 0.5, 5)
 	tests := []struct {
 		name      string
 		edit      func(s *Summary)
@@ -34,10 +35,10 @@ func TestCompare(t *testing.T) {
 	}{
 		{name: "identical", edit: func(*Summary) {}},
 		{name: "verdict pass to fail", edit: func(s *Summary) {
-			s.Verdict = check.Fail
-			s.Checks = map[string]check.Result{check.Exclusion: {Verdict: check.Fail, Count: 1}}
+			s.Verdict = verdict.Fail
+			s.Checks = map[string]check.Result{verdict.Exclusion: {Verdict: verdict.Fail, Count: 1}}
 		}, regressed: true, want: "queue/contention: verdict pass → fail REGRESSION"},
-		{name: "verdict pass to unknown", edit: func(s *Summary) { s.Verdict = check.Unknown },
+		{name: "verdict pass to unknown", edit: func(s *Summary) { s.Verdict = verdict.Unknown },
 			regressed: true, want: "verdict pass → unknown REGRESSION"},
 		{name: "acquire p99 doubles", edit: func(s *Summary) { s.LatencyMS[LatAcquire] = Latency{Count: 100, P50: 1, P99: 20} },
 			regressed: true, want: "queue/contention: acquire p99 10.0 ms → 20.0 ms (+100%) REGRESSION"},
@@ -85,10 +86,10 @@ func TestCompare(t *testing.T) {
 }
 
 func TestCompareCheckVerdictUnderFail(t *testing.T) {
-	b := cmpSummary("queue-naive", "pause", check.Fail, 100, 1, 2, 1, 2)
-	b.Checks = map[string]check.Result{check.Exclusion: {Verdict: check.Pass}, check.Fairness: {Verdict: check.Fail}}
+	b := cmpSummary("queue-naive", "pause", verdict.Fail, 100, 1, 2, 1, 2)
+	b.Checks = map[string]check.Result{verdict.Exclusion: {Verdict: verdict.Pass}, verdict.Fairness: {Verdict: verdict.Fail}}
 	n := clone(t, b)
-	n.Checks = map[string]check.Result{check.Exclusion: {Verdict: check.Fail}, check.Fairness: {Verdict: check.Fail}}
+	n.Checks = map[string]check.Result{verdict.Exclusion: {Verdict: verdict.Fail}, verdict.Fairness: {Verdict: verdict.Fail}}
 	c := Compare(suiteOf(b), suiteOf(n), CompareOptions{})
 	if !c.Regressed() || c.Changes[0].What != "exclusion verdict" {
 		t.Errorf("a check that worsens under an overall fail is not a regression: %v", c.Changes)
@@ -100,12 +101,12 @@ func TestCompareCheckVerdictUnderFail(t *testing.T) {
 }
 
 func TestCompareSuites(t *testing.T) {
-	q := cmpSummary("queue", "contention", check.Pass, 2000, 1, 10, 0.5, 5)
-	m := cmpSummary("mutex", "contention", check.Pass, 85, 100, 110, 1, 100)
-	x := cmpSummary("txn", "contention", check.Pass, 500, 5, 50, 1, 10)
+	q := cmpSummary("queue", "contention", verdict.Pass, 2000, 1, 10, 0.5, 5)
+	m := cmpSummary("mutex", "contention", verdict.Pass, 85, 100, 110, 1, 100)
+	x := cmpSummary("txn", "contention", verdict.Pass, 500, 5, 50, 1, 10)
 	m2 := clone(t, m)
 	m2.LatencyMS[LatAcquire] = Latency{Count: 100, P50: 200, P99: 220}
-	y := cmpSummary("rpc", "contention", check.Pass, 300, 3, 30, 1, 10)
+	y := cmpSummary("rpc", "contention", verdict.Pass, 300, 3, 30, 1, 10)
 	c := Compare(suiteOf(q, m, x), suiteOf(m2, q, y), CompareOptions{})
 	if c.Cells != 2 || !c.Regressed() {
 		t.Fatalf("cells %d regressed %v: %v", c.Cells, c.Regressed(), c.Changes)
@@ -138,7 +139,7 @@ func TestCompareSuites(t *testing.T) {
 }
 
 func TestParseSuite(t *testing.T) {
-	sum, _ := json.Marshal(cmpSummary("queue", "contention", check.Pass, 1, 1, 1, 1, 1))
+	sum, _ := json.Marshal(cmpSummary("queue", "contention", verdict.Pass, 1, 1, 1, 1, 1))
 	suite := []byte(`{"cells":[` + string(sum) + `,` + string(sum) + `]}`)
 	tests := []struct {
 		name  string

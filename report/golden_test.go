@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/check"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files (and the sample run folder) in testdata/")
@@ -37,15 +38,15 @@ func golden(t *testing.T, name string, got []byte) {
 // fixedReport is a check report that does not depend on the checker, so
 // that the golden tables change only when report does.
 func fixedReport() check.Report {
-	return check.Report{Verdict: check.Fail, Checks: map[string]check.Result{
-		check.Exclusion: {Verdict: check.Fail, Count: 1, Metrics: map[string]float64{"holds": 41, "overlaps": 1},
-			Violations: []check.Violation{{Check: check.Exclusion, Lock: "l",
+	return check.Report{Verdict: verdict.Fail, Checks: map[string]check.Result{
+		verdict.Exclusion: {Verdict: verdict.Fail, Count: 1, Metrics: map[string]float64{"holds": 41, "overlaps": 1},
+			Violations: []check.Violation{{Check: verdict.Exclusion, Lock: "l",
 				Message: `lock "l" held by two processes at once: process 4 and process 5`,
 				Holders: []check.Holder{{Process: 4, From: 1, To: 3, Token: 120, FromLine: 2, ToLine: 4}, {Process: 5, From: 2, To: 5, Token: 121, FromLine: 3, ToLine: 6}},
 				Lines:   []int{2, 3}}}},
-		check.Fairness: {Verdict: check.Pass, Metrics: map[string]float64{"jain_index": 0.995}},
-		check.Liveness: {Verdict: check.Unknown, Note: "the history ends while a process waits and a fault is active, so a stall cannot be ruled out"},
-		check.Herd:     {Verdict: check.Pass, Metrics: map[string]float64{"handoffs": 40, "wakeups": 42, "wakeups_per_handoff": 1.05}},
+		verdict.Fairness: {Verdict: verdict.Pass, Metrics: map[string]float64{"jain_index": 0.995}},
+		verdict.Liveness: {Verdict: verdict.Unknown, Note: "the history ends while a process waits and a fault is active, so a stall cannot be ruled out"},
+		verdict.Herd:     {Verdict: verdict.Pass, Metrics: map[string]float64{"handoffs": 40, "wakeups": 42, "wakeups_per_handoff": 1.05}},
 	}}
 }
 
@@ -58,7 +59,7 @@ func goldenSummary() Summary {
 // suiteCells are four cells covering every column's cases.
 func suiteCells() []Cell {
 	base := goldenSummary()
-	cell := func(lock, scen string, v check.Verdict, tput float64, handoff Latency, exp check.Verdict, match bool) Cell {
+	cell := func(lock, scen string, v verdict.Verdict, tput float64, handoff Latency, exp verdict.Verdict, match bool) Cell {
 		s := base
 		s.Lock, s.Scenario, s.Verdict, s.ThroughputPerS = lock, scen, v, tput
 		s.LatencyMS = map[string]Latency{}
@@ -66,16 +67,16 @@ func suiteCells() []Cell {
 			s.LatencyMS[k] = l
 		}
 		s.LatencyMS[LatHandoff] = handoff
-		if v != check.Fail {
+		if v != verdict.Fail {
 			s.ViolationCount, s.Violations = 0, nil
-			s.Checks = map[string]check.Result{check.Herd: base.Checks[check.Herd]}
+			s.Checks = map[string]check.Result{verdict.Herd: base.Checks[verdict.Herd]}
 		}
 		return Cell{Summary: s, Expected: exp, Matches: match, Dir: "runs/" + lock + "-" + scen}
 	}
 	return []Cell{
-		cell("queue", "contention", check.Pass, 2431.04, Latency{Count: 2000, P50: 0.412, P90: 0.9, P99: 1.9, P999: 3.2, Max: 4.5}, check.Pass, true),
-		cell("queue-naive", "contention", check.Fail, 2012.5, Latency{Count: 1800, P50: 0.45, P90: 2.1, P99: 12.25, P999: 30.5, Max: 41}, check.Fail, true),
-		cell("txn-watch", "contention", check.Unknown, 301.7, Latency{Count: 300, P50: 14.5, P90: 70, P99: 150.2, P999: 180, Max: 190}, check.Pass, false),
-		cell("mutex", "leader-kill", check.Pass, 0, Latency{}, "", false),
+		cell("queue", "contention", verdict.Pass, 2431.04, Latency{Count: 2000, P50: 0.412, P90: 0.9, P99: 1.9, P999: 3.2, Max: 4.5}, verdict.Pass, true),
+		cell("queue-naive", "contention", verdict.Fail, 2012.5, Latency{Count: 1800, P50: 0.45, P90: 2.1, P99: 12.25, P999: 30.5, Max: 41}, verdict.Fail, true),
+		cell("txn-watch", "contention", verdict.Unknown, 301.7, Latency{Count: 300, P50: 14.5, P90: 70, P99: 150.2, P999: 180, Max: 190}, verdict.Pass, false),
+		cell("mutex", "leader-kill", verdict.Pass, 0, Latency{}, "", false),
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 //go:embed assets/*
@@ -210,7 +211,7 @@ func latencyRows(s Summary) []latRow {
 
 type checkView struct {
 	Name       string
-	Verdict    check.Verdict
+	Verdict    verdict.Verdict
 	Count      int
 	Note       string
 	Metrics    []kv
@@ -424,7 +425,7 @@ type cellView struct {
 
 type suiteCheck struct {
 	Name     string
-	Verdict  check.Verdict
+	Verdict  verdict.Verdict
 	Count    int
 	Note     string
 	Messages []string

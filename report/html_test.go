@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/net/html"
 
-	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 func parseHTML(t *testing.T, b []byte) *html.Node {
@@ -58,9 +58,9 @@ func byClass(doc *html.Node, c string) []*html.Node {
 // violationPair returns the two processes of the first exclusion violation.
 func violationPair(t *testing.T, s Summary) (int, int) {
 	t.Helper()
-	vs := s.Checks[check.Exclusion].Violations
+	vs := s.Checks[verdict.Exclusion].Violations
 	if len(vs) == 0 || len(vs[0].Holders) != 2 {
-		t.Fatalf("the fixture has no exclusion violation with two holders: %+v", s.Checks[check.Exclusion])
+		t.Fatalf("the fixture has no exclusion violation with two holders: %+v", s.Checks[verdict.Exclusion])
 	}
 	return vs[0].Holders[0].Process, vs[0].Holders[1].Process
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/check"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // TestSampleRunFolder keeps testdata/run-violation, a run folder as the
@@ -26,7 +27,7 @@ func TestSampleRunFolder(t *testing.T) {
 		t.Fatalf("%v (create it with: go test ./report -update)", err)
 	}
 	s := rf.Recheck()
-	if s.Verdict != check.Fail || s.Checks[check.Exclusion].Count == 0 {
+	if s.Verdict != verdict.Fail || s.Checks[verdict.Exclusion].Count == 0 {
 		t.Errorf("the sample run has no exclusion violation: %s", s.Verdict)
 	}
 	if s.Clients != 8 || s.Lock != "queue" || s.RunID == "" {

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/lockbench/lockbench/check"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // Suite is suite.json: the summaries of a suite's cells (strategy ×
@@ -22,10 +22,10 @@ type Cell struct {
 	Summary Summary `json:"summary"`
 	// Expected is the verdict the scenario expects ("" when it expects
 	// nothing).
-	Expected check.Verdict `json:"expected,omitempty"`
+	Expected verdict.Verdict `json:"expected,omitempty"`
 	// ExpectedChecks is the verdict the scenario expects of each check it
 	// asserts; checks not listed are reported but not judged.
-	ExpectedChecks map[string]check.Verdict `json:"expected_checks,omitempty"`
+	ExpectedChecks map[string]verdict.Verdict `json:"expected_checks,omitempty"`
 	// Matches says whether the run met the expectation.
 	Matches bool `json:"matches"`
 	// Dir is the cell's run folder relative to the suite report, for links
@@ -98,7 +98,7 @@ func validSummary(s Summary) error {
 		return fmt.Errorf("%w: empty \"lock\"", ErrNotSummary)
 	}
 	switch s.Verdict {
-	case check.Pass, check.Unknown, check.Fail:
+	case verdict.Pass, verdict.Unknown, verdict.Fail:
 	default:
 		return fmt.Errorf("verdict %q is not one of pass, unknown, fail", s.Verdict)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // Latency names: the keys of Summary.LatencyMS. Every summary has all four.
@@ -118,7 +119,7 @@ type Summary struct {
 	WakeupsPerHandoffs *float64                `json:"wakeups_per_handoff,omitempty"`
 	Violations         []check.Violation       `json:"violations"`
 	Checks             map[string]check.Result `json:"checks"`
-	Verdict            check.Verdict           `json:"verdict"`
+	Verdict            verdict.Verdict         `json:"verdict"`
 	// Interrupted is set when a signal ended the run early; the figures
 	// cover the part that ran.
 	Interrupted bool `json:"interrupted,omitempty"`
@@ -155,7 +156,7 @@ func (s Summary) Metric(checkName, metric string) (float64, bool) {
 // WakeupsPerHandoff is the herd check's figure; ok is false when the run
 // had no handoff.
 func (s Summary) WakeupsPerHandoff() (float64, bool) {
-	return s.Metric(check.Herd, "wakeups_per_handoff")
+	return s.Metric(verdict.Herd, "wakeups_per_handoff")
 }
 
 // Run identifies a run for Summarize; the rest comes from the history.
@@ -289,7 +290,7 @@ func Summarize(run Run, events []history.Event, rep check.Report) Summary {
 	for _, r := range rep.Checks {
 		s.ViolationCount += r.Count
 	}
-	herd := rep.Checks[check.Herd].Metrics
+	herd := rep.Checks[verdict.Herd].Metrics
 	if v, ok := herd["rpcs_per_acquire"]; ok && herd["rpcs"] > 0 {
 		s.RPCsPerAcquire = &v
 	}

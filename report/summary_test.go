@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 func TestSummarizeFixture(t *testing.T) {
@@ -41,7 +42,7 @@ func TestSummarizeFixture(t *testing.T) {
 	if s.Faults != 1 || s.FaultsUnrecovered != 0 {
 		t.Errorf("faults %d unrecovered %d, want 1 0", s.Faults, s.FaultsUnrecovered)
 	}
-	if s.Verdict != check.Fail || s.ViolationCount < 1 || s.TotalViolations() != s.ViolationCount {
+	if s.Verdict != verdict.Fail || s.ViolationCount < 1 || s.TotalViolations() != s.ViolationCount {
 		t.Errorf("verdict %s, violation_count %d: want the known exclusion violation", s.Verdict, s.ViolationCount)
 	}
 	if v, ok := s.WakeupsPerHandoff(); !ok || v != 1 {

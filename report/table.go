@@ -7,10 +7,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/lockbench/lockbench/verdict"
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
-
-	"github.com/lockbench/lockbench/check"
 )
 
 // RunTable prints a run's headline figures (what users compare first),
@@ -87,7 +86,7 @@ func SuiteTable(w io.Writer, cells []Cell) error {
 func runVerdictString(s Summary) string {
 	var not []string
 	for _, n := range checkNames(s.Checks) {
-		if v := s.Checks[n].Verdict; v != check.Pass {
+		if v := s.Checks[n].Verdict; v != verdict.Pass {
 			not = append(not, n)
 		}
 	}
@@ -108,18 +107,18 @@ func expectedString(c Cell) string {
 		return string(c.Expected)
 	}
 	var not []string
-	var vs []check.Verdict
+	var vs []verdict.Verdict
 	for _, n := range checkNames(c.ExpectedChecks) {
 		v := c.ExpectedChecks[n]
 		vs = append(vs, v)
-		if v != check.Pass {
+		if v != verdict.Pass {
 			not = append(not, n)
 		}
 	}
 	if len(not) == 0 {
-		return string(check.Pass)
+		return string(verdict.Pass)
 	}
-	return string(check.Worst(vs...)) + ": " + strings.Join(not, ", ")
+	return string(verdict.Worst(vs...)) + ": " + strings.Join(not, ", ")
 }
 
 func matchString(c Cell) string {
@@ -139,12 +138,12 @@ func wakeupsString(s Summary) string {
 	return "-"
 }
 
-// checkNames lists the checks of a summary: check.CheckNames first, in
+// checkNames lists the checks of a summary: verdict.CheckNames first, in
 // their order, then any others sorted.
 func checkNames[V any](m map[string]V) []string {
 	var out []string
 	seen := map[string]bool{}
-	for _, n := range check.CheckNames {
+	for _, n := range verdict.CheckNames {
 		if _, ok := m[n]; ok {
 			out = append(out, n)
 			seen[n] = true

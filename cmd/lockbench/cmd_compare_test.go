@@ -8,15 +8,16 @@ import (
 
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/verdict"
 )
 
-func compareSummary(v check.Verdict, acqP99 float64) report.Summary {
+func compareSummary(v verdict.Verdict, acqP99 float64) report.Summary {
 	return report.Summary{Lock: "queue", Scenario: "contention", Verdict: v, ThroughputPerS: 2000,
 		LatencyMS: map[string]report.Latency{
 			report.LatAcquire: {Count: 100, P50: 1, P99: acqP99},
 			report.LatHandoff: {Count: 99, P50: 0.5, P99: 5},
 		},
-		Checks: map[string]check.Result{check.Exclusion: {Verdict: v}}}
+		Checks: map[string]check.Result{verdict.Exclusion: {Verdict: v}}}
 }
 
 func writeSummaryFile(t *testing.T, name string, v any) string {
@@ -29,12 +30,12 @@ func writeSummaryFile(t *testing.T, name string, v any) string {
 }
 
 func TestCompareCommand(t *testing.T) {
-	base := writeSummaryFile(t, "base.json", compareSummary(check.Pass, 10))
-	same := writeSummaryFile(t, "same.json", compareSummary(check.Pass, 10))
-	worse := writeSummaryFile(t, "worse.json", compareSummary(check.Fail, 10))
-	slower := writeSummaryFile(t, "slower.json", compareSummary(check.Pass, 20))
-	suite := writeSummaryFile(t, "suite.json", report.Suite{Cells: []report.Summary{compareSummary(check.Pass, 20)}})
-	other := compareSummary(check.Pass, 10)
+	base := writeSummaryFile(t, "base.json", compareSummary(verdict.Pass, 10))
+	same := writeSummaryFile(t, "same.json", compareSummary(verdict.Pass, 10))
+	worse := writeSummaryFile(t, "worse.json", compareSummary(verdict.Fail, 10))
+	slower := writeSummaryFile(t, "slower.json", compareSummary(verdict.Pass, 20))
+	suite := writeSummaryFile(t, "suite.json", report.Suite{Cells: []report.Summary{compareSummary(verdict.Pass, 20)}})
+	other := compareSummary(verdict.Pass, 10)
 	other.Lock = "mutex"
 	otherFile := writeSummaryFile(t, "other.json", other)
 	junk := writeSummaryFile(t, "junk.json", map[string]int{"x": 1})

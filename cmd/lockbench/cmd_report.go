@@ -8,8 +8,8 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 func init() {
@@ -67,7 +67,7 @@ func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) (int,
 			return exitError, err
 		}
 	}
-	if sum.Verdict == check.Fail {
+	if sum.Verdict == verdict.Fail {
 		return exitViolation, nil
 	}
 	return exitPass, nil

@@ -12,7 +12,7 @@ import (
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
-	"github.com/lockbench/lockbench/scenarios"
+	"github.com/lockbench/lockbench/scenario"
 )
 
 func init() { commands["suite"] = cmdSuite }
@@ -20,7 +20,7 @@ func init() { commands["suite"] = cmdSuite }
 func cmdSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs := newFlags("suite", "suite [--locks a,b] [--scenarios x,y] [--seeds N] [flags]", stdout)
 	lockList := fs.String("locks", strings.Join(locks.Names(), ","), "comma-separated lock strategies")
-	scenarioList := fs.String("scenarios", strings.Join(scenarios.Names(), ","), "comma-separated scenarios (built-in names or .yaml paths)")
+	scenarioList := fs.String("scenarios", strings.Join(scenario.Names(), ","), "comma-separated scenarios (built-in names or .yaml paths)")
 	seeds := fs.Int("seeds", 1, "run every cell with seeds 1..N")
 	out := fs.String("out", harness.DefaultOut, "parent folder of the suite folder")
 	quick := fs.Duration("quick-duration", harness.DefaultQuickDuration, "cap on the duration of scenarios without fault steps (0: no cap)")
@@ -48,7 +48,7 @@ func cmdSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		spec.QuickDuration = -1
 	}
 	for _, n := range splitList(*scenarioList) {
-		sc, err := scenarios.Lookup(n)
+		sc, err := scenario.Lookup(n)
 		if err != nil {
 			return 0, usageError{err}
 		}

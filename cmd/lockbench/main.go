@@ -22,7 +22,8 @@ import (
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
-	"github.com/lockbench/lockbench/scenarios"
+	"github.com/lockbench/lockbench/scenario"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // Exit codes, the same for every command.
@@ -170,7 +171,7 @@ func parse(fs *flag.FlagSet, args []string) (help bool, err error) {
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs := newFlags("run", "run --lock NAME --scenario NAME [flags]", stdout)
 	lock := fs.String("lock", "mutex", "lock strategy: "+strings.Join(locks.Names(), ", "))
-	scenario := fs.String("scenario", "contention", "scenario: "+strings.Join(scenarios.Names(), ", "))
+	scenarioName := fs.String("scenario", "contention", "scenario: "+strings.Join(scenario.Names(), ", "))
 	clients := fs.Int("clients", 0, "number of clients, each with its own etcd connection (default: the scenario's)")
 	duration := fs.Duration("duration", 0, "how long clients run, e.g. 10s (default: the scenario's)")
 	hold := fs.Duration("hold", 0, "how long a client holds the lock, e.g. 1ms (default: the scenario's)")
@@ -197,7 +198,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	if err != nil {
 		return 0, usageError{err}
 	}
-	sc, err := scenarios.Lookup(*scenario)
+	sc, err := scenario.Lookup(*scenarioName)
 	if err != nil {
 		return 0, usageError{err}
 	}
@@ -211,16 +212,16 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		if *duration <= 0 {
 			return 0, usageError{fmt.Errorf("--duration %s: must be > 0", *duration)}
 		}
-		sc.Duration = scenarios.Duration(*duration)
+		sc.Duration = scenario.Duration(*duration)
 	}
 	if set["hold"] {
 		if *hold < 0 {
 			return 0, usageError{fmt.Errorf("--hold %s: must be ≥0", *hold)}
 		}
-		sc.Workload.Hold = scenarios.Duration(*hold)
+		sc.Workload.Hold = scenario.Duration(*hold)
 	}
 	if set["lease-ttl"] {
-		sc.LeaseTTL = scenarios.Duration(*ttl)
+		sc.LeaseTTL = scenario.Duration(*ttl)
 	}
 	rpcT, err := rpcTimeoutSpec(*rpcTimeout)
 	if err != nil {
@@ -287,7 +288,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	case res.Summary.Stopped != "":
 		fmt.Fprintf(stderr, "lockbench: run stopped early: %s\n", res.Summary.Stopped)
 		return exitError, nil
-	case res.Summary.Verdict == check.Fail:
+	case res.Summary.Verdict == verdict.Fail:
 		return exitViolation, nil
 	}
 	return exitPass, nil
@@ -324,7 +325,7 @@ func cmdCheck(args []string, stdout io.Writer) (int, error) {
 	} else {
 		printReport(stdout, file, len(events), rep)
 	}
-	if rep.Verdict == check.Fail {
+	if rep.Verdict == verdict.Fail {
 		return exitViolation, nil
 	}
 	return exitPass, nil
@@ -360,8 +361,8 @@ func cmdList(args []string, stdout io.Writer) (int, error) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", name, s.Description, s.Origin)
 	}
 	fmt.Fprintln(tw, "\nSCENARIO\tDESCRIPTION\t")
-	for _, n := range scenarios.Names() {
-		sc, _ := scenarios.Lookup(n)
+	for _, n := range scenario.Names() {
+		sc, _ := scenario.Lookup(n)
 		fmt.Fprintf(tw, "%s\t%s\t\n", sc.Name, sc.Description)
 	}
 	return exitPass, tw.Flush()

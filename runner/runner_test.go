@@ -1,4 +1,4 @@
-package scenarios
+package runner
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"github.com/lockbench/lockbench/cluster"
 	"github.com/lockbench/lockbench/history"
 	_ "github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/scenario"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // TestLeaderKillHandsOverBeforeEtcdGivesUp kills the leader while clients
@@ -22,12 +24,12 @@ import (
 func TestLeaderKillHandsOverBeforeEtcdGivesUp(t *testing.T) {
 	ctx := context.Background()
 	c := startCluster(t)
-	sc, err := Lookup("leader-kill")
+	sc, err := scenario.Lookup("leader-kill")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc.Duration = Duration(5 * time.Second)
-	sc.Steps[0].At = Duration(500 * time.Millisecond)
+	sc.Duration = scenario.Duration(5 * time.Second)
+	sc.Steps[0].At = scenario.Duration(500 * time.Millisecond)
 	for _, lock := range []string{"queue", "mutex"} {
 		t.Run(lock, func(t *testing.T) {
 			out, err := Run(ctx, Config{Scenario: sc, Lock: lock, Seed: 1, Prefix: "/lockbench/test-" + lock + "/",
@@ -70,11 +72,11 @@ func TestLeaderKillHandsOverBeforeEtcdGivesUp(t *testing.T) {
 func TestSharedConns(t *testing.T) {
 	ctx := context.Background()
 	c := startCluster(t)
-	sc, err := Lookup("contention")
+	sc, err := scenario.Lookup("contention")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc.Clients, sc.Duration = 7, Duration(1500*time.Millisecond)
+	sc.Clients, sc.Duration = 7, scenario.Duration(1500*time.Millisecond)
 	out, err := Run(ctx, Config{Scenario: sc, Lock: "queue", Seed: 1, Prefix: "/lockbench/test-shared/",
 		Endpoints: c.Endpoints(), Cluster: c, SharedConns: 3})
 	if err != nil {
@@ -107,7 +109,7 @@ func TestSharedConns(t *testing.T) {
 	if err := CheckSharedConns(sc, 3); err != nil {
 		t.Errorf("contention refused shared connections: %v", err)
 	}
-	wc, _ := Lookup("waiter-crash")
+	wc, _ := scenario.Lookup("waiter-crash")
 	if _, err := Run(ctx, Config{Scenario: wc, Lock: "queue", Endpoints: c.Endpoints(), Cluster: c, SharedConns: 2}); err == nil {
 		t.Error("a client-fault scenario ran on shared connections")
 	}
@@ -130,10 +132,10 @@ func startCluster(t *testing.T) *cluster.Cluster {
 
 // requireExclusion fails the test unless the history passes the exclusion
 // check.
-func requireExclusion(t *testing.T, events []history.Event, sc Scenario, c *cluster.Cluster) {
+func requireExclusion(t *testing.T, events []history.Event, sc scenario.Scenario, c *cluster.Cluster) {
 	t.Helper()
 	rep := check.Check(events, check.Options{LivenessBound: sc.TTL() + c.Election()})
-	if r := rep.Checks[check.Exclusion]; r.Verdict != check.Pass {
+	if r := rep.Checks[verdict.Exclusion]; r.Verdict != verdict.Pass {
 		t.Fatalf("exclusion %s: %+v", r.Verdict, r)
 	}
 }
@@ -143,7 +145,7 @@ func requireExclusion(t *testing.T, events []history.Event, sc Scenario, c *clus
 // fault, the clients carry on, and the lock is granted again.
 func TestCancelWaiters(t *testing.T) {
 	c := startCluster(t)
-	sc, err := Parse("cancel.yaml", strings.NewReader(`
+	sc, err := scenario.Parse("cancel.yaml", strings.NewReader(`
 name: cancel
 clients: 6
 lease_ttl: 2s
@@ -186,8 +188,8 @@ steps:
 		t.Errorf("%d grants after the fault, want ≥ 2", grantsAfter)
 	}
 	rep := check.Check(out.Events, check.Options{LivenessBound: sc.TTL() + c.Election()})
-	for _, name := range []string{check.Exclusion, check.Liveness} {
-		if r := rep.Checks[name]; r.Verdict != check.Pass {
+	for _, name := range []string{verdict.Exclusion, verdict.Liveness} {
+		if r := rep.Checks[name]; r.Verdict != verdict.Pass {
 			t.Errorf("%s %s: %+v", name, r.Verdict, r)
 		}
 	}

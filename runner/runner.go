@@ -1,4 +1,4 @@
-package scenarios
+package runner
 
 import (
 	"cmp"
@@ -24,11 +24,12 @@ import (
 	"github.com/lockbench/lockbench/cluster"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/scenario"
 )
 
 // Config is everything a run needs beyond the scenario itself.
 type Config struct {
-	Scenario Scenario
+	Scenario scenario.Scenario
 	Lock     string
 	Seed     int64
 	// Prefix is the run's key namespace; nothing outside it is touched.
@@ -141,7 +142,7 @@ func Run(ctx context.Context, cfg Config) (out *Outcome, err error) {
 			return nil, err
 		}
 	}
-	if sc.Workload.Kind != WorkloadHold {
+	if sc.Workload.Kind != scenario.WorkloadHold {
 		cctx, cancel := context.WithTimeout(ctx, opTimeout)
 		_, err := admin.Put(cctx, counterKey(cfg.Prefix), "0")
 		cancel()
@@ -176,7 +177,7 @@ func Run(ctx context.Context, cfg Config) (out *Outcome, err error) {
 		r.record(history.Event{Process: c.id, Type: history.OK, F: history.FRPCs, Lock: locks.DefaultName,
 			Value: history.IntValue(r.rpcsOf(c.id))})
 	}
-	if sc.Workload.Kind != WorkloadHold {
+	if sc.Workload.Kind != scenario.WorkloadHold {
 		r.finalRead()
 	}
 	out = &Outcome{
@@ -749,7 +750,7 @@ func (c *client) loop(ctx context.Context, gen int, cli *clientv3.Client, locker
 // criticalSection does the workload's work while holding g. It returns
 // true when the lease was lost (and recorded as such) so there is nothing
 // to release.
-func (c *client) criticalSection(ctx context.Context, gen int, cli *clientv3.Client, g *locks.Grant, w Workload) (lost bool) {
+func (c *client) criticalSection(ctx context.Context, gen int, cli *clientv3.Client, g *locks.Grant, w scenario.Workload) (lost bool) {
 	leaseLost := func() bool {
 		select {
 		case <-g.Lost:
@@ -782,7 +783,7 @@ func (c *client) criticalSection(ctx context.Context, gen int, cli *clientv3.Cli
 		c.checkpoint(context.Background())
 		return false
 	}
-	if w.Kind == WorkloadHold {
+	if w.Kind == scenario.WorkloadHold {
 		if holdFor() {
 			return true
 		}
@@ -811,7 +812,7 @@ func (c *client) criticalSection(ctx context.Context, gen int, cli *clientv3.Cli
 	defer wcancel()
 	nv := history.IntValue(v + 1)
 	c.emit(gen, history.Event{Type: history.Invoke, F: history.FWrite, Value: nv, Token: g.Token})
-	if w.Kind == WorkloadCounterFenced {
+	if w.Kind == scenario.WorkloadCounterFenced {
 		// The resource accepts the write only while the grant's key still
 		// exists at the grant's revision: a stale holder is rejected.
 		tr, err := cli.Txn(wctx).If(clientv3.Compare(clientv3.CreateRevision(g.Key), "=", g.Token)).
@@ -1060,7 +1061,7 @@ type sharedConn struct {
 
 // CheckSharedConns rejects a SharedConns setting the scenario cannot use:
 // Run checks it, and so can a caller before it starts anything.
-func CheckSharedConns(sc Scenario, n int) error {
+func CheckSharedConns(sc scenario.Scenario, n int) error {
 	switch {
 	case n < 0:
 		return fmt.Errorf("shared connections %d: must be ≥ 0 (0: one connection per client)", n)

@@ -1,4 +1,4 @@
-package scenarios
+package scenario
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/chaos"
-	"github.com/lockbench/lockbench/check"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 func TestBuiltinsParse(t *testing.T) {
@@ -33,10 +33,10 @@ func TestBuiltinsParse(t *testing.T) {
 		t.Errorf("herd: %+v", herd)
 	}
 	wc, _ := Lookup("waiter-crash")
-	if got := wc.Expect.For("queue-naive")[check.Exclusion]; got != check.Fail {
+	if got := wc.Expect.For("queue-naive")[verdict.Exclusion]; got != verdict.Fail {
 		t.Errorf("waiter-crash expects queue-naive exclusion %s, want fail", got)
 	}
-	if got := wc.Expect.For("queue")[check.Exclusion]; got != check.Pass {
+	if got := wc.Expect.For("queue")[verdict.Exclusion]; got != verdict.Pass {
 		t.Errorf("waiter-crash expects queue exclusion %s, want pass", got)
 	}
 }

@@ -1,8 +1,7 @@
-// Package scenarios holds what a run does: the scenario (data: clients,
-// workload, duration, fault steps, expectations), the built-in scenarios
-// (embedded YAML), and the runner that drives lock clients against etcd and
-// records the history.
-package scenarios
+// Package scenario is what a run does, as data: clients, workload,
+// duration, fault steps and expectations, read from YAML and validated, and
+// the built-in scenarios (embedded YAML). Package runner executes them.
+package scenario
 
 import (
 	"bytes"
@@ -20,8 +19,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/lockbench/lockbench/chaos"
-	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // Workload kinds.
@@ -123,32 +122,6 @@ func (s *Step) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// Expectations map a strategy name, or "default", to the verdict expected
-// of each check.
-type Expectations map[string]map[string]check.Verdict
-
-// Any in an expectation un-asserts a check for one strategy: its verdict is
-// reported but not judged (a race the scenario cannot pin down).
-const Any check.Verdict = "any"
-
-// For returns the expected verdicts for a strategy: its own entries over
-// the defaults, without the checks it expects Any of.
-func (e Expectations) For(lock string) map[string]check.Verdict {
-	out := map[string]check.Verdict{}
-	for c, v := range e["default"] {
-		out[c] = v
-	}
-	for c, v := range e[lock] {
-		out[c] = v
-	}
-	for c, v := range out {
-		if v == Any {
-			delete(out, c)
-		}
-	}
-	return out
-}
-
 // Scenario is a run described as data, so it can be read, edited and
 // re-run with the same schedule.
 type Scenario struct {
@@ -156,11 +129,11 @@ type Scenario struct {
 	Description string `json:"description" yaml:"description"`
 	Clients     int    `json:"clients" yaml:"clients"`
 	// LeaseTTL is every client's lease TTL (default 5s).
-	LeaseTTL Duration     `json:"lease_ttl,omitempty" yaml:"lease_ttl"`
-	Duration Duration     `json:"duration" yaml:"duration"`
-	Workload Workload     `json:"workload" yaml:"workload"`
-	Steps    []Step       `json:"steps,omitempty" yaml:"steps"`
-	Expect   Expectations `json:"expect,omitempty" yaml:"expect"`
+	LeaseTTL Duration             `json:"lease_ttl,omitempty" yaml:"lease_ttl"`
+	Duration Duration             `json:"duration" yaml:"duration"`
+	Workload Workload             `json:"workload" yaml:"workload"`
+	Steps    []Step               `json:"steps,omitempty" yaml:"steps"`
+	Expect   verdict.Expectations `json:"expect,omitempty" yaml:"expect"`
 	// Source is the file the scenario came from ("builtin:NAME" for ours).
 	Source string `json:"source,omitempty" yaml:"-"`
 }
@@ -210,23 +183,7 @@ func (s Scenario) Validate() error {
 	if _, err := s.ChaosSteps(); err != nil {
 		return err
 	}
-	checks := []string{check.Exclusion, check.Resource, check.Fencing, check.Fairness, check.Liveness, check.Herd}
-	for lock, exp := range s.Expect {
-		if lock != "default" {
-			if _, err := locks.Lookup(lock); err != nil {
-				return fmt.Errorf("%s: expect: %w (or default)", w, err)
-			}
-		}
-		for c, v := range exp {
-			if !contains(checks, c) {
-				return fmt.Errorf("%s: expect.%s: unknown check %q: valid checks are %s", w, lock, c, strings.Join(checks, ", "))
-			}
-			if v != check.Pass && v != check.Fail && v != check.Unknown && v != Any {
-				return fmt.Errorf("%s: expect.%s.%s: verdict %q: valid verdicts are pass, fail, unknown, any", w, lock, c, v)
-			}
-		}
-	}
-	return nil
+	return s.Expect.Validate(w, func(l string) error { _, err := locks.Lookup(l); return err })
 }
 
 // ChaosSteps parses the steps into faults and targets.
@@ -336,9 +293,9 @@ func decodeStrict(n *yaml.Node, v any) error {
 func cleanYAMLError(err error) error {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	msg = strings.ReplaceAll(msg, "unmarshal errors:\n  ", "")
-	msg = strings.ReplaceAll(msg, "in type scenarios.Scenario", "(valid keys: name, description, clients, lease_ttl, duration, workload, steps, expect)")
-	msg = strings.ReplaceAll(msg, "in type scenarios.Workload", "in workload (valid keys: kind, hold, think, stagger)")
-	msg = strings.ReplaceAll(msg, "in type scenarios.plain", "in step (valid keys: at, fault, target, for, delay)")
+	msg = strings.ReplaceAll(msg, "in type scenario.Scenario", "(valid keys: name, description, clients, lease_ttl, duration, workload, steps, expect)")
+	msg = strings.ReplaceAll(msg, "in type scenario.Workload", "in workload (valid keys: kind, hold, think, stagger)")
+	msg = strings.ReplaceAll(msg, "in type scenario.plain", "in step (valid keys: at, fault, target, for, delay)")
 	return errors.New(msg)
 }
 
@@ -377,7 +334,7 @@ var builtins = func() map[string]Scenario {
 	return out
 }()
 
-// Names lists the built-in scenarios.
+// Names lists the built-in scenario.
 func Names() []string {
 	out := make([]string, 0, len(builtins))
 	for n := range builtins {

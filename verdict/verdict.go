@@ -1,0 +1,100 @@
+// Package verdict is the vocabulary that the checker, scenarios and reports
+// share: the names of the checks, their three-valued verdicts, and what a
+// scenario expects of each strategy. It sits below all of them so that a
+// scenario (data) need not import the checker to say what it expects.
+package verdict
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// Verdict is three-valued, as in porcupine: a check that cannot decide says
+// so rather than guessing.
+type Verdict string
+
+// Verdicts, ordered by severity: Fail > Unknown > Pass.
+const (
+	Pass    Verdict = "pass"
+	Unknown Verdict = "unknown"
+	Fail    Verdict = "fail"
+)
+
+// Any, in an expectation, un-asserts a check for one strategy: its verdict
+// is reported but not judged (a race the scenario cannot pin down). It is
+// never a check's result.
+const Any Verdict = "any"
+
+func (v Verdict) rank() int {
+	switch v {
+	case Fail:
+		return 2
+	case Unknown:
+		return 1
+	}
+	return 0
+}
+
+// Worst composes verdicts: fail beats unknown beats pass.
+func Worst(vs ...Verdict) Verdict {
+	w := Pass
+	for _, v := range vs {
+		if v.rank() > w.rank() {
+			w = v
+		}
+	}
+	return w
+}
+
+// Check names (keys of check.Report.Checks and of expectations).
+const (
+	Exclusion = "exclusion"
+	Resource  = "resource"
+	Fencing   = "fencing"
+	Fairness  = "fairness"
+	Liveness  = "liveness"
+	Herd      = "herd"
+)
+
+// CheckNames lists every check the checker runs, in a stable order.
+var CheckNames = []string{Exclusion, Resource, Fencing, Fairness, Liveness, Herd}
+
+// DefaultKey is the Expectations key whose entries apply to every strategy.
+const DefaultKey = "default"
+
+// Expectations map a strategy name, or DefaultKey, to the verdict expected
+// of each check.
+type Expectations map[string]map[string]Verdict
+
+// For returns the expected verdicts for a strategy: its own entries over
+// the defaults, without the checks it expects Any of.
+func (e Expectations) For(lock string) map[string]Verdict {
+	out := map[string]Verdict{}
+	maps.Copy(out, e[DefaultKey])
+	maps.Copy(out, e[lock])
+	maps.DeleteFunc(out, func(_ string, v Verdict) bool { return v == Any })
+	return out
+}
+
+// Validate reports the first unknown check or verdict; where prefixes the
+// message (a file and line), and isLock tells a known strategy name.
+func (e Expectations) Validate(where string, isLock func(string) error) error {
+	for _, lock := range slices.Sorted(maps.Keys(e)) {
+		if lock != DefaultKey {
+			if err := isLock(lock); err != nil {
+				return fmt.Errorf("%s: expect: %w (or %s)", where, err, DefaultKey)
+			}
+		}
+		for _, c := range slices.Sorted(maps.Keys(e[lock])) {
+			if !slices.Contains(CheckNames, c) {
+				return fmt.Errorf("%s: expect.%s: unknown check %q: valid checks are %s", where, lock, c, strings.Join(CheckNames, ", "))
+			}
+			if v := e[lock][c]; v != Pass && v != Fail && v != Unknown && v != Any {
+				return fmt.Errorf("%s: expect.%s.%s: verdict %q: valid verdicts are pass, fail, unknown, any", where, lock, c, v)
+			}
+		}
+	}
+	return nil
+}
