@@ -3,7 +3,9 @@ GO      ?= go
 BIN     := bin/lockbench
 OUT     := results/runs
 
-.PHONY: build run run-one test test-short bench regress baseline repro-etcd-20716 vet fmt clean
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+.PHONY: build run run-one test test-short verify bench regress baseline repro-etcd-20716 vet fmt clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/lockbench
@@ -53,6 +55,12 @@ repro-etcd-20716: build
 
 vet:
 	$(GO) vet ./...
+
+# Formatting, go vet and staticcheck (a pinned version, fetched through the
+# module proxy on first use). CI runs it before the tests.
+verify: vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) run $(STATICCHECK) ./...
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

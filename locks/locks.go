@@ -166,9 +166,6 @@ func (o Options) WithDefaults() (Options, error) {
 // Key is the lock's key (or key prefix, for queue strategies) in etcd.
 func (o Options) Key() string { return o.Prefix + "locks/" + o.Name }
 
-// ttlSeconds is the TTL as etcd grants it.
-func (o Options) ttlSeconds() int64 { return int64(o.TTL / time.Second) }
-
 // Factory makes one client's Locker over an open etcd client.
 type Factory func(ctx context.Context, cli *clientv3.Client, opts Options) (Locker, error)
 
