@@ -199,6 +199,9 @@ func (s Scenario) ChaosSteps() ([]chaos.Step, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: step %d: %w", w, i+1, err)
 		}
+		if err := s.checkTarget(t, 0); err != nil {
+			return nil, fmt.Errorf("%s: step %d: %w", w, i+1, err)
+		}
 		switch {
 		case st.At < 0:
 			return nil, fmt.Errorf("%s: step %d: at %s: must be ≥0", w, i+1, st.At)
@@ -212,6 +215,38 @@ func (s Scenario) ChaosSteps() ([]chaos.Step, error) {
 		out = append(out, chaos.Step{At: st.At.D(), Fault: f, Target: t, For: st.For.D(), Arg: st.Delay.D()})
 	}
 	return out, nil
+}
+
+// checkTarget rejects a numbered target the run cannot have: client:N
+// needs N < clients, waiter:K needs K < clients-1 (the holder is not a
+// waiter), member:N needs N < members (when members > 0 is known). A
+// target out of range would otherwise do nothing, silently.
+func (s Scenario) checkTarget(t chaos.Target, members int) error {
+	switch {
+	case t.Kind == chaos.TClient && t.N >= s.Clients:
+		return fmt.Errorf("target %s: the scenario has clients 0..%d", t, s.Clients-1)
+	case t.Kind == chaos.TWaiter && t.N >= s.Clients-1:
+		return fmt.Errorf("target %s: with %d clients there are at most %d waiters (waiter:0..%d)", t, s.Clients, s.Clients-1, s.Clients-2)
+	case t.Kind == chaos.TMember && members > 0 && t.N >= members:
+		return fmt.Errorf("target %s: the cluster has members 0..%d", t, members-1)
+	}
+	return nil
+}
+
+// CheckMembers rejects member:N targets beyond a cluster of the given size,
+// naming the step's file and line; the cluster size is known only when a
+// run is set up, not when the scenario is read.
+func (s Scenario) CheckMembers(members int) error {
+	steps, err := s.ChaosSteps()
+	if err != nil {
+		return err
+	}
+	for i, st := range steps {
+		if err := s.checkTarget(st.Target, members); err != nil {
+			return fmt.Errorf("%s: step %d: %w", s.where(s.Steps[i].line), i+1, err)
+		}
+	}
+	return nil
 }
 
 // TTL is the scenario's lease TTL, or the default.

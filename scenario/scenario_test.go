@@ -113,6 +113,10 @@ func TestParseErrorsNameFileLineAndChoices(t *testing.T) {
 			[]string{`"nolock"`, "default"}},
 		{"bad verdict", "name: x\nclients: 1\nduration: 5s\nworkload: {kind: hold}\nexpect: {default: {exclusion: ok}}\n",
 			[]string{`"ok"`, "pass, fail, unknown, any"}},
+		{"client target out of range", "name: x\nclients: 4\nduration: 5s\nworkload: {kind: hold}\nsteps:\n  - {at: 1s, fault: heal}\n  - {at: 1s, fault: crash-client, target: client:9}\n",
+			[]string{"bad.yaml:7", "step 2", "client:9", "clients 0..3"}},
+		{"waiter target out of range", "name: x\nclients: 3\nduration: 5s\nworkload: {kind: hold}\nsteps:\n  - {at: 1s, fault: crash-client, target: waiter:2}\n",
+			[]string{"bad.yaml:6", "waiter:2", "waiter:0..1"}},
 		{"malformed", "name: [x\n", []string{"bad.yaml", "line"}},
 		{"empty", "", []string{"bad.yaml", "empty"}},
 	}
@@ -183,5 +187,21 @@ func TestReadmeExampleIsTheExampleFile(t *testing.T) {
 		if _, err := ParseFile(f); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestMemberTargetsCheckedAgainstTheCluster: member:N is known to be out
+// of range only once the cluster size is; the error names file and line.
+func TestMemberTargetsCheckedAgainstTheCluster(t *testing.T) {
+	sc, err := Parse("m.yaml", strings.NewReader("name: x\nclients: 2\nduration: 5s\nworkload: {kind: hold}\nsteps:\n  - {at: 1s, fault: crash-member, target: member:5}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.CheckMembers(7); err != nil {
+		t.Errorf("7 members: %v", err)
+	}
+	err = sc.CheckMembers(3)
+	if err == nil || !strings.Contains(err.Error(), "m.yaml:6") || !strings.Contains(err.Error(), "members 0..2") {
+		t.Errorf("3 members: %v, want m.yaml:6 and members 0..2", err)
 	}
 }
