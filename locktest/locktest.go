@@ -108,22 +108,38 @@ func Run(t *testing.T, factory locks.Factory, env Env) {
 	if len(env.Endpoints) == 0 {
 		t.Fatal("locktest: Env.Endpoints is empty")
 	}
-	for _, tc := range []struct {
-		name string
-		f    func(*suite)
-	}{
-		{"Exclusion", (*suite).exclusion},
-		{"Tokens", (*suite).tokens},
-		{"StaleUnlock", (*suite).staleUnlock},
-		{"Cancel", (*suite).cancel},
-		{"Lost", (*suite).lost},
-		{"TryLock", (*suite).tryLock},
-	} {
+	for _, tc := range subtests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newSuite(t, factory, env)
 			tc.f(s)
 		})
 	}
+}
+
+// T is the part of *testing.T the suite uses: Run passes go test's, and
+// Check its own, which collects failures instead of failing a test.
+type T interface {
+	Helper()
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+	Fatal(args ...any)
+	Logf(format string, args ...any)
+	Skip(args ...any)
+	Failed() bool
+	Cleanup(func())
+}
+
+// subtests are the suite's checks, by name, in order.
+var subtests = []struct {
+	name string
+	f    func(*suite)
+}{
+	{"Exclusion", (*suite).exclusion},
+	{"Tokens", (*suite).tokens},
+	{"StaleUnlock", (*suite).staleUnlock},
+	{"Cancel", (*suite).cancel},
+	{"Lost", (*suite).lost},
+	{"TryLock", (*suite).tryLock},
 }
 
 // usedPrefixes are the namespaces of this process's earlier subtests: a
@@ -133,7 +149,7 @@ var usedPrefixes sync.Map
 
 // suite is one subtest's namespace, admin client and checks.
 type suite struct {
-	t       *testing.T
+	t       T
 	env     Env
 	factory locks.Factory
 	ctx     context.Context
@@ -152,7 +168,7 @@ type suite struct {
 	wakeups atomic.Int64
 }
 
-func newSuite(t *testing.T, factory locks.Factory, env Env) *suite {
+func newSuite(t T, factory locks.Factory, env Env) *suite {
 	ctx, cancel := context.WithTimeout(context.Background(), env.Timeout)
 	t.Cleanup(cancel)
 	id := randomID()
@@ -329,6 +345,18 @@ func (s *suite) mustLock(l locks.Locker) *locks.Grant {
 	}
 	if !strings.HasPrefix(g.Key, s.opts.Key()) {
 		s.t.Fatalf("Lock: key %q is not under Options.Key() %q", g.Key, s.opts.Key())
+	}
+	// The token is the key's create revision (locks.Grant): a fenced
+	// resource compares exactly that, so any other number rejects the
+	// rightful holder.
+	resp, err := s.admin.Get(ctx, g.Key)
+	switch {
+	case err != nil:
+		s.t.Fatalf("read the grant's key %s: %v", g.Key, err)
+	case len(resp.Kvs) == 0:
+		s.t.Errorf("Lock: the grant's key %s does not exist right after Lock returned", g.Key)
+	case resp.Kvs[0].CreateRevision != g.Token:
+		s.t.Errorf("Lock: token %d is not the key's create revision %d: a fenced write would be rejected", g.Token, resp.Kvs[0].CreateRevision)
 	}
 	return g
 }

@@ -1,0 +1,113 @@
+package mutants
+
+import (
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/harness"
+	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/locktest"
+	"github.com/lockbench/lockbench/scenario"
+)
+
+func startCluster(t *testing.T) *cluster.Cluster {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts an etcd cluster")
+	}
+	c, err := cluster.Start(context.Background(), cluster.Options{UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestLocktestCatchesEveryMutant runs the conformance suite over the whole
+// catalogue at once (each strategy in its own namespace): every mutant
+// must fail it, and neither control may.
+func TestLocktestCatchesEveryMutant(t *testing.T) {
+	c := startCluster(t)
+	env := locktest.Env{Endpoints: c.Endpoints(), TTL: 2 * time.Second, SharedCluster: true}
+	names := append(append([]string{}, Controls...), Names()...)
+	failures := make([][]locktest.Failure, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		st, err := locks.Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			failures[i] = locktest.Check(st.New, env)
+		}()
+	}
+	wg.Wait()
+	for i, name := range names {
+		control := i < len(Controls)
+		switch {
+		case control && len(failures[i]) > 0:
+			t.Errorf("control %s flagged by locktest: %v", name, failures[i])
+		case !control && len(failures[i]) == 0:
+			t.Errorf("mutant %s passed locktest", name)
+		default:
+			t.Logf("%s: %d failures, first: %v", name, len(failures[i]), first(failures[i]))
+		}
+	}
+}
+
+func first(fs []locktest.Failure) string {
+	if len(fs) == 0 {
+		return "none"
+	}
+	return fs[0].String()
+}
+
+// TestDefaultSuiteCatchesEveryMutant runs the default suite (every
+// built-in scenario, seed 1) over the catalogue: each mutant must have a
+// cell that is not as expected, and the controls none. It takes minutes,
+// so it runs with LOCKBENCH_MUTANTS=1 (make mutants).
+func TestDefaultSuiteCatchesEveryMutant(t *testing.T) {
+	if os.Getenv("LOCKBENCH_MUTANTS") == "" {
+		t.Skip("set LOCKBENCH_MUTANTS=1 (make mutants): runs the default suite over the catalogue")
+	}
+	var scs []scenario.Scenario
+	for _, n := range scenario.Names() {
+		sc, err := scenario.Lookup(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scs = append(scs, sc)
+	}
+	names := append(append([]string{}, Controls...), Names()...)
+	res, err := harness.Suite(context.Background(), harness.SuiteSpec{
+		Locks: names, Scenarios: scs, Seeds: 1, Out: t.TempDir(),
+		Progress: func(done, total int, cell string) { t.Logf("[%d/%d] %s", done+1, total, cell) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	caught := map[string][]string{}
+	for _, cell := range res.Cells {
+		if !cell.Matches {
+			caught[cell.Summary.Lock] = append(caught[cell.Summary.Lock], cell.Summary.Scenario+" ("+cell.Note+")")
+		}
+	}
+	for _, name := range names {
+		control := strings.HasPrefix(name, "mut-control-")
+		switch {
+		case control && len(caught[name]) > 0:
+			t.Errorf("control %s flagged: %s", name, strings.Join(caught[name], "; "))
+		case !control && len(caught[name]) == 0:
+			t.Errorf("mutant %s passed the default suite", name)
+		default:
+			t.Logf("%s caught by: %s", name, strings.Join(caught[name], "; "))
+		}
+	}
+}
