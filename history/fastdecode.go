@@ -457,7 +457,7 @@ var (
 	knownTypes = map[string]Type{"invoke": Invoke, "ok": OK, "fail": Fail, "info": Info}
 	knownFs    = map[string]string{FAcquire: FAcquire, FRelease: FRelease, FRead: FRead, FWrite: FWrite,
 		FCrash: FCrash, FPause: FPause, FResume: FResume, FLeaseLost: FLeaseLost, FWakeup: FWakeup,
-		FFault: FFault, FRPCs: FRPCs}
+		FFault: FFault, FRPCs: FRPCs, FKeyDeleted: FKeyDeleted}
 )
 
 // internKnown stores in *dst the constant that the string at sp spells, if

@@ -39,7 +39,31 @@ const (
 	// FRPCs is an extension: one ok event per process at the end of a run,
 	// value = the etcd RPCs that client sent (herd figures).
 	FRPCs = "rpcs"
+	// FKeyDeleted is an extension: the harness watched a lock key (a
+	// grant's or a waiter's) being deleted. Process NemesisProcess, type ok,
+	// token = the deleted key's create revision (a grant's token), value =
+	// KeyDeletion. It lets the checker see what no client reported: a
+	// holder's key removed by someone else, or by its lease's expiry.
+	FKeyDeleted = "key-deleted"
 )
+
+// Causes of a KeyDeletion.
+const (
+	// CauseDelete: the key's lease was still alive after the delete, so a
+	// client deleted it.
+	CauseDelete = "delete"
+	// CauseLease: the key's lease was gone (expired or revoked), which
+	// deletes every key under it.
+	CauseLease = "lease"
+)
+
+// KeyDeletion is the Value of a key-deleted event.
+type KeyDeletion struct {
+	// Revision is the revision of the delete.
+	Revision int64 `json:"revision"`
+	// Cause is CauseDelete or CauseLease.
+	Cause string `json:"cause"`
+}
 
 // NemesisProcess is the process id of fault events.
 const NemesisProcess = -1
@@ -98,6 +122,15 @@ type Fault struct {
 	// ForNS is the planned duration in nanoseconds, 0 if instantaneous or
 	// ended by another step.
 	ForNS int64 `json:"for_ns,omitempty"`
+}
+
+// DeletionValue encodes d for Event.Value.
+func DeletionValue(d KeyDeletion) json.RawMessage {
+	b, err := json.Marshal(d)
+	if err != nil {
+		panic(err) // a struct of strings and ints always marshals
+	}
+	return b
 }
 
 // FaultValue encodes f for Event.Value.
