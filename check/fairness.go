@@ -76,7 +76,7 @@ func (p *prepared) fairness(opts Options) Result {
 	}
 	waits := make([]int64, 0, nGrants)
 	requests, inversions, maxBypass := 0, 0, 0
-	endRequest := func(s int32, out uint8, t int64, line int32) {
+	endRequest := func(s int32, out Outcome, t int64, line int32) {
 		st := &slots[s]
 		if !st.inFlight {
 			return
@@ -87,13 +87,13 @@ func (p *prepared) fairness(opts Options) Result {
 		inversions += bypass
 		maxBypass = max(maxBypass, bypass)
 		switch out {
-		case outOK:
+		case OutcomeOK:
 			fen(l).add(int(st.seq))
 			grantsL[l]++
 			grants[p.slotProc[s]]++
 			st.granted = true
 			waits = append(waits, t-st.reqTime)
-		case outInfo, outAborted:
+		case OutcomeInfo, OutcomeAborted:
 			st.unknown = true
 		}
 		st.lastEnd, st.lastLine, st.lastG = t, line, grantsL[l]
@@ -131,14 +131,14 @@ func (p *prepared) fairness(opts Options) Result {
 		case op == opAcquire && p.ty(i) == tyOK && p.ended[i] < 0:
 			// a grant with no request on record: requested now
 			startRequest(p.slot[i], t, int32(i))
-			endRequest(p.slot[i], outOK, t, int32(i))
+			endRequest(p.slot[i], OutcomeOK, t, int32(i))
 		case op == opCrash:
 			crashT[p.procOf(i)], crashed[p.procOf(i)] = t, true
 		}
 	}
 	for s := range slots {
 		if slots[s].inFlight {
-			endRequest(int32(s), outPending, p.endTime, -1)
+			endRequest(int32(s), OutcomePending, p.endTime, -1)
 		}
 	}
 

@@ -80,14 +80,6 @@ func clientOp(op uint8) bool { return op >= opAcquire && op <= opWrite }
 
 func completion(ty uint8) bool { return ty == tyOK || ty == tyFail || ty == tyInfo }
 
-// Outcomes of an invoked operation.
-const (
-	outPending uint8 = iota // never ended: still in flight at the end
-	outOK
-	outFail
-	outInfo
-	outAborted // ended by the process's crash or its next invoke: unknown
-)
 
 // possRec is an acquire of unknown outcome (info, or cut short by a crash
 // or another invoke): the lock may have been held from start to end.
@@ -142,23 +134,28 @@ func (p *prepared) lockOf(i int) int32 { return p.slotLock[p.slot[i]] }
 func (p *prepared) procOf(i int) int32 { return p.slotProc[p.slot[i]] }
 
 // outcome of the client-op invoke inv.
-func (p *prepared) outcome(inv int) uint8 {
+func (p *prepared) outcome(inv int) Outcome {
 	j := p.pair[inv]
 	if j < 0 {
-		return outPending
+		return OutcomePending
 	}
 	if p.op(int(j)) != p.op(inv) {
-		return outAborted
+		return OutcomeAborted
 	}
-	switch p.ty(int(j)) {
+	return outcomeOfType(p.ty(int(j)))
+}
+
+// outcomeOfType is the outcome a completion of type ty reports.
+func outcomeOfType(ty uint8) Outcome {
+	switch ty {
 	case tyOK:
-		return outOK
+		return OutcomeOK
 	case tyFail:
-		return outFail
+		return OutcomeFail
 	case tyInfo:
-		return outInfo
+		return OutcomeInfo
 	}
-	return outAborted
+	return OutcomeAborted
 }
 
 // interner maps processes, locks and (process, lock) pairs to dense
