@@ -80,7 +80,6 @@ func clientOp(op uint8) bool { return op >= opAcquire && op <= opWrite }
 
 func completion(ty uint8) bool { return ty == tyOK || ty == tyFail || ty == tyInfo }
 
-
 // possRec is an acquire of unknown outcome (info, or cut short by a crash
 // or another invoke): the lock may have been held from start to end.
 type possRec struct {
