@@ -338,18 +338,6 @@ func recordLeaseOverrun(h hist, grants []check.Op, holds []check.Hold, ttl time.
 	}
 }
 
-// ordered returns events in time order, ties in their order: events itself
-// when already so (a recorder's history), else a sorted copy.
-func ordered(events []history.Event) []history.Event {
-	byTime := func(a, b history.Event) int { return cmp.Compare(a.Time, b.Time) }
-	if slices.IsSortedFunc(events, byTime) {
-		return events
-	}
-	out := slices.Clone(events)
-	slices.SortStableFunc(out, byTime)
-	return out
-}
-
 // hist records nanosecond durations at microsecond resolution, 3
 // significant digits, up to an hour.
 type hist struct{ h *hdrhistogram.Histogram }
