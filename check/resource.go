@@ -330,67 +330,29 @@ func (p *prepared) resource(opts Options) Result {
 	covered := make([]bool, len(p.locks))
 	nFinals, lost, decided := 0, int64(0), true
 	for _, l := range p.lockOrder() {
-		f := w.finals[l]
-		if f < 0 {
+		if w.finals[l] < 0 {
 			continue
 		}
 		nFinals++
-		accepted := w.accepted[l]
-		name := fmt.Sprintf("counter of lock %q", p.locks[l])
-		if l == p.noLock {
-			accepted = total
-			name = "counter"
+		if l == p.noLock { // one counter for the run
 			for x := range covered {
 				covered[x] = true
 			}
 		}
 		covered[l] = true
-		fe := &p.ev[f]
-		final, ok := history.ParseInt(fe.Value)
-		if !ok {
+		n, note := p.finalRead(&res, w, l, total, opts)
+		lost += n
+		if note != "" {
 			decided = false
-			notes = append(notes, fmt.Sprintf("final read of the %s (line %d) is not an integer", name, f+1))
-			continue
+			notes = append(notes, note)
 		}
-		res.metric("final_value", float64(final))
-		if final >= int64(accepted) {
-			continue
-		}
-		lost += int64(accepted) - final
-		ls := []int{int(f) + 1}
-		at := w.acceptedAt[l]
-		if l == p.noLock {
-			at = nil
-			for _, xs := range w.acceptedAt {
-				at = append(at, xs...)
-			}
-		}
-		dups := p.duplicateWrites(at, 5)
-		msg := fmt.Sprintf("%s: final value %d (read at %s, line %d) is less than the %d accepted increments: %d update(s) lost",
-			name, final, fmtNS(fe.Time), f+1, accepted, int64(accepted)-final)
-		if len(dups) > 0 {
-			var ds []string
-			for _, d := range dups {
-				ds = append(ds, fmt.Sprintf("%s at lines %d and %d", string(p.writeValue(int(d[0]))), d[0]+1, d[1]+1))
-				ls = append(ls, int(d[0])+1, int(d[1])+1)
-			}
-			msg += "; accepted writes of the same value: " + strings.Join(ds, ", ")
-		}
-		lk := p.locks[l]
-		res.add(Violation{Check: verdict.Resource, Lock: lk, Message: msg, Lines: lines(ls...)}, opts.MaxViolations)
 	}
 	if nFinals != 1 {
 		delete(res.Metrics, "final_value")
 	}
-	var uncovered []string
-	for _, l := range p.lockOrder() {
-		if w.accepted[l] > 0 && !covered[l] {
-			uncovered = append(uncovered, fmt.Sprintf("%q", p.locks[l]))
-		}
-	}
-	if len(uncovered) > 0 {
+	if note := p.uncoveredNote(w, covered); note != "" {
 		decided = false
-		notes = append(notes, fmt.Sprintf("no final read (process -1, read ok) of the counter of lock %s", strings.Join(uncovered, ", ")))
+		notes = append(notes, note)
 	}
 	if decided {
 		res.metric("lost_updates", float64(lost))
@@ -404,6 +366,59 @@ func (p *prepared) resource(opts Options) Result {
 	}
 	res.Note = joinNotes(notes...)
 	return res
+}
+
+// finalRead judges lock l's final read against its accepted writes (every
+// lock's, total, for a read without a lock): it returns the updates lost,
+// or a note when the final value is not an integer.
+func (p *prepared) finalRead(res *Result, w *writeScan, l int32, total int, opts Options) (int64, string) {
+	f := w.finals[l]
+	accepted := w.accepted[l]
+	name := fmt.Sprintf("counter of lock %q", p.locks[l])
+	at := w.acceptedAt[l]
+	if l == p.noLock {
+		accepted, name, at = total, "counter", nil
+		for _, xs := range w.acceptedAt {
+			at = append(at, xs...)
+		}
+	}
+	fe := &p.ev[f]
+	final, ok := history.ParseInt(fe.Value)
+	if !ok {
+		return 0, fmt.Sprintf("final read of the %s (line %d) is not an integer", name, f+1)
+	}
+	res.metric("final_value", float64(final))
+	if final >= int64(accepted) {
+		return 0, ""
+	}
+	ls := []int{int(f) + 1}
+	msg := fmt.Sprintf("%s: final value %d (read at %s, line %d) is less than the %d accepted increments: %d update(s) lost",
+		name, final, fmtNS(fe.Time), f+1, accepted, int64(accepted)-final)
+	if dups := p.duplicateWrites(at, 5); len(dups) > 0 {
+		var ds []string
+		for _, d := range dups {
+			ds = append(ds, fmt.Sprintf("%s at lines %d and %d", string(p.writeValue(int(d[0]))), d[0]+1, d[1]+1))
+			ls = append(ls, int(d[0])+1, int(d[1])+1)
+		}
+		msg += "; accepted writes of the same value: " + strings.Join(ds, ", ")
+	}
+	res.add(Violation{Check: verdict.Resource, Lock: p.locks[l], Message: msg, Lines: lines(ls...)}, opts.MaxViolations)
+	return int64(accepted) - final, ""
+}
+
+// uncoveredNote names the locks with accepted writes that no final read
+// covers ("" when all are).
+func (p *prepared) uncoveredNote(w *writeScan, covered []bool) string {
+	var uncovered []string
+	for _, l := range p.lockOrder() {
+		if w.accepted[l] > 0 && !covered[l] {
+			uncovered = append(uncovered, fmt.Sprintf("%q", p.locks[l]))
+		}
+	}
+	if len(uncovered) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("no final read (process -1, read ok) of the counter of lock %s", strings.Join(uncovered, ", "))
 }
 
 // writeValue is the value a write ok wrote (its invoke's, else its own).
