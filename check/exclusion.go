@@ -114,13 +114,15 @@ func (p *prepared) intervals() [][]ivRec {
 	if len(p.poss) == 0 {
 		return out
 	}
-	// Possible intervals start at their invoke, in the past: sort them
-	// apart and merge them into the certain ones, which are in order.
+	return p.mergePossible(out)
+}
+
+// mergePossible merges the possible intervals into each lock's certain
+// ones (in start order). Possible intervals start at their invoke, in the
+// past, so they are sorted apart first.
+func (p *prepared) mergePossible(out [][]ivRec) [][]ivRec {
 	byStart := func(a, b ivRec) int {
-		if c := cmp.Compare(a.From, b.From); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.FromLine, b.FromLine)
+		return cmp.Or(cmp.Compare(a.From, b.From), cmp.Compare(a.FromLine, b.FromLine))
 	}
 	poss := make([][]ivRec, len(p.locks))
 	for _, r := range p.poss {

@@ -254,21 +254,7 @@ func prepare(events []history.Event) *prepared {
 		ended:  make([]int32, n),
 		noLock: -1,
 	}
-	for i := 1; i < n; i++ {
-		if events[i].Time < events[i-1].Time {
-			p.ord = make([]int32, n)
-			for j := range p.ord {
-				p.ord[j] = int32(j)
-			}
-			slices.SortFunc(p.ord, func(a, b int32) int {
-				if c := cmp.Compare(events[a].Time, events[b].Time); c != 0 {
-					return c
-				}
-				return cmp.Compare(a, b)
-			})
-			break
-		}
-	}
+	p.ord = timeOrder(events)
 	if n > 0 {
 		p.endTime = events[p.at(n-1)].Time
 	}
@@ -343,6 +329,25 @@ func prepare(events []history.Event) *prepared {
 		}
 	}
 	return p
+}
+
+// timeOrder returns the event indices in time order, ties in line order;
+// nil when events are already in that order (a recorder's history).
+func timeOrder(events []history.Event) []int32 {
+	for i := 1; i < len(events); i++ {
+		if events[i].Time >= events[i-1].Time {
+			continue
+		}
+		ord := make([]int32, len(events))
+		for j := range ord {
+			ord[j] = int32(j)
+		}
+		slices.SortFunc(ord, func(a, b int32) int {
+			return cmp.Or(cmp.Compare(events[a].Time, events[b].Time), cmp.Compare(a, b))
+		})
+		return ord
+	}
+	return nil
 }
 
 // lockOrder returns lock indices sorted by name.
