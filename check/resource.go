@@ -8,7 +8,7 @@ import (
 	"github.com/lockbench/lockbench/verdict"
 )
 
-// The counter workloads (DESIGN.md §4), as the checker reads them: inside
+// The counter workloads (docs/design.md §4), as the checker reads them: inside
 // the critical section a process reads the counter (read invoke → read ok,
 // value = what it read), then writes read+1 (write invoke with value and
 // token = its grant's token). write ok means the resource accepted the
