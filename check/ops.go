@@ -52,6 +52,7 @@ const (
 // and the event that ended it. Event positions are indices into the events
 // given to Pair (line numbers minus one).
 type Op struct {
+	// Process and Lock say whose operation on what; Lock is the invoke's.
 	Process int
 	Lock    string
 	// Invoke is the invoke event, -1 for a completion with no invoke on
@@ -59,34 +60,42 @@ type Op struct {
 	Invoke int
 	// Done is the event that ended it (its completion, or the process's
 	// crash or next invoke when Outcome is OutcomeAborted); -1 if pending.
-	Done     int
-	From, To int64 // To is -1 while pending
-	Outcome  Outcome
+	Done int
+	// From and To are the times of Invoke and Done; To is -1 while pending.
+	From, To int64
+	// Outcome is how it ended, as every check reads it.
+	Outcome Outcome
 }
 
 // Hold is a holding interval of one lock (see Intervals) with what ended it.
 type Hold struct {
 	Interval
+	// Lock is the lock held.
 	Lock string
-	End  HoldEnd
+	// End is what ended the hold: figures keep or drop a hold by it.
+	End HoldEnd
 }
 
 // Span is something with a start and an end: a fault (from its invoke to
 // its ok, info or fail) or a client's pause (from pause to resume).
 type Span struct {
+	// Process is the invoke's (-1 for the nemesis's faults).
 	Process int
 	// Start and Stop are event positions; Stop is -1 while still on at the
 	// history's end (then To is -1 too).
 	Start, Stop int
-	From, To    int64
+	// From and To are their times.
+	From, To int64
 }
 
 // Mark is a single event of note: a crash or a lost lease.
 type Mark struct {
+	// Process and Lock are the event's ("" lock: all the process's locks).
 	Process int
 	Lock    string
-	Event   int
-	Time    int64
+	// Event is its position, Time its time.
+	Event int
+	Time  int64
 }
 
 // Ops is a history paired into operations by the one set of rules every
@@ -98,10 +107,12 @@ type Ops struct {
 	Events []history.Event
 	// Processes are the client processes (≥ 0), in order of first event.
 	Processes []int
-	Acquires  []Op
-	Releases  []Op
-	Reads     []Op
-	Writes    []Op
+	// Acquires, Releases, Reads and Writes are the clients' operations,
+	// each an invoke with what ended it, or a completion with no invoke.
+	Acquires []Op
+	Releases []Op
+	Reads    []Op
+	Writes   []Op
 	// Holds are every lock's certain and possible holds, locks by name,
 	// each lock's holds by start.
 	Holds []Hold

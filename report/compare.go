@@ -43,6 +43,8 @@ type Change struct {
 	Better     bool `json:"better,omitempty"`
 }
 
+// String is the change on one line, for logs and test failures, where a
+// table would be too much.
 func (c Change) String() string {
 	s := fmt.Sprintf("%s: %s %s → %s", c.Cell, c.What, c.Base, c.New)
 	if c.Delta != "" {
