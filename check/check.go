@@ -1,6 +1,6 @@
 // Package check turns a history into verdicts. Every function here is a pure
 // function of the events: no etcd, no clock, no I/O, so a history from any
-// client or tool is checked the same way (DESIGN.md §4).
+// client or tool is checked the same way (docs/design.md §4).
 //
 // Check runs six checks, each giving one Result:
 //
@@ -13,7 +13,7 @@
 //     than a bound (CheckLiveness).
 //   - herd: wake-ups and RPCs per handoff; informational (CheckHerd).
 //
-// Every check reads only the contract fields of DESIGN.md §3 (never Key or
+// Every check reads only the contract fields of docs/design.md §3 (never Key or
 // Lease), tolerates any input without panicking, and runs in time linear in
 // the history (plus a sort of the events only when they are out of time
 // order, and sorts of per-grant data for percentiles).

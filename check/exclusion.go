@@ -50,6 +50,7 @@ func Intervals(events []history.Event) map[string][]Interval {
 type ivRec struct {
 	Holder
 	certain bool
+	end     HoldEnd
 	pi      int32
 }
 
@@ -61,13 +62,13 @@ func (p *prepared) intervals() [][]ivRec {
 	}
 	open := make([]int32, len(p.slotProc)) // per slot: index+1 of its open interval
 	procOpen := make([][]int32, len(p.procs))
-	closeSlot := func(s int32, t int64, line int) {
+	closeSlot := func(s int32, t int64, line int, why HoldEnd) {
 		x := open[s]
 		if x == 0 {
 			return
 		}
 		iv := &out[p.slotLock[s]][x-1]
-		iv.To, iv.ToLine = t, line
+		iv.To, iv.ToLine, iv.end = t, line, why
 		open[s] = 0
 		po := procOpen[p.slotProc[s]]
 		if j := slices.Index(po, s); j >= 0 {
@@ -95,38 +96,45 @@ func (p *prepared) intervals() [][]ivRec {
 			open[s] = int32(len(out[l]))
 			procOpen[p.slotProc[s]] = append(procOpen[p.slotProc[s]], s)
 		case op == opRelease && ty == tyInvoke:
-			closeSlot(s, e.Time, i+1)
+			closeSlot(s, e.Time, i+1, EndRelease)
 		case op == opLeaseLost && ty != tyInvoke && ty != tyFail, op == opCrash:
+			why := EndCrash
+			if op == opLeaseLost {
+				why = EndLeaseLost
+			}
 			if p.slotLock[s] == p.noLock {
 				for _, o := range slices.Clone(procOpen[p.slotProc[s]]) {
-					closeSlot(o, e.Time, i+1)
+					closeSlot(o, e.Time, i+1, why)
 				}
 			} else {
-				closeSlot(s, e.Time, i+1)
+				closeSlot(s, e.Time, i+1, why)
 			}
 		}
 	}
 	if len(p.poss) == 0 {
 		return out
 	}
-	// Possible intervals start at their invoke, in the past: sort them
-	// apart and merge them into the certain ones, which are in order.
+	return p.mergePossible(out)
+}
+
+// mergePossible merges the possible intervals into each lock's certain
+// ones (in start order). Possible intervals start at their invoke, in the
+// past, so they are sorted apart first.
+func (p *prepared) mergePossible(out [][]ivRec) [][]ivRec {
 	byStart := func(a, b ivRec) int {
-		if c := cmp.Compare(a.From, b.From); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.FromLine, b.FromLine)
+		return cmp.Or(cmp.Compare(a.From, b.From), cmp.Compare(a.FromLine, b.FromLine))
 	}
 	poss := make([][]ivRec, len(p.locks))
 	for _, r := range p.poss {
 		st := int(r.start)
 		e := &p.ev[st]
 		h := Holder{Process: e.Process, From: e.Time, To: -1, FromLine: st + 1}
+		why := EndOpen
 		if r.end >= 0 {
-			h.To, h.ToLine = p.ev[r.end].Time, int(r.end)+1
+			h.To, h.ToLine, why = p.ev[r.end].Time, int(r.end)+1, EndNextEvent
 		}
 		l := p.lockOf(st)
-		poss[l] = append(poss[l], ivRec{Holder: h, pi: p.procOf(st)})
+		poss[l] = append(poss[l], ivRec{Holder: h, end: why, pi: p.procOf(st)})
 	}
 	for l, ps := range poss {
 		if len(ps) == 0 {

@@ -38,80 +38,103 @@ func CheckFairness(events []history.Event, opts Options) Result {
 	return prepare(events).fairness(opts.WithDefaults())
 }
 
+// fairSlot is one (process, lock) pair's requests.
 type fairSlot struct {
-	requested  bool
-	granted    bool
-	unknown    bool
-	inFlight   bool
-	seq        int32 // of the request in flight
-	reqTime    int64
-	firstTime  int64
-	firstLine  int32
-	firstG     int32 // grants of the lock when it first requested
-	lastEnd    int64
-	lastLine   int32 // event that ended its last request, -1: the end
-	lastG      int32 // grants of the lock when its last request ended
-	lastCrashT int64
+	requested bool
+	granted   bool
+	unknown   bool
+	inFlight  bool
+	seq       int32 // of the request in flight
+	reqTime   int64
+	firstTime int64
+	firstLine int32
+	firstG    int32 // grants of the lock when it first requested
+	lastEnd   int64
+	lastLine  int32 // event that ended its last request, -1: the end
+	lastG     int32 // grants of the lock when its last request ended
 }
 
-func (p *prepared) fairness(opts Options) Result {
-	res := Result{Verdict: verdict.Pass}
-	nl := len(p.locks)
-	off := make([]int, nl+1)
-	for l := range nl {
-		off[l+1] = off[l] + int(p.nAcq[l]) + 1
-	}
-	tree := make(fenwick, off[nl])
-	fen := func(l int32) fenwick { return tree[off[l]:off[l+1]] }
-	seqNext := make([]int32, nl)
-	grantsL := make([]int32, nl)
-	slots := make([]fairSlot, len(p.slotProc))
-	grants := make([]int, len(p.procs))
-	requester := make([]bool, len(p.procs))
-	crashT := make([]int64, len(p.procs)) // last crash, if crashed
-	crashed := make([]bool, len(p.procs))
+// fairWalk is the state of the fairness pass: per lock, a Fenwick tree
+// over request sequence numbers marks the granted ones, so that a request
+// learns in O(log n) how many later requests were granted before it ended.
+type fairWalk struct {
+	p         *prepared
+	off       []int // per lock: its part of tree
+	tree      fenwick
+	seqNext   []int32 // per lock: the next request's sequence number
+	grantsL   []int32 // per lock: grants so far
+	slots     []fairSlot
+	grants    []int  // per process
+	requester []bool // per process
+	crashT    []int64
+	crashed   []bool
+	waits     []int64
+	requests  int
+	inversion int
+	maxBypass int
+}
+
+func newFairWalk(p *prepared) *fairWalk {
+	nl, np := len(p.locks), len(p.procs)
+	w := &fairWalk{p: p, off: make([]int, nl+1), seqNext: make([]int32, nl), grantsL: make([]int32, nl),
+		slots: make([]fairSlot, len(p.slotProc)), grants: make([]int, np), requester: make([]bool, np),
+		crashT: make([]int64, np), crashed: make([]bool, np)}
 	nGrants := 0
-	for _, g := range p.nGrant {
-		nGrants += int(g)
+	for l := range nl {
+		w.off[l+1] = w.off[l] + int(p.nAcq[l]) + 1
+		nGrants += int(p.nGrant[l])
 	}
-	waits := make([]int64, 0, nGrants)
-	requests, inversions, maxBypass := 0, 0, 0
-	endRequest := func(s int32, out uint8, t int64, line int32) {
-		st := &slots[s]
-		if !st.inFlight {
-			return
-		}
-		st.inFlight = false
-		l := p.slotLock[s]
-		bypass := int(grantsL[l]) - fen(l).prefix(int(st.seq))
-		inversions += bypass
-		maxBypass = max(maxBypass, bypass)
-		switch out {
-		case outOK:
-			fen(l).add(int(st.seq))
-			grantsL[l]++
-			grants[p.slotProc[s]]++
-			st.granted = true
-			waits = append(waits, t-st.reqTime)
-		case outInfo, outAborted:
-			st.unknown = true
-		}
-		st.lastEnd, st.lastLine, st.lastG = t, line, grantsL[l]
+	w.tree = make(fenwick, w.off[nl])
+	w.waits = make([]int64, 0, nGrants)
+	return w
+}
+
+func (w *fairWalk) fen(l int32) fenwick { return w.tree[w.off[l]:w.off[l+1]] }
+
+// startRequest records slot s's request made at t.
+func (w *fairWalk) startRequest(s int32, t int64, line int32) {
+	st := &w.slots[s]
+	l := w.p.slotLock[s]
+	if !st.requested {
+		st.requested = true
+		st.firstTime, st.firstLine, st.firstG = t, line, w.grantsL[l]
 	}
-	startRequest := func(s int32, t int64, line int32) {
-		st := &slots[s]
-		l := p.slotLock[s]
-		if !st.requested {
-			st.requested = true
-			st.firstTime, st.firstLine, st.firstG = t, line, grantsL[l]
-		}
-		requester[p.slotProc[s]] = true
-		st.inFlight = true
-		st.seq = seqNext[l]
-		seqNext[l]++
-		st.reqTime = t
-		requests++
+	w.requester[w.p.slotProc[s]] = true
+	st.inFlight = true
+	st.seq = w.seqNext[l]
+	w.seqNext[l]++
+	st.reqTime = t
+	w.requests++
+}
+
+// endRequest ends slot s's request in flight with outcome out, counting
+// the later requests granted before it.
+func (w *fairWalk) endRequest(s int32, out Outcome, t int64, line int32) {
+	st := &w.slots[s]
+	if !st.inFlight {
+		return
 	}
+	st.inFlight = false
+	l := w.p.slotLock[s]
+	bypass := int(w.grantsL[l]) - w.fen(l).prefix(int(st.seq))
+	w.inversion += bypass
+	w.maxBypass = max(w.maxBypass, bypass)
+	switch out {
+	case OutcomeOK:
+		w.fen(l).add(int(st.seq))
+		w.grantsL[l]++
+		w.grants[w.p.slotProc[s]]++
+		st.granted = true
+		w.waits = append(w.waits, t-st.reqTime)
+	case OutcomeInfo, OutcomeAborted:
+		st.unknown = true
+	}
+	st.lastEnd, st.lastLine, st.lastG = t, line, w.grantsL[l]
+}
+
+// walk takes every request in time order, as paired by prepare.
+func (w *fairWalk) walk() {
+	p := w.p
 	for k := range p.n() {
 		i := p.at(k)
 		op := p.op(i)
@@ -120,112 +143,141 @@ func (p *prepared) fairness(opts Options) Result {
 		}
 		t := p.ev[i].Time
 		if inv := p.ended[i]; inv >= 0 && p.op(int(inv)) == opAcquire {
-			endRequest(p.slot[inv], p.outcome(int(inv)), t, int32(i))
+			w.endRequest(p.slot[inv], p.outcome(int(inv)), t, int32(i))
 		}
 		if p.ev[i].Process < 0 {
 			continue
 		}
 		switch {
 		case op == opAcquire && p.ty(i) == tyInvoke:
-			startRequest(p.slot[i], t, int32(i))
+			w.startRequest(p.slot[i], t, int32(i))
 		case op == opAcquire && p.ty(i) == tyOK && p.ended[i] < 0:
 			// a grant with no request on record: requested now
-			startRequest(p.slot[i], t, int32(i))
-			endRequest(p.slot[i], outOK, t, int32(i))
+			w.startRequest(p.slot[i], t, int32(i))
+			w.endRequest(p.slot[i], OutcomeOK, t, int32(i))
 		case op == opCrash:
-			crashT[p.procOf(i)], crashed[p.procOf(i)] = t, true
+			w.crashT[p.procOf(i)], w.crashed[p.procOf(i)] = t, true
 		}
 	}
-	for s := range slots {
-		if slots[s].inFlight {
-			endRequest(int32(s), outPending, p.endTime, -1)
+	for s := range w.slots {
+		if w.slots[s].inFlight {
+			w.endRequest(int32(s), OutcomePending, p.endTime, -1)
 		}
 	}
+}
 
-	// starvation
-	lo := p.lockOrder()
-	rank := make([]int, nl)
-	for r, l := range lo {
+func (p *prepared) fairness(opts Options) Result {
+	res := Result{Verdict: verdict.Pass}
+	w := newFairWalk(p)
+	w.walk()
+	for _, s := range w.starved(opts) {
+		res.add(w.starvation(s), opts.MaxViolations)
+	}
+	res.finish()
+	if w.requests == 0 {
+		res.Note = "no acquire operations"
+		return res
+	}
+	w.grantFigures(&res)
+	res.metric("requests", float64(w.requests))
+	res.metric("inversions", float64(w.inversion))
+	res.metric("max_bypass", float64(w.maxBypass))
+	res.metric("starved_clients", float64(res.Count))
+	waitFigures(&res, w.waits)
+	return res
+}
+
+// starved lists the slots that starved, by lock name then first request.
+func (w *fairWalk) starved(opts Options) []int32 {
+	p := w.p
+	rank := make([]int, len(p.locks))
+	for r, l := range p.lockOrder() {
 		rank[l] = r
 	}
-	var starved []int32
-	for s := range slots {
-		st := &slots[s]
-		if !st.requested || st.granted || st.unknown || (crashed[p.slotProc[s]] && crashT[p.slotProc[s]] >= st.firstTime) {
+	var out []int32
+	for s := range w.slots {
+		st := &w.slots[s]
+		pi := p.slotProc[s]
+		if !st.requested || st.granted || st.unknown || (w.crashed[pi] && w.crashT[pi] >= st.firstTime) {
 			continue
 		}
 		if opts.StarvationMin < 0 || st.lastEnd-st.firstTime <= int64(opts.StarvationMin) ||
 			int(st.lastG-st.firstG) < opts.StarvationGrants {
 			continue
 		}
-		starved = append(starved, int32(s))
+		out = append(out, int32(s))
 	}
-	slices.SortFunc(starved, func(a, b int32) int {
+	slices.SortFunc(out, func(a, b int32) int {
 		if c := rank[p.slotLock[a]] - rank[p.slotLock[b]]; c != 0 {
 			return c
 		}
-		return int(slots[a].firstLine - slots[b].firstLine)
+		return int(w.slots[a].firstLine - w.slots[b].firstLine)
 	})
-	for _, s := range starved {
-		st := &slots[s]
-		lock := p.locks[p.slotLock[s]]
-		proc := p.procs[p.slotProc[s]]
-		until := "the end of the history"
-		if st.lastLine >= 0 {
-			until = fmt.Sprintf("%s (line %d)", fmtNS(st.lastEnd), st.lastLine+1)
-		}
-		res.add(Violation{
-			Check: verdict.Fairness,
-			Lock:  lock,
-			Message: fmt.Sprintf("lock %q: process %d starved: it requested the lock from %s (line %d) until %s, %s, and was never granted it, while other processes were granted it %d times",
-				lock, proc, fmtNS(st.firstTime), st.firstLine+1, until, fmtNS(st.lastEnd-st.firstTime), st.lastG-st.firstG),
-			Lines: lines(int(st.firstLine)+1, int(st.lastLine)+1),
-		}, opts.MaxViolations)
-	}
-	res.finish()
+	return out
+}
 
-	if requests == 0 {
-		res.Note = "no acquire operations"
-		return res
+// starvation explains slot s's starvation.
+func (w *fairWalk) starvation(s int32) Violation {
+	st := &w.slots[s]
+	lock := w.p.locks[w.p.slotLock[s]]
+	proc := w.p.procs[w.p.slotProc[s]]
+	until := "the end of the history"
+	if st.lastLine >= 0 {
+		until = fmt.Sprintf("%s (line %d)", fmtNS(st.lastEnd), st.lastLine+1)
 	}
+	return Violation{
+		Check: verdict.Fairness,
+		Lock:  lock,
+		Message: fmt.Sprintf("lock %q: process %d starved: it requested the lock from %s (line %d) until %s, %s, and was never granted it, while other processes were granted it %d times",
+			lock, proc, fmtNS(st.firstTime), st.firstLine+1, until, fmtNS(st.lastEnd-st.firstTime), st.lastG-st.firstG),
+		Lines: lines(int(st.firstLine)+1, int(st.lastLine)+1),
+	}
+}
+
+// grantFigures sets grants, clients, jain_index and per-process grants,
+// over the processes that requested a lock.
+func (w *fairWalk) grantFigures(res *Result) {
 	totalGrants, sum, sumSq, clients := 0, 0.0, 0.0, 0
 	perProc := map[int]float64{}
-	for x, g := range grants {
-		if !requester[x] {
+	for x, g := range w.grants {
+		if !w.requester[x] {
 			continue
 		}
 		clients++
 		totalGrants += g
 		sum += float64(g)
 		sumSq += float64(g) * float64(g)
-		perProc[p.procs[x]] = float64(g)
+		perProc[w.p.procs[x]] = float64(g)
 	}
 	res.PerProcess = map[string]map[int]float64{"grants": perProc}
-	res.metric("requests", float64(requests))
 	res.metric("grants", float64(totalGrants))
 	res.metric("clients", float64(clients))
-	res.metric("inversions", float64(inversions))
-	res.metric("max_bypass", float64(maxBypass))
 	if sumSq > 0 {
 		res.metric("jain_index", sum*sum/(float64(clients)*sumSq))
 	}
-	res.metric("starved_clients", float64(res.Count))
-	if len(waits) > 0 {
-		total := 0.0
-		for _, w := range waits {
-			total += float64(w)
-		}
-		slices.Sort(waits)
-		res.metric("mean_wait_ms", total/float64(len(waits))/1e6)
-		res.metric("p50_wait_ms", ms(percentile(waits, 0.50)))
-		res.metric("p99_wait_ms", ms(percentile(waits, 0.99)))
-		res.metric("max_wait_ms", ms(waits[len(waits)-1]))
-	}
-	return res
 }
 
-// percentile of sorted xs by nearest rank.
-func percentile(xs []int64, q float64) int64 {
+// waitFigures sets the wait metrics of granted requests.
+func waitFigures(res *Result, waits []int64) {
+	if len(waits) == 0 {
+		return
+	}
+	total := 0.0
+	for _, w := range waits {
+		total += float64(w)
+	}
+	slices.Sort(waits)
+	res.metric("mean_wait_ms", total/float64(len(waits))/1e6)
+	res.metric("p50_wait_ms", ms(Percentile(waits, 0.50)))
+	res.metric("p99_wait_ms", ms(Percentile(waits, 0.99)))
+	res.metric("max_wait_ms", ms(waits[len(waits)-1]))
+}
+
+// Percentile is the q-quantile (0 < q ≤ 1) of sorted xs by nearest rank:
+// an exact sample, never an interpolation, so a reported p99 is a wait
+// that happened. It is the one nearest-rank implementation (report's
+// distributions use HdrHistogram instead). 0 for no samples.
+func Percentile(xs []int64, q float64) int64 {
 	if len(xs) == 0 {
 		return 0
 	}

@@ -163,11 +163,11 @@ func TestPercentile(t *testing.T) {
 		q    float64
 		want int64
 	}{{0.5, 50}, {0.99, 99}, {1, 100}, {0, 1}} {
-		if got := percentile(xs, tc.q); got != tc.want {
-			t.Errorf("percentile(1..100, %v) = %d, want %d", tc.q, got, tc.want)
+		if got := Percentile(xs, tc.q); got != tc.want {
+			t.Errorf("Percentile(1..100, %v) = %d, want %d", tc.q, got, tc.want)
 		}
 	}
-	if got := percentile([]int64{7}, 0.99); got != 7 {
-		t.Errorf("percentile([7]) = %d", got)
+	if got := Percentile([]int64{7}, 0.99); got != 7 {
+		t.Errorf("Percentile([7]) = %d", got)
 	}
 }

@@ -60,204 +60,271 @@ type delta struct {
 	d    int32
 }
 
+// liveWalk is the state of the liveness pass over the history in time
+// order: per lock its holders and waiters, which locks have a
+// free-and-waited stretch open (cands), and whether a fault is active.
+type liveWalk struct {
+	p         *prepared
+	opts      Options
+	bound     int64
+	res       Result
+	locks     []liveLock
+	slots     []liveSlot
+	procHeld  [][]int32 // per process: the slots it holds
+	paused    []bool
+	cands     []int32 // locks with a stretch open
+	waitLocks []int32 // locks with waiters
+	deltas    []delta // possible holds as +1/-1 at positions
+	faults    int
+	pausedCnt int
+	active    bool // a fault or a pause is on
+	requests  int
+	maxStall  int64
+	removed   int32   // the waiter the current event ended, -1
+	touched   []int32 // locks the current event changed
+}
+
 func (p *prepared) liveness(opts Options) Result {
-	res := Result{Verdict: verdict.Pass}
-	bound := int64(opts.LivenessBound)
-	locks := make([]liveLock, len(p.locks))
-	for l := range locks {
-		locks[l].candPos, locks[l].waitPos = -1, -1
-	}
-	slots := make([]liveSlot, len(p.slotProc))
-	for s := range slots {
-		slots[s].waitIdx = -1
-	}
-	procHeld := make([][]int32, len(p.procs))
-	paused := make([]bool, len(p.procs))
-	var cands, waitLocks []int32
-	faults, pausedCnt := 0, 0
-	maxStall := int64(0)
-
-	// Possible holds, as +1/-1 at time-order positions.
-	var deltas []delta
-	if len(p.poss) > 0 {
-		pos := func(i int32) int32 { return i }
-		if p.ord != nil {
-			inv := make([]int32, p.n())
-			for k, i := range p.ord {
-				inv[i] = int32(k)
-			}
-			pos = func(i int32) int32 { return inv[i] }
-		}
-		for _, r := range p.poss {
-			l := p.lockOf(int(r.start))
-			deltas = append(deltas, delta{pos(r.start), l, 1})
-			if r.end >= 0 {
-				deltas = append(deltas, delta{pos(r.end), l, -1})
-			}
-		}
-		slices.SortStableFunc(deltas, func(a, b delta) int { return cmp.Compare(a.pos, b.pos) })
-	}
-
-	removeFrom := func(list *[]int32, posOf func(int32) *int32, x int32) {
-		j := *posOf(x)
-		if j < 0 {
-			return
-		}
-		last := len(*list) - 1
-		moved := (*list)[last]
-		(*list)[j] = moved
-		*posOf(moved) = j
-		*list = (*list)[:last]
-		*posOf(x) = -1
-	}
-	candPos := func(l int32) *int32 { return &locks[l].candPos }
-	waitPos := func(l int32) *int32 { return &locks[l].waitPos }
-	slotPos := func(s int32) *int32 { return &slots[s].waitIdx }
-
-	removed := int32(-1) // the waiter the current event ended
-	closeStall := func(l int32, t int64, line int32) {
-		lk := &locks[l]
-		dur := t - lk.candStart
-		maxStall = max(maxStall, dur)
-		if bound >= 0 && dur > bound {
-			res.add(p.stallViolation(l, lk, slots, removed, t, line, dur, opts.LivenessBound), opts.MaxViolations)
-		}
-		removeFrom(&cands, candPos, l)
-	}
-	startStall := func(l int32, t int64, line int32) {
-		lk := &locks[l]
-		lk.candStart, lk.candLine = t, line
-		lk.candPos = int32(len(cands))
-		cands = append(cands, l)
-	}
-	endHold := func(s int32) {
-		if !slots[s].held {
-			return
-		}
-		slots[s].held = false
-		locks[p.slotLock[s]].held--
-		ph := procHeld[p.slotProc[s]]
-		if j := slices.Index(ph, s); j >= 0 {
-			procHeld[p.slotProc[s]] = slices.Delete(ph, j, j+1)
-		}
-	}
-
-	var touched []int32
+	w := newLiveWalk(p, opts)
 	di := 0
-	active := false
-	requests := 0
 	for k := range p.n() {
 		i := p.at(k)
-		op, ty := p.op(i), p.ty(i)
-		touched = touched[:0]
-		removed = -1
-		for di < len(deltas) && int(deltas[di].pos) == k {
-			locks[deltas[di].lock].held += deltas[di].d
-			touched = append(touched, deltas[di].lock)
-			di++
+		w.touched, w.removed = w.touched[:0], -1
+		for ; di < len(w.deltas) && int(w.deltas[di].pos) == k; di++ {
+			w.locks[w.deltas[di].lock].held += w.deltas[di].d
+			w.touched = append(w.touched, w.deltas[di].lock)
 		}
-		if inv := p.ended[i]; inv >= 0 {
-			s := p.slot[inv]
-			switch p.op(int(inv)) {
-			case opAcquire:
-				l := p.slotLock[s]
-				lk := &locks[l]
-				removeFrom(&lk.waiters, slotPos, s)
-				if len(lk.waiters) == 0 {
-					removeFrom(&waitLocks, waitPos, l)
+		w.endInvoke(i)
+		w.event(i)
+		w.settle(p.ev[i].Time, int32(i))
+	}
+	w.removed = -1
+	for len(w.cands) > 0 {
+		w.closeStall(w.cands[len(w.cands)-1], p.endTime, -1)
+	}
+	return w.result()
+}
+
+func newLiveWalk(p *prepared, opts Options) *liveWalk {
+	w := &liveWalk{p: p, opts: opts, bound: int64(opts.LivenessBound), res: Result{Verdict: verdict.Pass},
+		locks: make([]liveLock, len(p.locks)), slots: make([]liveSlot, len(p.slotProc)),
+		procHeld: make([][]int32, len(p.procs)), paused: make([]bool, len(p.procs))}
+	for l := range w.locks {
+		w.locks[l].candPos, w.locks[l].waitPos = -1, -1
+	}
+	for s := range w.slots {
+		w.slots[s].waitIdx = -1
+	}
+	w.deltas = p.possDeltas()
+	return w
+}
+
+// possDeltas are the possible holds (acquires of unknown outcome) as +1 at
+// their start and -1 at their end, by time-order position.
+func (p *prepared) possDeltas() []delta {
+	if len(p.poss) == 0 {
+		return nil
+	}
+	pos := func(i int32) int32 { return i }
+	if p.ord != nil {
+		inv := make([]int32, p.n())
+		for k, i := range p.ord {
+			inv[i] = int32(k)
+		}
+		pos = func(i int32) int32 { return inv[i] }
+	}
+	var deltas []delta
+	for _, r := range p.poss {
+		l := p.lockOf(int(r.start))
+		deltas = append(deltas, delta{pos(r.start), l, 1})
+		if r.end >= 0 {
+			deltas = append(deltas, delta{pos(r.end), l, -1})
+		}
+	}
+	slices.SortStableFunc(deltas, func(a, b delta) int { return cmp.Compare(a.pos, b.pos) })
+	return deltas
+}
+
+// removeAt removes x from list in O(1), keeping each element's recorded
+// position (posOf) right.
+func removeAt(list *[]int32, posOf func(int32) *int32, x int32) {
+	j := *posOf(x)
+	if j < 0 {
+		return
+	}
+	last := len(*list) - 1
+	moved := (*list)[last]
+	(*list)[j] = moved
+	*posOf(moved) = j
+	*list = (*list)[:last]
+	*posOf(x) = -1
+}
+
+func (w *liveWalk) candPos(l int32) *int32 { return &w.locks[l].candPos }
+func (w *liveWalk) waitPos(l int32) *int32 { return &w.locks[l].waitPos }
+func (w *liveWalk) slotPos(s int32) *int32 { return &w.slots[s].waitIdx }
+
+// closeStall ends lock l's free-and-waited stretch at t; longer than the
+// bound, it is a stall.
+func (w *liveWalk) closeStall(l int32, t int64, line int32) {
+	lk := &w.locks[l]
+	dur := t - lk.candStart
+	w.maxStall = max(w.maxStall, dur)
+	if w.bound >= 0 && dur > w.bound {
+		w.res.add(w.p.stallViolation(l, lk, w.slots, w.removed, t, line, dur, w.opts.LivenessBound), w.opts.MaxViolations)
+	}
+	removeAt(&w.cands, w.candPos, l)
+}
+
+func (w *liveWalk) startStall(l int32, t int64, line int32) {
+	lk := &w.locks[l]
+	lk.candStart, lk.candLine = t, line
+	lk.candPos = int32(len(w.cands))
+	w.cands = append(w.cands, l)
+}
+
+func (w *liveWalk) startHold(s int32) {
+	if w.slots[s].held {
+		return
+	}
+	w.slots[s].held = true
+	w.locks[w.p.slotLock[s]].held++
+	pi := w.p.slotProc[s]
+	w.procHeld[pi] = append(w.procHeld[pi], s)
+}
+
+func (w *liveWalk) endHold(s int32) {
+	if !w.slots[s].held {
+		return
+	}
+	w.slots[s].held = false
+	w.locks[w.p.slotLock[s]].held--
+	pi := w.p.slotProc[s]
+	if j := slices.Index(w.procHeld[pi], s); j >= 0 {
+		w.procHeld[pi] = slices.Delete(w.procHeld[pi], j, j+1)
+	}
+}
+
+// startWait makes slot s (event i, an acquire invoke) a waiter.
+func (w *liveWalk) startWait(s int32, i int) {
+	l := w.p.slotLock[s]
+	lk := &w.locks[l]
+	if w.slots[s].waitIdx < 0 {
+		w.slots[s].waitIdx = int32(len(lk.waiters))
+		lk.waiters = append(lk.waiters, s)
+		w.slots[s].waitSince, w.slots[s].waitLine = w.p.ev[i].Time, int32(i)
+		if lk.waitPos < 0 {
+			lk.waitPos = int32(len(w.waitLocks))
+			w.waitLocks = append(w.waitLocks, l)
+		}
+	}
+	w.touched = append(w.touched, l)
+}
+
+// endInvoke applies the end of the operation event i ended: an acquire's
+// waiter stops waiting, a release's holder stops holding.
+func (w *liveWalk) endInvoke(i int) {
+	inv := w.p.ended[i]
+	if inv < 0 {
+		return
+	}
+	s := w.p.slot[inv]
+	l := w.p.slotLock[s]
+	switch w.p.op(int(inv)) {
+	case opAcquire:
+		lk := &w.locks[l]
+		removeAt(&lk.waiters, w.slotPos, s)
+		if len(lk.waiters) == 0 {
+			removeAt(&w.waitLocks, w.waitPos, l)
+		}
+		w.removed = s
+	case opRelease:
+		w.endHold(s)
+	default:
+		return
+	}
+	w.touched = append(w.touched, l)
+}
+
+// event applies event i's own effect: a fault, a request, a grant, a
+// crash or lost lease, a pause or resume.
+func (w *liveWalk) event(i int) {
+	p := w.p
+	op, ty := p.op(i), p.ty(i)
+	pi, s := p.procOf(i), p.slot[i]
+	switch {
+	case op == opFault && ty == tyInvoke:
+		w.faults++
+	case op == opFault && completion(ty):
+		w.faults = max(w.faults-1, 0)
+	case p.ev[i].Process < 0:
+	case op == opAcquire && ty == tyInvoke:
+		w.requests++
+		w.startWait(s, i)
+	case op == opAcquire && ty == tyOK:
+		if p.ended[i] < 0 {
+			w.requests++
+		}
+		w.startHold(s)
+		w.touched = append(w.touched, p.slotLock[s])
+	case op == opLeaseLost && ty != tyInvoke && ty != tyFail, op == opCrash:
+		w.dropHolds(pi, s)
+	case op == opPause && ty != tyFail && !w.paused[pi]:
+		w.paused[pi] = true
+		w.pausedCnt++
+	case op == opResume && ty != tyFail && w.paused[pi]:
+		w.paused[pi] = false
+		w.pausedCnt--
+	}
+}
+
+// dropHolds ends slot s's hold, or every hold of process pi when s has no
+// lock (a crash or lost lease without a lock).
+func (w *liveWalk) dropHolds(pi, s int32) {
+	if w.p.slotLock[s] != w.p.noLock {
+		w.endHold(s)
+		w.touched = append(w.touched, w.p.slotLock[s])
+		return
+	}
+	for _, h := range slices.Clone(w.procHeld[pi]) {
+		w.endHold(h)
+		w.touched = append(w.touched, w.p.slotLock[h])
+	}
+}
+
+// settle opens or closes stretches after an event at t: all of them when
+// a fault starts or ends, and those of the locks the event touched.
+func (w *liveWalk) settle(t int64, line int32) {
+	if now := w.faults > 0 || w.pausedCnt > 0; now != w.active {
+		w.active = now
+		if w.active {
+			for len(w.cands) > 0 {
+				w.closeStall(w.cands[len(w.cands)-1], t, line)
+			}
+		} else {
+			for _, l := range w.waitLocks {
+				if w.locks[l].held == 0 && w.locks[l].candPos < 0 {
+					w.startStall(l, t, line)
 				}
-				removed = s
-				touched = append(touched, l)
-			case opRelease:
-				endHold(s)
-				touched = append(touched, p.slotLock[s])
 			}
 		}
-		pi := p.procOf(i)
-		s := p.slot[i]
+	}
+	for _, l := range w.touched {
+		lk := &w.locks[l]
+		free := lk.held == 0 && len(lk.waiters) > 0 && !w.active
 		switch {
-		case op == opFault && ty == tyInvoke:
-			faults++
-		case op == opFault && completion(ty):
-			faults = max(faults-1, 0)
-		case p.ev[i].Process < 0:
-		case op == opAcquire && ty == tyInvoke:
-			requests++
-			l := p.slotLock[s]
-			lk := &locks[l]
-			if slots[s].waitIdx < 0 {
-				slots[s].waitIdx = int32(len(lk.waiters))
-				lk.waiters = append(lk.waiters, s)
-				slots[s].waitSince, slots[s].waitLine = p.ev[i].Time, int32(i)
-				if lk.waitPos < 0 {
-					lk.waitPos = int32(len(waitLocks))
-					waitLocks = append(waitLocks, l)
-				}
-			}
-			touched = append(touched, l)
-		case op == opAcquire && ty == tyOK:
-			if p.ended[i] < 0 {
-				requests++
-			}
-			if !slots[s].held {
-				slots[s].held = true
-				locks[p.slotLock[s]].held++
-				procHeld[pi] = append(procHeld[pi], s)
-			}
-			touched = append(touched, p.slotLock[s])
-		case op == opLeaseLost && ty != tyInvoke && ty != tyFail, op == opCrash:
-			if p.slotLock[s] == p.noLock {
-				for _, h := range slices.Clone(procHeld[pi]) {
-					endHold(h)
-					touched = append(touched, p.slotLock[h])
-				}
-			} else {
-				endHold(s)
-				touched = append(touched, p.slotLock[s])
-			}
-		case op == opPause && ty != tyFail:
-			if !paused[pi] {
-				paused[pi] = true
-				pausedCnt++
-			}
-		case op == opResume && ty != tyFail:
-			if paused[pi] {
-				paused[pi] = false
-				pausedCnt--
-			}
-		}
-		t, line := p.ev[i].Time, int32(i)
-		if now := faults > 0 || pausedCnt > 0; now != active {
-			active = now
-			if active {
-				for len(cands) > 0 {
-					closeStall(cands[len(cands)-1], t, line)
-				}
-			} else {
-				for _, l := range waitLocks {
-					if locks[l].held == 0 && locks[l].candPos < 0 {
-						startStall(l, t, line)
-					}
-				}
-			}
-		}
-		for _, l := range touched {
-			lk := &locks[l]
-			free := lk.held == 0 && len(lk.waiters) > 0 && !active
-			switch {
-			case free && lk.candPos < 0:
-				startStall(l, t, line)
-			case !free && lk.candPos >= 0:
-				closeStall(l, t, line)
-			}
+		case free && lk.candPos < 0:
+			w.startStall(l, t, line)
+		case !free && lk.candPos >= 0:
+			w.closeStall(l, t, line)
 		}
 	}
-	removed = -1
-	for len(cands) > 0 {
-		closeStall(cands[len(cands)-1], p.endTime, -1)
-	}
-	// Report in lock-name order, then time: the closing order above
-	// interleaves locks.
+}
+
+// result orders the stalls by lock name, then time (closing interleaves
+// locks), and sets the note and figures.
+func (w *liveWalk) result() Result {
+	p, res := w.p, w.res
 	rank := make([]int, len(p.locks))
 	for r, l := range p.lockOrder() {
 		rank[l] = r
@@ -270,15 +337,15 @@ func (p *prepared) liveness(opts Options) Result {
 		return cmp.Compare(rank[lockIdx[a.Lock]], rank[lockIdx[b.Lock]])
 	})
 	res.finish()
-	if requests == 0 {
+	if w.requests == 0 {
 		res.Note = "no acquire operations"
 	} else if len(p.poss) > 0 {
 		res.Note = fmt.Sprintf("%d acquires of unknown outcome count as holding their lock", len(p.poss))
 	}
 	res.metric("stalls", float64(res.Count))
-	res.metric("max_stall_ms", ms(maxStall))
-	if bound >= 0 {
-		res.metric("bound_ms", ms(bound))
+	res.metric("max_stall_ms", ms(w.maxStall))
+	if w.bound >= 0 {
+		res.metric("bound_ms", ms(w.bound))
 	}
 	return res
 }

@@ -80,15 +80,6 @@ func clientOp(op uint8) bool { return op >= opAcquire && op <= opWrite }
 
 func completion(ty uint8) bool { return ty == tyOK || ty == tyFail || ty == tyInfo }
 
-// Outcomes of an invoked operation.
-const (
-	outPending uint8 = iota // never ended: still in flight at the end
-	outOK
-	outFail
-	outInfo
-	outAborted // ended by the process's crash or its next invoke: unknown
-)
-
 // possRec is an acquire of unknown outcome (info, or cut short by a crash
 // or another invoke): the lock may have been held from start to end.
 type possRec struct {
@@ -142,23 +133,28 @@ func (p *prepared) lockOf(i int) int32 { return p.slotLock[p.slot[i]] }
 func (p *prepared) procOf(i int) int32 { return p.slotProc[p.slot[i]] }
 
 // outcome of the client-op invoke inv.
-func (p *prepared) outcome(inv int) uint8 {
+func (p *prepared) outcome(inv int) Outcome {
 	j := p.pair[inv]
 	if j < 0 {
-		return outPending
+		return OutcomePending
 	}
 	if p.op(int(j)) != p.op(inv) {
-		return outAborted
+		return OutcomeAborted
 	}
-	switch p.ty(int(j)) {
+	return outcomeOfType(p.ty(int(j)))
+}
+
+// outcomeOfType is the outcome a completion of type ty reports.
+func outcomeOfType(ty uint8) Outcome {
+	switch ty {
 	case tyOK:
-		return outOK
+		return OutcomeOK
 	case tyFail:
-		return outFail
+		return OutcomeFail
 	case tyInfo:
-		return outInfo
+		return OutcomeInfo
 	}
-	return outAborted
+	return OutcomeAborted
 }
 
 // interner maps processes, locks and (process, lock) pairs to dense
@@ -258,21 +254,7 @@ func prepare(events []history.Event) *prepared {
 		ended:  make([]int32, n),
 		noLock: -1,
 	}
-	for i := 1; i < n; i++ {
-		if events[i].Time < events[i-1].Time {
-			p.ord = make([]int32, n)
-			for j := range p.ord {
-				p.ord[j] = int32(j)
-			}
-			slices.SortFunc(p.ord, func(a, b int32) int {
-				if c := cmp.Compare(events[a].Time, events[b].Time); c != 0 {
-					return c
-				}
-				return cmp.Compare(a, b)
-			})
-			break
-		}
-	}
+	p.ord = timeOrder(events)
 	if n > 0 {
 		p.endTime = events[p.at(n-1)].Time
 	}
@@ -347,6 +329,25 @@ func prepare(events []history.Event) *prepared {
 		}
 	}
 	return p
+}
+
+// timeOrder returns the event indices in time order, ties in line order;
+// nil when events are already in that order (a recorder's history).
+func timeOrder(events []history.Event) []int32 {
+	for i := 1; i < len(events); i++ {
+		if events[i].Time >= events[i-1].Time {
+			continue
+		}
+		ord := make([]int32, len(events))
+		for j := range ord {
+			ord[j] = int32(j)
+		}
+		slices.SortFunc(ord, func(a, b int32) int {
+			return cmp.Or(cmp.Compare(events[a].Time, events[b].Time), cmp.Compare(a, b))
+		})
+		return ord
+	}
+	return nil
 }
 
 // lockOrder returns lock indices sorted by name.

@@ -8,7 +8,7 @@ import (
 	"github.com/lockbench/lockbench/verdict"
 )
 
-// The counter workloads (DESIGN.md §4), as the checker reads them: inside
+// The counter workloads (docs/design.md §4), as the checker reads them: inside
 // the critical section a process reads the counter (read invoke → read ok,
 // value = what it read), then writes read+1 (write invoke with value and
 // token = its grant's token). write ok means the resource accepted the
@@ -87,38 +87,21 @@ type pendingWrite struct {
 	acc   tokenAt // highest accepted write token before the invoke
 }
 
+// writeWalk is the state of the write pass: per lock the highest grant
+// token and the highest accepted write token so far, per process its last
+// granted lock and its write in flight.
+type writeWalk struct {
+	p             *prepared
+	opts          Options
+	w             *writeScan
+	maxGrant      []tokenAt
+	maxAcc        []tokenAt
+	lastGrantLock []int32
+	pend          []pendingWrite
+}
+
 func (p *prepared) scanWrites(opts Options) *writeScan {
-	nl := len(p.locks)
-	w := &writeScan{
-		accepted:   make([]int, nl),
-		acceptedAt: make([][]int32, nl),
-		finals:     make([]int32, nl),
-		fencing:    Result{Verdict: verdict.Pass},
-	}
-	for l := range w.finals {
-		w.finals[l] = -1
-	}
-	none := tokenAt{0, -1}
-	maxGrant := make([]tokenAt, nl)
-	maxAcc := make([]tokenAt, nl)
-	for l := range maxGrant {
-		maxGrant[l], maxAcc[l] = none, none
-	}
-	lastGrantLock := make([]int32, len(p.procs))
-	pend := make([]pendingWrite, len(p.procs))
-	for x := range pend {
-		lastGrantLock[x] = -1
-		pend[x].inv = -1
-	}
-	lockOfWrite := func(i int, pi int32) int32 {
-		if l := p.lockOf(i); l != p.noLock {
-			return l
-		}
-		if l := lastGrantLock[pi]; l >= 0 {
-			return l
-		}
-		return p.lockOf(i)
-	}
+	ww := newWriteWalk(p, opts)
 	for k := range p.n() {
 		i := p.at(k)
 		op := p.op(i)
@@ -126,88 +109,135 @@ func (p *prepared) scanWrites(opts Options) *writeScan {
 			continue
 		}
 		ty := p.ty(i)
-		e := &p.ev[i]
-		pi := p.procOf(i)
-		if e.Process < 0 {
-			if op == opRead && ty == tyOK {
-				w.finals[p.lockOf(i)] = int32(i)
-				w.resourceOps = true
-			}
-			continue
-		}
 		switch {
+		case p.ev[i].Process < 0:
+			if op == opRead && ty == tyOK {
+				ww.w.finals[p.lockOf(i)] = int32(i)
+				ww.w.resourceOps = true
+			}
 		case op == opAcquire:
 			if ty == tyOK {
-				l := p.lockOf(i)
-				lastGrantLock[pi] = l
-				if e.Token != 0 && (maxGrant[l].at < 0 || e.Token > maxGrant[l].tok) {
-					maxGrant[l] = tokenAt{e.Token, int32(i)}
-				}
+				ww.grant(i)
 			}
-			continue
 		case op == opRead:
-			w.resourceOps = true
-			continue
-		}
-		w.resourceOps = true
-		w.writes++
-		if ty == tyInvoke {
-			l := lockOfWrite(i, pi)
-			pend[pi] = pendingWrite{inv: int32(i), lock: l, grant: maxGrant[l], acc: maxAcc[l]}
-			continue
-		}
-		if !completion(ty) {
-			continue
-		}
-		inv := p.ended[i]
-		var pw pendingWrite
-		if inv >= 0 && pend[pi].inv == inv {
-			pw = pend[pi]
-		} else { // a completion without its invoke: invoked now
-			l := lockOfWrite(i, pi)
-			pw = pendingWrite{inv: -1, lock: l, grant: maxGrant[l], acc: maxAcc[l]}
-		}
-		pend[pi].inv = -1
-		tok := e.Token
-		if pw.inv >= 0 && p.ev[pw.inv].Token != 0 {
-			tok = p.ev[pw.inv].Token
-		}
-		l := pw.lock
-		staleGrant := tok != 0 && pw.grant.at >= 0 && tok < pw.grant.tok
-		switch ty {
-		case tyFail:
-			w.rejected++
-			if staleGrant || strings.Contains(e.Error, "stale") {
-				w.rejectedStale++
-			}
-		case tyInfo:
-			w.unknown++
-			if staleGrant {
-				w.unknownStale++
-			}
-		case tyOK:
-			w.accepted[l]++
-			w.acceptedAt[l] = append(w.acceptedAt[l], int32(i))
-			if tok == 0 {
-				continue
-			}
-			w.tokened++
-			regress := pw.acc.at >= 0 && tok < pw.acc.tok
-			if staleGrant {
-				w.stale++
-			}
-			if regress {
-				w.regressions++
-			}
-			if staleGrant || regress {
-				w.fencing.add(p.fencingViolation(i, int(pw.inv), tok, l, pw, staleGrant, regress), opts.MaxViolations)
-			}
-			if maxAcc[l].at < 0 || tok > maxAcc[l].tok {
-				maxAcc[l] = tokenAt{tok, int32(i)}
-			}
+			ww.w.resourceOps = true
+		default:
+			ww.write(i, ty)
 		}
 	}
-	return w
+	return ww.w
+}
+
+func newWriteWalk(p *prepared, opts Options) *writeWalk {
+	nl := len(p.locks)
+	ww := &writeWalk{p: p, opts: opts, w: &writeScan{
+		accepted:   make([]int, nl),
+		acceptedAt: make([][]int32, nl),
+		finals:     make([]int32, nl),
+		fencing:    Result{Verdict: verdict.Pass},
+	}, maxGrant: make([]tokenAt, nl), maxAcc: make([]tokenAt, nl),
+		lastGrantLock: make([]int32, len(p.procs)), pend: make([]pendingWrite, len(p.procs))}
+	for l := range nl {
+		ww.w.finals[l] = -1
+		ww.maxGrant[l], ww.maxAcc[l] = tokenAt{0, -1}, tokenAt{0, -1}
+	}
+	for x := range ww.pend {
+		ww.lastGrantLock[x] = -1
+		ww.pend[x].inv = -1
+	}
+	return ww
+}
+
+// grant notes acquire ok i: its process's lock, the lock's highest token.
+func (ww *writeWalk) grant(i int) {
+	e := &ww.p.ev[i]
+	l := ww.p.lockOf(i)
+	ww.lastGrantLock[ww.p.procOf(i)] = l
+	if e.Token != 0 && (ww.maxGrant[l].at < 0 || e.Token > ww.maxGrant[l].tok) {
+		ww.maxGrant[l] = tokenAt{e.Token, int32(i)}
+	}
+}
+
+// lockOfWrite is the write's own lock, else the process's last granted.
+func (ww *writeWalk) lockOfWrite(i int) int32 {
+	if l := ww.p.lockOf(i); l != ww.p.noLock {
+		return l
+	}
+	if l := ww.lastGrantLock[ww.p.procOf(i)]; l >= 0 {
+		return l
+	}
+	return ww.p.lockOf(i)
+}
+
+// pending is a write invoked at event inv (-1: at its completion, i).
+func (ww *writeWalk) pending(inv int32, i int) pendingWrite {
+	l := ww.lockOfWrite(i)
+	return pendingWrite{inv: inv, lock: l, grant: ww.maxGrant[l], acc: ww.maxAcc[l]}
+}
+
+// write takes write event i: an invoke is remembered, a completion judged
+// against the tokens seen before its invoke.
+func (ww *writeWalk) write(i int, ty uint8) {
+	p, w := ww.p, ww.w
+	w.resourceOps = true
+	w.writes++
+	pi := p.procOf(i)
+	if ty == tyInvoke {
+		ww.pend[pi] = ww.pending(int32(i), i)
+		return
+	}
+	if !completion(ty) {
+		return
+	}
+	pw := ww.pend[pi]
+	if inv := p.ended[i]; inv < 0 || pw.inv != inv { // a completion without its invoke: invoked now
+		pw = ww.pending(-1, i)
+	}
+	ww.pend[pi].inv = -1
+	tok := p.ev[i].Token
+	if pw.inv >= 0 && p.ev[pw.inv].Token != 0 {
+		tok = p.ev[pw.inv].Token
+	}
+	staleGrant := tok != 0 && pw.grant.at >= 0 && tok < pw.grant.tok
+	switch ty {
+	case tyFail:
+		w.rejected++
+		if staleGrant || strings.Contains(p.ev[i].Error, "stale") {
+			w.rejectedStale++
+		}
+	case tyInfo:
+		w.unknown++
+		if staleGrant {
+			w.unknownStale++
+		}
+	case tyOK:
+		ww.accepted(i, tok, pw, staleGrant)
+	}
+}
+
+// accepted takes write ok i with token tok: counts it, and fails fencing
+// if a grant or an accepted write with a higher token preceded its invoke.
+func (ww *writeWalk) accepted(i int, tok int64, pw pendingWrite, staleGrant bool) {
+	w, l := ww.w, pw.lock
+	w.accepted[l]++
+	w.acceptedAt[l] = append(w.acceptedAt[l], int32(i))
+	if tok == 0 {
+		return
+	}
+	w.tokened++
+	regress := pw.acc.at >= 0 && tok < pw.acc.tok
+	if staleGrant {
+		w.stale++
+	}
+	if regress {
+		w.regressions++
+	}
+	if staleGrant || regress {
+		w.fencing.add(ww.p.fencingViolation(i, int(pw.inv), tok, l, pw, staleGrant, regress), ww.opts.MaxViolations)
+	}
+	if ww.maxAcc[l].at < 0 || tok > ww.maxAcc[l].tok {
+		ww.maxAcc[l] = tokenAt{tok, int32(i)}
+	}
 }
 
 func (p *prepared) fencingViolation(i, inv int, tok int64, l int32, pw pendingWrite, stale, regress bool) Violation {
@@ -300,67 +330,29 @@ func (p *prepared) resource(opts Options) Result {
 	covered := make([]bool, len(p.locks))
 	nFinals, lost, decided := 0, int64(0), true
 	for _, l := range p.lockOrder() {
-		f := w.finals[l]
-		if f < 0 {
+		if w.finals[l] < 0 {
 			continue
 		}
 		nFinals++
-		accepted := w.accepted[l]
-		name := fmt.Sprintf("counter of lock %q", p.locks[l])
-		if l == p.noLock {
-			accepted = total
-			name = "counter"
+		if l == p.noLock { // one counter for the run
 			for x := range covered {
 				covered[x] = true
 			}
 		}
 		covered[l] = true
-		fe := &p.ev[f]
-		final, ok := history.ParseInt(fe.Value)
-		if !ok {
+		n, note := p.finalRead(&res, w, l, total, opts)
+		lost += n
+		if note != "" {
 			decided = false
-			notes = append(notes, fmt.Sprintf("final read of the %s (line %d) is not an integer", name, f+1))
-			continue
+			notes = append(notes, note)
 		}
-		res.metric("final_value", float64(final))
-		if final >= int64(accepted) {
-			continue
-		}
-		lost += int64(accepted) - final
-		ls := []int{int(f) + 1}
-		at := w.acceptedAt[l]
-		if l == p.noLock {
-			at = nil
-			for _, xs := range w.acceptedAt {
-				at = append(at, xs...)
-			}
-		}
-		dups := p.duplicateWrites(at, 5)
-		msg := fmt.Sprintf("%s: final value %d (read at %s, line %d) is less than the %d accepted increments: %d update(s) lost",
-			name, final, fmtNS(fe.Time), f+1, accepted, int64(accepted)-final)
-		if len(dups) > 0 {
-			var ds []string
-			for _, d := range dups {
-				ds = append(ds, fmt.Sprintf("%s at lines %d and %d", string(p.writeValue(int(d[0]))), d[0]+1, d[1]+1))
-				ls = append(ls, int(d[0])+1, int(d[1])+1)
-			}
-			msg += "; accepted writes of the same value: " + strings.Join(ds, ", ")
-		}
-		lk := p.locks[l]
-		res.add(Violation{Check: verdict.Resource, Lock: lk, Message: msg, Lines: lines(ls...)}, opts.MaxViolations)
 	}
 	if nFinals != 1 {
 		delete(res.Metrics, "final_value")
 	}
-	var uncovered []string
-	for _, l := range p.lockOrder() {
-		if w.accepted[l] > 0 && !covered[l] {
-			uncovered = append(uncovered, fmt.Sprintf("%q", p.locks[l]))
-		}
-	}
-	if len(uncovered) > 0 {
+	if note := p.uncoveredNote(w, covered); note != "" {
 		decided = false
-		notes = append(notes, fmt.Sprintf("no final read (process -1, read ok) of the counter of lock %s", strings.Join(uncovered, ", ")))
+		notes = append(notes, note)
 	}
 	if decided {
 		res.metric("lost_updates", float64(lost))
@@ -374,6 +366,59 @@ func (p *prepared) resource(opts Options) Result {
 	}
 	res.Note = joinNotes(notes...)
 	return res
+}
+
+// finalRead judges lock l's final read against its accepted writes (every
+// lock's, total, for a read without a lock): it returns the updates lost,
+// or a note when the final value is not an integer.
+func (p *prepared) finalRead(res *Result, w *writeScan, l int32, total int, opts Options) (int64, string) {
+	f := w.finals[l]
+	accepted := w.accepted[l]
+	name := fmt.Sprintf("counter of lock %q", p.locks[l])
+	at := w.acceptedAt[l]
+	if l == p.noLock {
+		accepted, name, at = total, "counter", nil
+		for _, xs := range w.acceptedAt {
+			at = append(at, xs...)
+		}
+	}
+	fe := &p.ev[f]
+	final, ok := history.ParseInt(fe.Value)
+	if !ok {
+		return 0, fmt.Sprintf("final read of the %s (line %d) is not an integer", name, f+1)
+	}
+	res.metric("final_value", float64(final))
+	if final >= int64(accepted) {
+		return 0, ""
+	}
+	ls := []int{int(f) + 1}
+	msg := fmt.Sprintf("%s: final value %d (read at %s, line %d) is less than the %d accepted increments: %d update(s) lost",
+		name, final, fmtNS(fe.Time), f+1, accepted, int64(accepted)-final)
+	if dups := p.duplicateWrites(at, 5); len(dups) > 0 {
+		var ds []string
+		for _, d := range dups {
+			ds = append(ds, fmt.Sprintf("%s at lines %d and %d", string(p.writeValue(int(d[0]))), d[0]+1, d[1]+1))
+			ls = append(ls, int(d[0])+1, int(d[1])+1)
+		}
+		msg += "; accepted writes of the same value: " + strings.Join(ds, ", ")
+	}
+	res.add(Violation{Check: verdict.Resource, Lock: p.locks[l], Message: msg, Lines: lines(ls...)}, opts.MaxViolations)
+	return int64(accepted) - final, ""
+}
+
+// uncoveredNote names the locks with accepted writes that no final read
+// covers ("" when all are).
+func (p *prepared) uncoveredNote(w *writeScan, covered []bool) string {
+	var uncovered []string
+	for _, l := range p.lockOrder() {
+		if w.accepted[l] > 0 && !covered[l] {
+			uncovered = append(uncovered, fmt.Sprintf("%q", p.locks[l]))
+		}
+	}
+	if len(uncovered) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("no final read (process -1, read ok) of the counter of lock %s", strings.Join(uncovered, ", "))
 }
 
 // writeValue is the value a write ok wrote (its invoke's, else its own).

@@ -43,6 +43,8 @@ type Change struct {
 	Better     bool `json:"better,omitempty"`
 }
 
+// String is the change on one line, for logs and test failures, where a
+// table would be too much.
 func (c Change) String() string {
 	s := fmt.Sprintf("%s: %s %s → %s", c.Cell, c.What, c.Base, c.New)
 	if c.Delta != "" {
@@ -182,7 +184,7 @@ func compareCell(key string, b, n Summary, o CompareOptions) []Change {
 		if math.Abs(r) <= o.Threshold || math.Abs(nv-bv) < o.MinDeltaMS {
 			return
 		}
-		out = append(out, Change{Cell: key, What: name + " " + q, Base: ms(bv) + " ms", New: ms(nv) + " ms",
+		out = append(out, Change{Cell: key, What: name + " " + q, Base: FormatMS(bv) + " ms", New: FormatMS(nv) + " ms",
 			Delta: pct(r), Regression: judge && r > 0, Better: judge && r < 0})
 	}
 	p50 := func(l Latency) float64 { return l.P50 }

@@ -2,7 +2,6 @@ package report
 
 import (
 	"cmp"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -110,13 +109,4 @@ func writeRunFolder(t testing.TB, dir string, f fixture) (string, []history.Even
 		t.Fatal(err)
 	}
 	return dir, ev, sum
-}
-
-func mustJSON(t testing.TB, v any) json.RawMessage {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }

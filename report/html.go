@@ -28,7 +28,7 @@ const (
 )
 
 var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
-	"ms": func(v float64) string { return ms(v) },
+	"ms": func(v float64) string { return FormatMS(v) },
 	"f1": func(v float64) string { return fmt.Sprintf("%.1f", v) },
 	"metric": func(v float64) string {
 		if v == float64(int64(v)) && v < 1e15 && v > -1e15 {

@@ -176,117 +176,56 @@ type Run struct {
 // report. It reads nothing but its arguments. Events need not be in time
 // order (ties keep their order).
 //
-// Distributions (see LatencyNames): acquire is each acquire invoke → ok of
-// one process; hold is an acquire ok → that process's release invoke of the
-// lock (a crash or lease-lost drops it); handoff is a holder's release
-// invoke → the next acquire ok of that lock by any process; unavailability
-// is each fault invoke (process -1, f "fault") → the first acquire ok of
-// any lock after it.
+// Operations are paired by check.Pair, the checker's own rules, so the
+// figures and the verdicts speak of the same acquires and holds.
+// Distributions (see LatencyNames): acquire is each acquire invoke → its
+// ok; hold is a certain hold from its grant to the holder's release invoke
+// (a hold a crash or lease-lost ended is dropped); handoff is a holder's
+// release invoke → the next grant of that lock by any process (the latest
+// such release before each grant); unavailability is each fault invoke →
+// the first grant of any lock after it.
 func Summarize(run Run, events []history.Event, rep check.Report) Summary {
-	events = ordered(events)
+	ops := check.Pair(events)
+	grants := ops.Grants()
 	hs := map[string]hist{}
 	for _, n := range LatencyNames {
 		hs[n] = newHist()
 	}
-	type pl struct {
-		proc int
-		lock string
-	}
-	pending := map[int]int64{}      // process → acquire invoke time
-	holding := map[pl]int64{}       // holder → grant time
-	released := map[string]int64{}  // lock → a holder's release invoke, awaiting the next grant
-	var faults []int64              // fault invokes awaiting the first grant
-	crashed := map[string][]int64{} // lock → crashes of its holders, awaiting the next grant
-	acquisitions, nFaults := 0, 0
-	var last int64
-	for _, e := range events {
-		last = max(last, e.Time)
-		if e.Process < 0 {
-			if e.F == history.FFault && e.Type == history.Invoke {
-				nFaults++
-				faults = append(faults, e.Time)
-			}
-			continue
-		}
-		switch e.F {
-		case history.FAcquire:
-			switch e.Type {
-			case history.Invoke:
-				pending[e.Process] = e.Time
-			case history.OK:
-				acquisitions++
-				if t0, ok := pending[e.Process]; ok {
-					hs[LatAcquire].record(e.Time - t0)
-				}
-				delete(pending, e.Process)
-				if t0, ok := released[e.Lock]; ok {
-					hs[LatHandoff].record(e.Time - t0)
-					delete(released, e.Lock)
-				}
-				for _, f := range faults {
-					hs[LatUnavailability].record(e.Time - f)
-				}
-				if run.LeaseTTL > 0 {
-					for _, t := range crashed[e.Lock] {
-						hs[LatLeaseOverrun].record(max(0, e.Time-t-int64(run.LeaseTTL)))
-					}
-				}
-				delete(crashed, e.Lock)
-				faults = faults[:0]
-				if _, ok := holding[pl{e.Process, e.Lock}]; !ok {
-					holding[pl{e.Process, e.Lock}] = e.Time
-				}
-			default:
-				delete(pending, e.Process)
-			}
-		case history.FRelease:
-			if e.Type != history.Invoke {
-				continue
-			}
-			k := pl{e.Process, e.Lock}
-			if t0, ok := holding[k]; ok {
-				hs[LatHold].record(e.Time - t0)
-				delete(holding, k)
-				released[e.Lock] = e.Time
-			}
-		case history.FCrash, history.FLeaseLost:
-			if e.Type == history.Invoke || e.Type == history.Fail {
-				continue
-			}
-			for k := range holding {
-				if k.proc == e.Process && (e.F == history.FCrash || e.Lock == "" || e.Lock == k.lock) {
-					delete(holding, k)
-					if e.F == history.FCrash {
-						crashed[k.lock] = append(crashed[k.lock], e.Time)
-					}
-				}
-			}
-			if e.F == history.FCrash {
-				delete(pending, e.Process)
-			}
-		}
+	recordAcquireAndHold(hs, grants, ops.Holds)
+	recordHandoffs(hs[LatHandoff], grants, ops.Holds)
+	unrecovered := recordUnavailability(hs[LatUnavailability], grants, ops.Faults)
+	if run.LeaseTTL > 0 {
+		recordLeaseOverrun(hs[LatLeaseOverrun], grants, ops.Holds, run.LeaseTTL)
 	}
 	elapsed := run.Elapsed
 	if elapsed == 0 {
-		elapsed = time.Duration(last)
+		elapsed = time.Duration(ops.End)
 	}
 	s := Summary{
 		RunID: run.ID, Lock: run.Lock, Scenario: run.Scenario, Clients: run.Clients, Seed: run.Seed,
 		DurationS:         elapsed.Seconds(),
 		Events:            len(events),
-		Acquisitions:      acquisitions,
+		Acquisitions:      len(grants),
 		LatencyMS:         make(map[string]Latency, len(hs)),
-		Faults:            nFaults,
-		FaultsUnrecovered: len(faults),
-		Violations:        rep.Violations(),
-		Checks:            rep.Checks,
-		Verdict:           rep.Verdict,
+		Faults:            len(ops.Faults),
+		FaultsUnrecovered: unrecovered,
 		Interrupted:       run.Interrupted,
 		Stopped:           run.Stopped,
 	}
 	for n, h := range hs {
 		s.LatencyMS[n] = h.latency()
 	}
+	if elapsed > 0 {
+		s.ThroughputPerS = float64(len(grants)) / elapsed.Seconds()
+	}
+	addCheckReport(&s, rep)
+	return s
+}
+
+// addCheckReport copies the checker's verdicts, violations and the herd
+// check's headline figures into s.
+func addCheckReport(s *Summary, rep check.Report) {
+	s.Violations, s.Checks, s.Verdict = rep.Violations(), rep.Checks, rep.Verdict
 	for _, r := range rep.Checks {
 		s.ViolationCount += r.Count
 	}
@@ -300,22 +239,103 @@ func Summarize(run Run, events []history.Event, rep check.Report) Summary {
 	if s.Violations == nil {
 		s.Violations = []check.Violation{}
 	}
-	if elapsed > 0 {
-		s.ThroughputPerS = float64(acquisitions) / elapsed.Seconds()
-	}
-	return s
 }
 
-// ordered returns events in time order, ties in their order: events itself
-// when already so (a recorder's history), else a sorted copy.
-func ordered(events []history.Event) []history.Event {
-	byTime := func(a, b history.Event) int { return cmp.Compare(a.Time, b.Time) }
-	if slices.IsSortedFunc(events, byTime) {
-		return events
+// recordAcquireAndHold records each granted acquire's wait and each hold
+// its holder released.
+func recordAcquireAndHold(hs map[string]hist, grants []check.Op, holds []check.Hold) {
+	for _, g := range grants {
+		if g.Invoke >= 0 {
+			hs[LatAcquire].record(g.To - g.From)
+		}
 	}
-	out := slices.Clone(events)
-	slices.SortStableFunc(out, byTime)
-	return out
+	for _, h := range holds {
+		if h.Certain && h.End == check.EndRelease {
+			hs[LatHold].record(h.To - h.From)
+		}
+	}
+}
+
+// at is an event's place in time order: its time, then its line.
+type at struct {
+	t    int64
+	line int
+}
+
+func (a at) before(b at) bool { return a.t < b.t || a.t == b.t && a.line < b.line }
+
+// grantAt is where grant g happened.
+func grantAt(g check.Op) at { return at{g.To, g.Done + 1} }
+
+// nextGrant is the index of the first grant after a, len(grants) if none.
+func nextGrant(grants []check.Op, a at) int {
+	i, _ := slices.BinarySearchFunc(grants, a, func(g check.Op, a at) int {
+		if a.before(grantAt(g)) {
+			return 1
+		}
+		return -1
+	})
+	return i
+}
+
+// recordHandoffs records, for each grant of a lock, the gap since the
+// latest release invoke that ended a hold of that lock after the lock's
+// previous grant.
+func recordHandoffs(h hist, grants []check.Op, holds []check.Hold) {
+	released := map[string][]at{}
+	for _, x := range holds {
+		if x.Certain && x.End == check.EndRelease {
+			released[x.Lock] = append(released[x.Lock], at{x.To, x.ToLine})
+		}
+	}
+	for _, rs := range released {
+		slices.SortFunc(rs, func(a, b at) int { return cmp.Or(cmp.Compare(a.t, b.t), cmp.Compare(a.line, b.line)) })
+	}
+	next := map[string]int{} // lock → its first release not yet used
+	for _, g := range grants {
+		rs, j := released[g.Lock], next[g.Lock]
+		latest := -1
+		for ; j < len(rs) && rs[j].before(grantAt(g)); j++ {
+			latest = j
+		}
+		next[g.Lock] = j
+		if latest >= 0 {
+			h.record(g.To - rs[latest].t)
+		}
+	}
+}
+
+// recordUnavailability records each fault invoke → the first grant after
+// it, and returns how many faults no grant followed.
+func recordUnavailability(h hist, grants []check.Op, faults []check.Span) int {
+	unrecovered := 0
+	for _, f := range faults {
+		i := nextGrant(grants, at{f.From, f.Start + 1})
+		if i == len(grants) {
+			unrecovered++
+			continue
+		}
+		h.record(grants[i].To - f.From)
+	}
+	return unrecovered
+}
+
+// recordLeaseOverrun records, for each hold a crash ended, how long past
+// the lease TTL the next grant of its lock came (0 when within it).
+func recordLeaseOverrun(h hist, grants []check.Op, holds []check.Hold, ttl time.Duration) {
+	byLock := map[string][]check.Op{}
+	for _, g := range grants {
+		byLock[g.Lock] = append(byLock[g.Lock], g)
+	}
+	for _, x := range holds {
+		if !x.Certain || x.End != check.EndCrash {
+			continue
+		}
+		gs := byLock[x.Lock]
+		if i := nextGrant(gs, at{x.To, x.ToLine}); i < len(gs) {
+			h.record(max(0, gs[i].To-x.To-int64(ttl)))
+		}
+	}
 }
 
 // hist records nanosecond durations at microsecond resolution, 3

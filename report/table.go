@@ -19,7 +19,7 @@ func RunTable(w io.Writer, s Summary) error {
 	t.Header("lock", "scenario", "clients", "acquisitions", "acq/s", "p50 ms", "p90 ms", "p99 ms", "max ms", "violations", "verdict")
 	a := s.LatencyMS[LatAcquire]
 	if err := t.Append(s.Lock, s.Scenario, fmt.Sprint(s.Clients), fmt.Sprint(s.Acquisitions),
-		fmt.Sprintf("%.1f", s.ThroughputPerS), ms(a.P50), ms(a.P90), ms(a.P99), ms(a.Max),
+		fmt.Sprintf("%.1f", s.ThroughputPerS), FormatMS(a.P50), FormatMS(a.P90), FormatMS(a.P99), FormatMS(a.Max),
 		fmt.Sprint(s.TotalViolations()), string(s.Verdict)); err != nil {
 		return err
 	}
@@ -38,7 +38,7 @@ func LatencyTable(w io.Writer, s Summary) error {
 		l := s.LatencyMS[n]
 		row := []any{n, fmt.Sprint(l.Count), "-", "-", "-", "-", "-"}
 		if l.Count > 0 {
-			row = []any{n, fmt.Sprint(l.Count), ms(l.P50), ms(l.P90), ms(l.P99), ms(l.P999), ms(l.Max)}
+			row = []any{n, fmt.Sprint(l.Count), FormatMS(l.P50), FormatMS(l.P90), FormatMS(l.P99), FormatMS(l.P999), FormatMS(l.Max)}
 		}
 		if err := t.Append(row...); err != nil {
 			return err
@@ -71,7 +71,7 @@ func SuiteTable(w io.Writer, cells []Cell) error {
 		h := s.LatencyMS[LatHandoff]
 		p50, p99 := "-", "-"
 		if h.Count > 0 {
-			p50, p99 = ms(h.P50), ms(h.P99)
+			p50, p99 = FormatMS(h.P50), FormatMS(h.P99)
 		}
 		if err := t.Append(s.Lock, s.Scenario, runVerdictString(s), expectedString(c), matchString(c),
 			fmt.Sprintf("%.1f", s.ThroughputPerS), p50, p99, fmt.Sprint(s.TotalViolations()), wakeupsString(s)); err != nil {
@@ -176,7 +176,11 @@ func newTable(w io.Writer, align string) *tablewriter.Table {
 		tablewriter.WithRowAlignmentConfig(tw.CellAlignment{Global: tw.AlignRight, PerColumn: per}))
 }
 
-func ms(v float64) string {
+// FormatMS renders milliseconds with two decimals below 10, one below 100
+// and none above (0.41, 12.3, 250): the one format of every table, page and comparison,
+// so that the same latency reads the same everywhere (the bench's text
+// report should use it too).
+func FormatMS(v float64) string {
 	switch {
 	case v >= 100:
 		return fmt.Sprintf("%.0f", v)
@@ -195,3 +199,6 @@ func clip(s string, n int) string {
 	r := []rune(s)
 	return string(r[:n-1]) + "…"
 }
+
+// ms is FormatMS under the short name svg.go still calls.
+func ms(v float64) string { return FormatMS(v) }

@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -77,171 +78,174 @@ type tlViol struct {
 // buildTimeline turns a history and its violations into the page's data:
 // a lane for every process in the history and for each of clients 0 to
 // clients-1 (one that did nothing still shows). viols are numbered in
-// order; the page refers to them by index.
+// order; the page refers to them by index. Operations are paired by
+// check.Pair, so the page draws what the checker judged.
 func buildTimeline(events []history.Event, viols []check.Violation, clients int) tlData {
-	ev := ordered(events)
-	var end int64
-	for _, e := range ev {
-		end = max(end, e.Time)
-	}
+	ops := check.Pair(events)
+	end := ops.End
 	d := tlData{Unit: 1, End: end, Faults: []tlSpan{}, Viols: []tlViol{}}
 	if end >= int64(time.Second) {
 		d.Unit = 1000 // µs: a third fewer bytes, and no loss a screen can show
 	}
-	lanes := map[int]*tlLane{}
-	lane := func(p int) *tlLane {
-		l, ok := lanes[p]
-		if !ok {
-			l = &tlLane{Process: p}
-			lanes[p] = l
-		}
-		return l
-	}
-	for p := range min(max(clients, 0), 4096) {
-		lane(p)
-	}
-	waitFrom := map[int]int64{}
-	pauseFrom := map[int]int64{}
-	type openFault struct {
-		from       int64
-		key, label string
-	}
-	var faults []openFault
-	for _, e := range ev {
-		if e.Process < 0 {
-			if e.F != history.FFault {
-				continue
-			}
-			var f history.Fault
-			_ = json.Unmarshal(e.Value, &f) // a label only: best effort
-			key := f.Fault + "\x00" + f.Target
-			if e.Type == history.Invoke {
-				faults = append(faults, openFault{from: e.Time, key: key, label: faultLabel(f)})
-				continue
-			}
-			if len(faults) == 0 {
-				continue
-			}
-			j := slices.IndexFunc(faults, func(o openFault) bool { return o.key == key })
-			if j < 0 {
-				j = 0
-			}
-			d.Faults = append(d.Faults, tlSpan{From: faults[j].from, To: e.Time, Label: faults[j].label})
-			faults = slices.Delete(faults, j, j+1)
-			continue
-		}
-		l := lane(e.Process)
-		switch e.F {
-		case history.FAcquire:
-			if e.Type == history.Invoke {
-				if t0, ok := waitFrom[e.Process]; ok {
-					l.WaitX = append(l.WaitX, t0, e.Time)
-				}
-				waitFrom[e.Process] = e.Time
-				continue
-			}
-			t0, ok := waitFrom[e.Process]
-			if !ok {
-				continue
-			}
-			delete(waitFrom, e.Process)
-			if e.Type == history.OK {
-				l.Wait = append(l.Wait, t0, e.Time)
-			} else {
-				l.WaitX = append(l.WaitX, t0, e.Time)
-			}
-		case history.FPause:
-			if e.Type != history.Fail {
-				if _, ok := pauseFrom[e.Process]; !ok {
-					pauseFrom[e.Process] = e.Time
-				}
-			}
-		case history.FResume:
-			if t0, ok := pauseFrom[e.Process]; ok && e.Type != history.Fail {
-				l.Pause = append(l.Pause, t0, e.Time)
-				delete(pauseFrom, e.Process)
-			}
-		case history.FCrash:
-			if e.Type != history.Fail {
-				l.Marks = append(l.Marks, e.Time, markCrash)
-				if t0, ok := waitFrom[e.Process]; ok {
-					l.WaitX = append(l.WaitX, t0, e.Time)
-					delete(waitFrom, e.Process)
-				}
-			}
-		case history.FLeaseLost:
-			if e.Type != history.Fail && e.Type != history.Invoke {
-				l.Marks = append(l.Marks, e.Time, markLeaseLost)
-			}
-		}
-	}
-	for p, t0 := range waitFrom { // still waiting when the history ends
-		lanes[p].Wait = append(lanes[p].Wait, t0, end)
-	}
-	for p, t0 := range pauseFrom {
-		lanes[p].Pause = append(lanes[p].Pause, t0, end)
-	}
-	for _, f := range faults {
-		d.Faults = append(d.Faults, tlSpan{From: f.from, To: end, Label: f.label, Open: true})
-	}
-	slices.SortStableFunc(d.Faults, func(a, b tlSpan) int { return int(sign(a.From - b.From)) })
-	for _, ivs := range check.Intervals(events) {
-		for _, iv := range ivs {
-			if iv.Process < 0 {
-				continue
-			}
-			to := iv.To
-			if to < 0 {
-				to = end
-			}
-			l := lane(iv.Process)
-			if iv.Certain {
-				l.Hold = append(l.Hold, iv.From, to, iv.Token)
-			} else {
-				l.Poss = append(l.Poss, iv.From, to)
-			}
-		}
-	}
+	lanes := newLanes(clients, ops.Processes)
+	addWaits(lanes, ops.Acquires, end)
+	addPausesAndMarks(lanes, ops)
+	addHolds(lanes, ops.Holds, end)
+	d.Faults = faultSpans(ops, end)
 	for _, v := range viols {
-		tv := tlViol{Check: v.Check, Message: v.Message}
-		for _, h := range v.Holders {
-			to := h.To
-			if to < 0 {
-				to = end
-			}
-			tv.Holders = append(tv.Holders, tlHolder{Process: h.Process, From: h.From, To: to, Token: h.Token})
-		}
-		if len(tv.Holders) == 0 {
-			for _, ln := range v.Lines {
-				if ln < 1 || ln > len(events) || events[ln-1].Process < 0 {
-					continue
-				}
-				e := events[ln-1]
-				tv.At = append(tv.At, tlHolder{Process: e.Process, From: e.Time, To: e.Time})
-				if len(tv.At) == 4 {
-					break
-				}
-			}
-		}
-		d.Viols = append(d.Viols, tv)
+		d.Viols = append(d.Viols, timelineViolation(v, events, end))
 	}
-	procs := make([]int, 0, len(lanes))
-	for p := range lanes {
-		procs = append(procs, p)
+	d.Lanes = lanes.sorted()
+	d.downsample(TimelineBudget)
+	d.scale()
+	return d
+}
+
+// laneSet is the timeline's lanes by process.
+type laneSet map[int]*tlLane
+
+// newLanes makes a lane for each of clients 0 to clients-1 (at most 4096)
+// and for every process of the history.
+func newLanes(clients int, procs []int) laneSet {
+	ls := laneSet{}
+	for p := range min(max(clients, 0), 4096) {
+		ls.of(p)
 	}
-	slices.Sort(procs)
 	for _, p := range procs {
-		l := lanes[p]
+		ls.of(p)
+	}
+	return ls
+}
+
+// of is process p's lane, made on first use.
+func (ls laneSet) of(p int) *tlLane {
+	l, ok := ls[p]
+	if !ok {
+		l = &tlLane{Process: p}
+		ls[p] = l
+	}
+	return l
+}
+
+// sorted returns the lanes by process, each lane's intervals by start.
+func (ls laneSet) sorted() []tlLane {
+	var out []tlLane
+	for _, p := range slices.Sorted(maps.Keys(ls)) {
+		l := ls[p]
 		sortPairs(l.Wait, 2)
 		sortPairs(l.WaitX, 2)
 		sortPairs(l.Hold, 3)
 		sortPairs(l.Poss, 2)
 		sortPairs(l.Pause, 2)
-		d.Lanes = append(d.Lanes, *l)
+		out = append(out, *l)
 	}
-	d.downsample(TimelineBudget)
-	d.scale()
-	return d
+	return out
+}
+
+// addWaits draws each acquire from its invoke: to its ok (Wait), to its
+// fail, info, crash or next invoke (WaitX), or, still waiting, to the end.
+func addWaits(ls laneSet, acquires []check.Op, end int64) {
+	for _, a := range acquires {
+		if a.Invoke < 0 {
+			continue
+		}
+		l := ls.of(a.Process)
+		switch a.Outcome {
+		case check.OutcomeOK:
+			l.Wait = append(l.Wait, a.From, a.To)
+		case check.OutcomePending:
+			l.Wait = append(l.Wait, a.From, end)
+		default:
+			l.WaitX = append(l.WaitX, a.From, a.To)
+		}
+	}
+}
+
+// addPausesAndMarks draws pauses (to the end when never resumed), crashes
+// and lost leases.
+func addPausesAndMarks(ls laneSet, ops *check.Ops) {
+	for _, p := range ops.Pauses {
+		to := p.To
+		if p.Stop < 0 {
+			to = ops.End
+		}
+		l := ls.of(p.Process)
+		l.Pause = append(l.Pause, p.From, to)
+	}
+	for _, m := range ops.Crashes {
+		l := ls.of(m.Process)
+		l.Marks = append(l.Marks, m.Time, markCrash)
+	}
+	for _, m := range ops.LeaseLost {
+		l := ls.of(m.Process)
+		l.Marks = append(l.Marks, m.Time, markLeaseLost)
+	}
+	for _, l := range ls {
+		sortPairs(l.Marks, 2)
+	}
+}
+
+// addHolds draws certain holds (with their token) and possible ones; a
+// hold still on at the end runs to it.
+func addHolds(ls laneSet, holds []check.Hold, end int64) {
+	for _, h := range holds {
+		if h.Process < 0 {
+			continue
+		}
+		to := h.To
+		if to < 0 {
+			to = end
+		}
+		l := ls.of(h.Process)
+		if h.Certain {
+			l.Hold = append(l.Hold, h.From, to, h.Token)
+		} else {
+			l.Poss = append(l.Poss, h.From, to)
+		}
+	}
+}
+
+// faultSpans are the fault bands, labelled from their invoke's value;
+// a fault still on at the end is open.
+func faultSpans(ops *check.Ops, end int64) []tlSpan {
+	out := []tlSpan{}
+	for _, f := range ops.Faults {
+		var v history.Fault
+		_ = json.Unmarshal(ops.Events[f.Start].Value, &v) // a label only: best effort
+		sp := tlSpan{From: f.From, To: f.To, Label: faultLabel(v)}
+		if f.Stop < 0 {
+			sp.To, sp.Open = end, true
+		}
+		out = append(out, sp)
+	}
+	return out
+}
+
+// timelineViolation places a violation: on its holders, or, without
+// holders, on the first four client events it cites.
+func timelineViolation(v check.Violation, events []history.Event, end int64) tlViol {
+	tv := tlViol{Check: v.Check, Message: v.Message}
+	for _, h := range v.Holders {
+		to := h.To
+		if to < 0 {
+			to = end
+		}
+		tv.Holders = append(tv.Holders, tlHolder{Process: h.Process, From: h.From, To: to, Token: h.Token})
+	}
+	if len(tv.Holders) > 0 {
+		return tv
+	}
+	for _, ln := range v.Lines {
+		if ln < 1 || ln > len(events) || events[ln-1].Process < 0 {
+			continue
+		}
+		e := events[ln-1]
+		tv.At = append(tv.At, tlHolder{Process: e.Process, From: e.Time, To: e.Time})
+		if len(tv.At) == 4 {
+			break
+		}
+	}
+	return tv
 }
 
 func sign(x int64) int64 {
