@@ -1,0 +1,143 @@
+package check
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/lockbench/lockbench/history"
+)
+
+// window is a stretch of history time [from, to) that faults excuse.
+type window struct{ from, to int64 }
+
+// faultEffect is one fault as the checks weigh it: when it started and
+// ended, and whom it touched.
+type faultEffect struct {
+	name     string
+	from, to int64 // to: the undo's time, or -1 if never undone
+	// process is the client it touched (a client fault, or a pause), -1
+	// for a member fault or one with no target.
+	process int
+	// member is set for faults on the cluster's members.
+	member bool
+}
+
+// faultEffects lists the faults and pauses of a history.
+func faultEffects(o *Ops) []faultEffect {
+	var out []faultEffect
+	for _, sp := range o.Faults {
+		var f history.Fault
+		_ = json.Unmarshal(o.Events[sp.Start].Value, &f) // unknown: a generic fault
+		fe := faultEffect{name: f.Fault, from: sp.From, to: sp.To, process: -1}
+		target := f.Resolved
+		if target == "" {
+			target = f.Target
+		}
+		if n, ok := strings.CutPrefix(target, "client:"); ok {
+			fe.process, _ = strconv.Atoi(n)
+		}
+		fe.member = strings.HasPrefix(target, "member:") || strings.HasSuffix(f.Fault, "-member") ||
+			target == "leader" || target == "follower" || f.Fault == "heal"
+		out = append(out, fe)
+	}
+	for _, sp := range o.Pauses {
+		out = append(out, faultEffect{name: "pause", from: sp.From, to: sp.To, process: sp.Process})
+	}
+	return out
+}
+
+// excuse is how long a fault may keep a lock from being granted, as
+// windows of history time, given the recovery bound r (lease TTL + election
+// timeout + slack):
+//   - a client fault (crash, pause, isolation, revoked lease, cancelled
+//     waits) frees the lock within one lease TTL of its start, whatever it
+//     lasts, and the client's return may churn once more: [start, start+r)
+//     and [end, end+r);
+//   - a member fault may cost an election and extends every lease by an
+//     election plus a TTL: [start, start+2r) and [end, end+r);
+//   - a slowed client (delay-client) slows every step while it lasts:
+//     [start, end+r);
+//   - anything else, or a fault that never ends, excuses [start, start+2r).
+func (f faultEffect) excuse(r, end int64) []window {
+	stop := f.to
+	if stop < 0 {
+		stop = end
+	}
+	switch {
+	case f.name == "delay-client":
+		return []window{{f.from, stop + r}}
+	case f.member:
+		return []window{{f.from, f.from + 2*r}, {stop, stop + r}}
+	case f.process >= 0:
+		return []window{{f.from, f.from + r}, {stop, stop + r}}
+	}
+	return []window{{f.from, f.from + 2*r}}
+}
+
+// mergeWindows sorts windows and joins those that overlap or touch.
+func mergeWindows(ws []window) []window {
+	slices.SortFunc(ws, func(a, b window) int {
+		switch {
+		case a.from < b.from:
+			return -1
+		case a.from > b.from:
+			return 1
+		}
+		return 0
+	})
+	var out []window
+	for _, w := range ws {
+		if n := len(out); n > 0 && w.from <= out[n-1].to {
+			out[n-1].to = max(out[n-1].to, w.to)
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// uncovered returns the first time in (from, to] that no window covers,
+// or -1 when the windows cover all of it. ws must be merged.
+func uncovered(ws []window, from, to int64) int64 {
+	cur := from
+	for _, w := range ws {
+		if w.to <= cur {
+			continue
+		}
+		if w.from > cur {
+			break
+		}
+		cur = w.to
+		if cur >= to {
+			return -1
+		}
+	}
+	if cur >= to {
+		return -1
+	}
+	return cur + 1
+}
+
+// touches reports whether the fault may explain a lease the client
+// process lost: a fault on that client, or on the members.
+func (f faultEffect) touches(process int) bool {
+	return f.member || (f.process == process && f.name != "cancel-waiters")
+}
+
+// leaseExcuses are, per process, the windows in which a lost lease is
+// explained by a fault: from a fault's start to its end plus r.
+func leaseExcuses(effects []faultEffect, process int, r, end int64) []window {
+	var ws []window
+	for _, f := range effects {
+		if f.touches(process) {
+			stop := f.to
+			if stop < 0 {
+				stop = end
+			}
+			ws = append(ws, window{f.from, stop + r})
+		}
+	}
+	return mergeWindows(ws)
+}
