@@ -110,6 +110,18 @@ func TestFaultActions(t *testing.T) {
 	}
 }
 
+// TestFaultWithoutWorld: a fault given no World says so instead of
+// panicking.
+func TestFaultWithoutWorld(t *testing.T) {
+	f, err := Lookup("crash-member")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Inject(context.Background(), nil, 0, 0); err == nil {
+		t.Error("crash-member injected into no world")
+	}
+}
+
 // TestResolve: each target kind picks the member or client it names, and
 // the draw picks among candidates.
 func TestResolve(t *testing.T) {
