@@ -1,0 +1,125 @@
+package runner
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/lockbench/lockbench/chaos"
+	"github.com/lockbench/lockbench/history"
+)
+
+// nemesis runs the fault plan: each step at its time, undone after its
+// `for`; every fault still in effect is undone when the run ends.
+func (r *runner) nemesis(ctx context.Context, plan []chaos.PlannedStep) error {
+	type active struct {
+		undoAt time.Duration // 0: at the end of the run
+		undo   func(context.Context) error
+		value  history.Fault
+	}
+	var pending []*active
+	undo := func(a *active) {
+		uctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		defer cancel()
+		typ, msg := history.OK, ""
+		if err := a.undo(uctx); err != nil {
+			typ, msg = history.Info, err.Error()
+		}
+		r.record(history.Event{Process: history.NemesisProcess, Type: typ, F: history.FFault, Value: history.FaultValue(a.value), Error: msg})
+	}
+	next := 0
+	for {
+		// The next thing to do: a step, or an undo, whichever is first.
+		wake := time.Duration(-1)
+		if next < len(plan) {
+			wake = plan[next].At
+		}
+		var due *active
+		for _, a := range pending {
+			if a.undoAt > 0 && (wake < 0 || a.undoAt < wake) {
+				wake, due = a.undoAt, a
+			}
+		}
+		if wake >= 0 {
+			if !sleep(ctx, wake-time.Duration(r.rec.Now())) {
+				break
+			}
+		} else {
+			<-ctx.Done()
+			break
+		}
+		if due != nil {
+			undo(due)
+			pending = remove(pending, due)
+			continue
+		}
+		st := plan[next]
+		next++
+		v := history.Fault{Fault: st.Fault.Name(), Target: st.Target.String(), ForNS: int64(st.For)}
+		target, err := r.resolve(ctx, st)
+		if err == nil {
+			v.Resolved = r.describe(st.Fault.Targets(), target)
+			r.record(history.Event{Process: history.NemesisProcess, Type: history.Invoke, F: history.FFault, Value: history.FaultValue(v)})
+			var u func(context.Context) error
+			u, err = st.Fault.Inject(ctx, r, target, st.Arg)
+			switch {
+			case err != nil:
+			case u == nil: // instantaneous
+				r.record(history.Event{Process: history.NemesisProcess, Type: history.OK, F: history.FFault, Value: history.FaultValue(v)})
+			default:
+				a := &active{undo: u, value: v}
+				if st.For > 0 {
+					a.undoAt = st.At + st.For
+				}
+				pending = append(pending, a)
+			}
+		} else {
+			r.record(history.Event{Process: history.NemesisProcess, Type: history.Invoke, F: history.FFault, Value: history.FaultValue(v)})
+		}
+		if err != nil {
+			r.record(history.Event{Process: history.NemesisProcess, Type: history.Fail, F: history.FFault, Value: history.FaultValue(v), Error: err.Error()})
+		}
+	}
+	for _, a := range pending {
+		undo(a)
+	}
+	return nil
+}
+
+// resolveWait bounds how long a fault waits for its target to exist (a
+// holder between grants, enough waiters).
+const resolveWait = 2 * time.Second
+
+// resolve finds the step's target, waiting up to resolveWait for a client
+// target to appear: a holder is only a holder while inside its hold.
+func (r *runner) resolve(ctx context.Context, st chaos.PlannedStep) (int, error) {
+	deadline := time.Now().Add(resolveWait)
+	for {
+		t, err := chaos.Resolve(st.Target, st.Fault.Targets(), r, st.Draw)
+		if err == nil || st.Fault.Targets() != chaos.ClientTarget || time.Now().After(deadline) {
+			return t, err
+		}
+		if !sleep(ctx, 5*time.Millisecond) {
+			return -1, err
+		}
+	}
+}
+
+func remove[T comparable](xs []T, x T) []T {
+	for i, y := range xs {
+		if y == x {
+			return append(xs[:i], xs[i+1:]...)
+		}
+	}
+	return xs
+}
+
+func (r *runner) describe(class chaos.TargetClass, i int) string {
+	switch {
+	case i < 0:
+		return ""
+	case class == chaos.MemberTarget:
+		return "member:" + strconv.Itoa(i)
+	}
+	return "client:" + strconv.Itoa(i)
+}
