@@ -51,7 +51,7 @@ func CheckSharedConns(sc scenario.Scenario, n int) error {
 func (r *runner) rpcsOf(id int) int64 {
 	n := len(r.shared)
 	if n == 0 {
-		return r.clients[id].rpcs.Count()
+		return r.clients[id].conn.rpcs.Count()
 	}
 	total := r.shared[id%n].rpcs.Count()
 	users := int64((len(r.clients) - id%n + n - 1) / n) // clients i with i mod n == id mod n

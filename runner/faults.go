@@ -29,7 +29,7 @@ func (c *client) startProxies() error {
 		from := url.URL{Scheme: "tcp", Host: l.Addr().String()}
 		l.Close() // the proxy listens on it itself
 		p := proxy.NewServer(proxy.ServerConfig{Logger: zap.NewNop(), From: from, To: url.URL{Scheme: "tcp", Host: to.Host}})
-		c.proxies = append(c.proxies, p)
+		c.conn.proxies = append(c.conn.proxies, p)
 		select {
 		case <-p.Ready():
 		case err := <-p.Error():
@@ -50,8 +50,10 @@ func closeProxies(wg *sync.WaitGroup, proxies []proxy.Server) {
 	}
 }
 
+// needProxies refuses a network fault on a client without proxies: the
+// scenario's NeedsProxies should have given it some.
 func (c *client) needProxies(fault string) error {
-	if len(c.proxies) == 0 {
+	if len(c.conn.proxies) == 0 {
 		return fmt.Errorf("client %d has no fault proxy (%s): invariant broken", c.id, fault)
 	}
 	return nil
@@ -64,39 +66,42 @@ func (c *client) pause() error {
 		return err
 	}
 	c.mu.Lock()
-	if c.paused != nil || c.crashed {
+	if c.faults.paused != nil || c.faults.crashed {
 		c.mu.Unlock()
 		return fmt.Errorf("client %d is already paused or crashed", c.id)
 	}
-	c.paused = make(chan struct{})
-	c.pauses++
+	c.faults.paused = make(chan struct{})
+	c.faults.pauses++
 	c.r.record(history.Event{Process: c.id, Type: history.OK, F: history.FPause, Lock: locks.DefaultName})
 	c.mu.Unlock()
-	for _, p := range c.proxies {
+	for _, p := range c.conn.proxies {
 		p.BlackholeTx()
 		p.BlackholeRx()
 	}
 	return nil
 }
 
+// pauseCount lets a holder tell whether it was frozen while it waited.
 func (c *client) pauseCount() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.pauses
+	return c.faults.pauses
 }
 
+// resume thaws a paused client: its traffic flows again, then its worker
+// carries on from its checkpoint.
 func (c *client) resume() error {
-	for _, p := range c.proxies {
+	for _, p := range c.conn.proxies {
 		p.UnblackholeTx()
 		p.UnblackholeRx()
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.paused == nil {
+	if c.faults.paused == nil {
 		return nil // crashed meanwhile
 	}
-	close(c.paused)
-	c.paused = nil
+	close(c.faults.paused)
+	c.faults.paused = nil
 	c.r.record(history.Event{Process: c.id, Type: history.OK, F: history.FResume, Lock: locks.DefaultName})
 	return nil
 }
@@ -106,7 +111,7 @@ func (c *client) isolate(cut bool) error {
 	if err := c.needProxies("isolate"); err != nil {
 		return err
 	}
-	for _, p := range c.proxies {
+	for _, p := range c.conn.proxies {
 		if cut {
 			p.BlackholeTx()
 			p.BlackholeRx()
@@ -124,7 +129,7 @@ func (c *client) delay(d time.Duration) error {
 	if err := c.needProxies("delay"); err != nil {
 		return err
 	}
-	for _, p := range c.proxies {
+	for _, p := range c.conn.proxies {
 		if d > 0 {
 			p.DelayTx(d, 0)
 			p.DelayRx(d, 0)

@@ -58,7 +58,7 @@ func (r *runner) nemesis(ctx context.Context, plan []chaos.PlannedStep) error {
 		v := history.Fault{Fault: st.Fault.Name(), Target: st.Target.String(), ForNS: int64(st.For)}
 		target, err := r.resolve(ctx, st)
 		if err == nil {
-			v.Resolved = r.describe(st.Fault.Targets(), target)
+			v.Resolved = describe(st.Fault.Targets(), target)
 			r.record(history.Event{Process: history.NemesisProcess, Type: history.Invoke, F: history.FFault, Value: history.FaultValue(v)})
 			var u func(context.Context) error
 			u, err = st.Fault.Inject(ctx, r, target, st.Arg)
@@ -105,6 +105,7 @@ func (r *runner) resolve(ctx context.Context, st chaos.PlannedStep) (int, error)
 	}
 }
 
+// remove drops x from xs.
 func remove[T comparable](xs []T, x T) []T {
 	for i, y := range xs {
 		if y == x {
@@ -114,7 +115,9 @@ func remove[T comparable](xs []T, x T) []T {
 	return xs
 }
 
-func (r *runner) describe(class chaos.TargetClass, i int) string {
+// describe names the resolved target for the history, next to the
+// target as written (holder → client:3).
+func describe(class chaos.TargetClass, i int) string {
 	switch {
 	case i < 0:
 		return ""

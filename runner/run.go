@@ -82,107 +82,17 @@ func counterKey(prefix string) string { return prefix + "counter" }
 // history. ctx ending stops the run early, cleanly: waiters are cancelled,
 // holders release, faults are undone, and the history so far is returned
 // with Interrupted set.
-func Run(ctx context.Context, cfg Config) (out *Outcome, err error) {
-	sc := cfg.Scenario
-	if err := sc.Validate(); err != nil {
-		return nil, err
-	}
-	steps, err := sc.ChaosSteps()
+func Run(ctx context.Context, cfg Config) (*Outcome, error) {
+	r, steps, err := newRunner(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if err := CheckSharedConns(sc, cfg.SharedConns); err != nil {
-		return nil, err
-	}
-	if cfg.Cluster == nil && sc.NeedsMembers() {
-		return nil, fmt.Errorf("scenario %s injects member faults, which need the embedded cluster; on an external cluster only client faults work", sc.Name)
-	}
-	strategy, err := locks.Lookup(cfg.Lock)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.DialTimeout == 0 {
-		cfg.DialTimeout = 5 * time.Second
-	}
-	r := &runner{cfg: cfg, strategy: strategy, stopRun: func() {}}
 	defer r.close()
-
-	admin, err := r.newEtcdClient(cfg.Endpoints, nil)
-	if err != nil {
-		return nil, fmt.Errorf("connect: %w", err)
+	if err := r.connect(ctx); err != nil {
+		return nil, err
 	}
-	r.admin = admin
-	// Connect every client before the clock starts, so that set-up cost is
-	// not measured as lock latency.
-	for range min(cfg.SharedConns, sc.Clients) {
-		s := &sharedConn{}
-		if s.cli, err = r.newEtcdClient(cfg.Endpoints, &s.rpcs); err != nil {
-			return nil, fmt.Errorf("connect: %w", err)
-		}
-		r.shared = append(r.shared, s)
-	}
-	r.clients = make([]*client, sc.Clients)
-	for i := range r.clients {
-		c := &client{id: i, r: r}
-		if sc.NeedsProxies() {
-			if err := c.startProxies(); err != nil {
-				return nil, err
-			}
-		}
-		r.clients[i] = c
-		if err := c.connect(ctx); err != nil {
-			return nil, err
-		}
-	}
-	if sc.Workload.Kind != scenario.WorkloadHold {
-		cctx, cancel := context.WithTimeout(ctx, opTimeout)
-		_, err := admin.Put(cctx, counterKey(cfg.Prefix), "0")
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("initialise counter: %w", err)
-		}
-	}
-
-	if cfg.NoRecord {
-		r.rec = history.NewDiscardRecorder()
-	} else {
-		r.rec = history.NewRecorder(cfg.MaxEvents)
-	}
-	runCtx, stopRun := context.WithCancel(ctx)
-	defer stopRun()
-	r.stopRun = stopRun
-	deadline, cancelDeadline := context.WithTimeout(runCtx, sc.Duration.D())
-	defer cancelDeadline()
-
-	g, gctx := errgroup.WithContext(deadline)
-	for _, c := range r.clients {
-		c.startWorker(gctx)
-	}
-	plan := chaos.Plan(steps, cfg.Seed)
-	g.Go(func() error { return r.nemesis(gctx, plan) })
-	err = g.Wait()
-	for _, c := range r.clients {
-		c.wait()
-	}
-	elapsed := time.Duration(r.rec.Now())
-	for _, c := range r.clients {
-		r.record(history.Event{Process: c.id, Type: history.OK, F: history.FRPCs, Lock: locks.DefaultName,
-			Value: history.IntValue(r.rpcsOf(c.id))})
-	}
-	if sc.Workload.Kind != scenario.WorkloadHold {
-		r.finalRead()
-	}
-	out = &Outcome{
-		Events:      r.rec.Events(),
-		Start:       r.rec.Start(),
-		Elapsed:     elapsed,
-		Interrupted: ctx.Err() != nil,
-		Stopped:     r.stopped,
-	}
-	for _, c := range r.clients {
-		out.RPCs = append(out.RPCs, r.rpcsOf(c.id))
-	}
-	out.Acquisitions = r.acquisitions.Load()
+	err = r.run(ctx, chaos.Plan(steps, r.cfg.Seed))
+	out := r.outcome(ctx)
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 		return out, err
 	}
@@ -198,6 +108,12 @@ type runner struct {
 	clients  []*client
 	shared   []*sharedConn // Config.SharedConns connections, if any
 	stopRun  context.CancelFunc
+	// life is the clients' run, from the start of the clock to the end of
+	// the duration (or an early stop): every worker runs within it, also
+	// one that a crash-client's undo restarts mid-run, whose own context
+	// (the undo's) is bounded by opTimeout. Set by run before any worker
+	// or the nemesis starts.
+	life context.Context
 
 	// closing tracks proxies of crashed clients that are still closing.
 	closing sync.WaitGroup
@@ -207,6 +123,130 @@ type runner struct {
 	mu      sync.Mutex
 	stopped string
 	seq     int64 // orders acquire requests, for waiter:K
+}
+
+// newRunner checks the configuration against the scenario before anything
+// is started, and returns the scenario's fault steps.
+func newRunner(cfg Config) (*runner, []chaos.Step, error) {
+	sc := cfg.Scenario
+	if err := sc.Validate(); err != nil {
+		return nil, nil, err
+	}
+	steps, err := sc.ChaosSteps()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := CheckSharedConns(sc, cfg.SharedConns); err != nil {
+		return nil, nil, err
+	}
+	if cfg.Cluster == nil && sc.NeedsMembers() {
+		return nil, nil, fmt.Errorf("scenario %s injects member faults, which need the embedded cluster; on an external cluster only client faults work", sc.Name)
+	}
+	strategy, err := locks.Lookup(cfg.Lock)
+	if err != nil {
+		return nil, nil, err
+	}
+	if cfg.DialTimeout == 0 {
+		cfg.DialTimeout = 5 * time.Second
+	}
+	return &runner{cfg: cfg, strategy: strategy, stopRun: func() {}}, steps, nil
+}
+
+// connect connects the admin client and every lock client, and initialises
+// the counter, before the clock starts, so that set-up cost is not
+// measured as lock latency.
+func (r *runner) connect(ctx context.Context) error {
+	sc := r.cfg.Scenario
+	admin, err := r.newEtcdClient(r.cfg.Endpoints, nil)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	r.admin = admin
+	for range min(r.cfg.SharedConns, sc.Clients) {
+		s := &sharedConn{}
+		if s.cli, err = r.newEtcdClient(r.cfg.Endpoints, &s.rpcs); err != nil {
+			return fmt.Errorf("connect: %w", err)
+		}
+		r.shared = append(r.shared, s)
+	}
+	r.clients = make([]*client, sc.Clients)
+	for i := range r.clients {
+		c := &client{id: i, r: r}
+		if sc.NeedsProxies() {
+			if err := c.startProxies(); err != nil {
+				return err
+			}
+		}
+		r.clients[i] = c
+		if err := c.connect(ctx); err != nil {
+			return err
+		}
+	}
+	if sc.Workload.Kind == scenario.WorkloadHold {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	if _, err := admin.Put(cctx, counterKey(r.cfg.Prefix), "0"); err != nil {
+		return fmt.Errorf("initialise counter: %w", err)
+	}
+	return nil
+}
+
+// run starts the clock, the clients' workers and the nemesis, and waits
+// until the duration is over (or ctx or the history limit ends the run)
+// and every worker has returned. The error is the nemesis's.
+func (r *runner) run(ctx context.Context, plan []chaos.PlannedStep) error {
+	if r.cfg.NoRecord {
+		r.rec = history.NewDiscardRecorder()
+	} else {
+		r.rec = history.NewRecorder(r.cfg.MaxEvents)
+	}
+	// The history limit stops the run through stopRun (see record).
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	r.stopRun = stopRun
+	deadline, cancelDeadline := context.WithTimeout(runCtx, r.cfg.Scenario.Duration.D())
+	defer cancelDeadline()
+
+	g, gctx := errgroup.WithContext(deadline)
+	r.life = gctx
+	for _, c := range r.clients {
+		c.startWorker(gctx)
+	}
+	g.Go(func() error { return r.nemesis(gctx, plan) })
+	err := g.Wait()
+	// The workers are not in the group (a failing client is data, not an
+	// error): wait for each, the one a restart started included.
+	for _, c := range r.clients {
+		c.wait()
+	}
+	return err
+}
+
+// outcome records what the run leaves after its clients have stopped (the
+// RPC counts, the counter's final value) and collects the Outcome.
+func (r *runner) outcome(ctx context.Context) *Outcome {
+	elapsed := time.Duration(r.rec.Now())
+	for _, c := range r.clients {
+		r.record(history.Event{Process: c.id, Type: history.OK, F: history.FRPCs, Lock: locks.DefaultName,
+			Value: history.IntValue(r.rpcsOf(c.id))})
+	}
+	if r.cfg.Scenario.Workload.Kind != scenario.WorkloadHold {
+		r.finalRead()
+	}
+	out := &Outcome{
+		Events:       r.rec.Events(),
+		Start:        r.rec.Start(),
+		Elapsed:      elapsed,
+		Interrupted:  ctx.Err() != nil,
+		Stopped:      r.stopped,
+		Acquisitions: r.acquisitions.Load(),
+	}
+	for _, c := range r.clients {
+		out.RPCs = append(out.RPCs, r.rpcsOf(c.id))
+	}
+	return out
 }
 
 // record appends an event; hitting the history limit stops the run.

@@ -6,9 +6,17 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/lockbench/lockbench/chaos"
 )
 
-// chaos.World: members.
+// The runner is the World faults act on; each part is documented on its
+// interface in package chaos.
+var _ chaos.World = (*runner)(nil)
+
+// chaos.Membership and chaos.MemberFaults: the embedded cluster's members
+// (none on an external cluster, where scenarios with member faults are
+// refused before the run).
 
 func (r *runner) Members() int {
 	if r.cfg.Cluster == nil {
@@ -39,7 +47,7 @@ func (r *runner) PartitionMember(i int) error { return r.cfg.Cluster.Partition(i
 
 func (r *runner) HealMember(i int) error { return r.cfg.Cluster.Heal(i) }
 
-// chaos.World: clients.
+// chaos.Queue: where the clients stand, read under each client's lock.
 
 func (r *runner) Clients() int { return len(r.clients) }
 
@@ -47,8 +55,8 @@ func (r *runner) Holder() int {
 	best, bestT := -1, int64(-1)
 	for _, c := range r.clients {
 		c.mu.Lock()
-		if c.state == holding && !c.crashed && (best < 0 || c.heldSince < bestT) {
-			best, bestT = c.id, c.heldSince
+		if c.queue.state == holding && !c.faults.crashed && (best < 0 || c.queue.heldSince < bestT) {
+			best, bestT = c.id, c.queue.heldSince
 		}
 		c.mu.Unlock()
 	}
@@ -63,8 +71,8 @@ func (r *runner) Waiters() []int {
 	var ws []w
 	for _, c := range r.clients {
 		c.mu.Lock()
-		if c.state == waiting && !c.crashed {
-			ws = append(ws, w{c.id, c.seq})
+		if c.queue.state == waiting && !c.faults.crashed {
+			ws = append(ws, w{c.id, c.queue.seq})
 		}
 		c.mu.Unlock()
 	}
@@ -76,13 +84,16 @@ func (r *runner) Waiters() []int {
 	return out
 }
 
+// chaos.ClientProcesses, chaos.ClientNetwork and chaos.LockService: each
+// client does its own faults (client.go, faults.go).
+
 func (r *runner) CancelWaiting() int {
 	// Gather first, then cancel in one sweep: at once, not one by one.
 	var cancels []context.CancelFunc
 	for _, c := range r.clients {
 		c.mu.Lock()
-		if c.state == waiting && !c.crashed && c.cancelLock != nil {
-			cancels = append(cancels, c.cancelLock)
+		if c.queue.state == waiting && !c.faults.crashed && c.queue.cancelLock != nil {
+			cancels = append(cancels, c.queue.cancelLock)
 		}
 		c.mu.Unlock()
 	}
@@ -107,11 +118,13 @@ func (r *runner) DelayClient(i int, d time.Duration) error { return r.clients[i]
 func (r *runner) RevokeLease(ctx context.Context, i int) error {
 	c := r.clients[i]
 	c.mu.Lock()
-	g := c.grant
+	g := c.queue.grant
 	c.mu.Unlock()
 	if g == nil {
 		return fmt.Errorf("client %d holds no grant whose lease to revoke", i)
 	}
-	_, err := r.admin.Revoke(ctx, g.Lease)
-	return err
+	if _, err := r.admin.Revoke(ctx, g.Lease); err != nil {
+		return fmt.Errorf("revoke lease of client %d: %w", i, err)
+	}
+	return nil
 }
