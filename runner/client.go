@@ -256,7 +256,7 @@ func (c *client) loop(ctx context.Context, gen int, cli *clientv3.Client, locker
 		t := c.emit(gen, history.Event{Type: history.OK, F: history.FAcquire, Token: g.Token, Key: g.Key,
 			Lease: strconv.FormatInt(int64(g.Lease), 16)})
 		c.setState(gen, holding, g, t)
-		if c.criticalSection(ctx, gen, cli, g, w) {
+		if c.criticalSection(gen, cli, g, w) {
 			continue
 		}
 		// Release (unless the lease was lost), then think before asking

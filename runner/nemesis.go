@@ -9,24 +9,17 @@ import (
 	"github.com/lockbench/lockbench/history"
 )
 
+// activeFault is a fault in effect, waiting for its undo.
+type activeFault struct {
+	undoAt time.Duration // 0: at the end of the run
+	undo   chaos.Undo
+	value  history.Fault
+}
+
 // nemesis runs the fault plan: each step at its time, undone after its
 // `for`; every fault still in effect is undone when the run ends.
 func (r *runner) nemesis(ctx context.Context, plan []chaos.PlannedStep) error {
-	type active struct {
-		undoAt time.Duration // 0: at the end of the run
-		undo   func(context.Context) error
-		value  history.Fault
-	}
-	var pending []*active
-	undo := func(a *active) {
-		uctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-		defer cancel()
-		typ, msg := history.OK, ""
-		if err := a.undo(uctx); err != nil {
-			typ, msg = history.Info, err.Error()
-		}
-		r.record(history.Event{Process: history.NemesisProcess, Type: typ, F: history.FFault, Value: history.FaultValue(a.value), Error: msg})
-	}
+	var pending []*activeFault
 	next := 0
 	for {
 		// The next thing to do: a step, or an undo, whichever is first.
@@ -34,56 +27,80 @@ func (r *runner) nemesis(ctx context.Context, plan []chaos.PlannedStep) error {
 		if next < len(plan) {
 			wake = plan[next].At
 		}
-		var due *active
+		var due *activeFault
 		for _, a := range pending {
 			if a.undoAt > 0 && (wake < 0 || a.undoAt < wake) {
 				wake, due = a.undoAt, a
 			}
 		}
-		if wake >= 0 {
-			if !sleep(ctx, wake-time.Duration(r.rec.Now())) {
-				break
-			}
-		} else {
+		if wake < 0 {
 			<-ctx.Done()
 			break
 		}
+		if !sleep(ctx, wake-time.Duration(r.rec.Now())) {
+			break
+		}
 		if due != nil {
-			undo(due)
+			r.undo(due)
 			pending = remove(pending, due)
 			continue
 		}
-		st := plan[next]
+		if a := r.strike(ctx, plan[next]); a != nil {
+			pending = append(pending, a)
+		}
 		next++
-		v := history.Fault{Fault: st.Fault.Name(), Target: st.Target.String(), ForNS: int64(st.For)}
-		target, err := r.resolve(ctx, st)
-		if err == nil {
-			v.Resolved = describe(st.Fault.Targets(), target)
-			r.record(history.Event{Process: history.NemesisProcess, Type: history.Invoke, F: history.FFault, Value: history.FaultValue(v)})
-			var u func(context.Context) error
-			u, err = st.Fault.Inject(ctx, r, target, st.Arg)
-			switch {
-			case err != nil:
-			case u == nil: // instantaneous
-				r.record(history.Event{Process: history.NemesisProcess, Type: history.OK, F: history.FFault, Value: history.FaultValue(v)})
-			default:
-				a := &active{undo: u, value: v}
-				if st.For > 0 {
-					a.undoAt = st.At + st.For
-				}
-				pending = append(pending, a)
-			}
-		} else {
-			r.record(history.Event{Process: history.NemesisProcess, Type: history.Invoke, F: history.FFault, Value: history.FaultValue(v)})
-		}
-		if err != nil {
-			r.record(history.Event{Process: history.NemesisProcess, Type: history.Fail, F: history.FFault, Value: history.FaultValue(v), Error: err.Error()})
-		}
 	}
 	for _, a := range pending {
-		undo(a)
+		r.undo(a)
 	}
 	return nil
+}
+
+// strike injects one step's fault, recording its start and, unless it
+// lasts, its end. It returns the fault in effect, or nil when it was
+// instantaneous or failed.
+func (r *runner) strike(ctx context.Context, st chaos.PlannedStep) *activeFault {
+	v := history.Fault{Fault: st.Fault.Name(), Target: st.Target.String(), ForNS: int64(st.For)}
+	event := func(typ history.Type, err error) {
+		r.record(history.Event{Process: history.NemesisProcess, Type: typ, F: history.FFault, Value: history.FaultValue(v), Error: errString(err, "")})
+	}
+	// Resolve the target now: the leader or the holder is whoever it is at
+	// this moment. An unresolved target is recorded as a failed fault.
+	target, err := r.resolve(ctx, st)
+	if err == nil {
+		v.Resolved = describe(st.Fault.Targets(), target)
+	}
+	event(history.Invoke, nil)
+	if err != nil {
+		event(history.Fail, err)
+		return nil
+	}
+	u, err := st.Fault.Inject(ctx, r, target, st.Arg)
+	switch {
+	case err != nil:
+		event(history.Fail, err)
+		return nil
+	case u == nil: // instantaneous
+		event(history.OK, nil)
+		return nil
+	}
+	a := &activeFault{undo: u, value: v}
+	if st.For > 0 {
+		a.undoAt = st.At + st.For
+	}
+	return a
+}
+
+// undo ends a fault in effect, with its own time bound: the run may have
+// ended. A fault that could not be undone ends unknown (info).
+func (r *runner) undo(a *activeFault) {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	typ, msg := history.OK, ""
+	if err := a.undo(ctx); err != nil {
+		typ, msg = history.Info, err.Error()
+	}
+	r.record(history.Event{Process: history.NemesisProcess, Type: typ, F: history.FFault, Value: history.FaultValue(a.value), Error: msg})
 }
 
 // resolveWait bounds how long a fault waits for its target to exist (a
