@@ -194,3 +194,59 @@ steps:
 		}
 	}
 }
+
+// TestClientFaults runs the built-in scenarios that pause the holder of a
+// fenced counter and crash (then restart) a holder: the fenced write of
+// the frozen holder is rejected, and the crashed client comes back as the
+// same process and takes the lock again. It covers the workload, the
+// proxies and the restart path.
+func TestClientFaults(t *testing.T) {
+	c := startCluster(t)
+	for _, tc := range []struct {
+		scenario string
+		pass     []string
+	}{
+		{"lease-expiry-fenced", []string{verdict.Resource, verdict.Fencing}},
+		{"holder-crash", []string{verdict.Exclusion, verdict.Liveness}},
+	} {
+		t.Run(tc.scenario, func(t *testing.T) {
+			sc, err := scenario.Lookup(tc.scenario)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := Run(context.Background(), Config{Scenario: sc, Lock: "queue", Seed: 1,
+				Prefix: "/lockbench/test-" + tc.scenario + "/", Endpoints: c.Endpoints(), Cluster: c})
+			if err != nil {
+				t.Fatal(err)
+			}
+			faultEnd, crashed, grantsAfterCrash, stale := history.Type(""), -1, 0, 0
+			for _, e := range out.Events {
+				switch {
+				case e.F == history.FFault && e.Type != history.Invoke:
+					faultEnd = e.Type
+				case e.F == history.FCrash:
+					crashed = e.Process
+				case e.F == history.FAcquire && e.Type == history.OK && e.Process == crashed:
+					grantsAfterCrash++
+				case e.F == history.FWrite && e.Error == "stale token":
+					stale++
+				}
+			}
+			if faultEnd != history.OK {
+				t.Errorf("fault ended %q, want ok", faultEnd)
+			}
+			if tc.scenario == "holder-crash" && (crashed < 0 || grantsAfterCrash == 0) {
+				t.Errorf("client %d crashed, then got the lock %d times", crashed, grantsAfterCrash)
+			}
+			if tc.scenario == "lease-expiry-fenced" && stale == 0 {
+				t.Error("no stale write was rejected")
+			}
+			rep := check.Check(out.Events, check.Options{LivenessBound: sc.TTL() + c.Election()})
+			for _, name := range tc.pass {
+				if r := rep.Checks[name]; r.Verdict != verdict.Pass {
+					t.Errorf("%s %s: %+v", name, r.Verdict, r)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,159 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// faults is every fault by name.
+var faults = map[string]Fault{}
+
+func init() {
+	register("crash-member", MemberTarget, crashMember)
+	register("restart-member", MemberTarget, restartMember)
+	register("partition-member", MemberTarget, partitionMember)
+	register("heal", NoTarget, heal)
+	register("crash-client", ClientTarget, crashClient)
+	register("pause-client", ClientTarget, pauseClient)
+	register("isolate-client", ClientTarget, isolateClient)
+	register("delay-client", ClientTarget, delayClient)
+	register("cancel-waiters", NoTarget, cancelWaiters)
+	register("revoke-lease", ClientTarget, revokeLease)
+}
+
+// fault is a Fault that acts on the part W of the World: its inject
+// function's parameter type is the declaration of what it uses.
+type fault[W any] struct {
+	name    string
+	targets TargetClass
+	inject  func(ctx context.Context, w W, target int, arg time.Duration) (Undo, error)
+}
+
+func register[W any](name string, targets TargetClass, inject func(context.Context, W, int, time.Duration) (Undo, error)) {
+	faults[name] = fault[W]{name: name, targets: targets, inject: inject}
+}
+
+func (f fault[W]) Name() string         { return f.name }
+func (f fault[W]) Targets() TargetClass { return f.targets }
+
+func (f fault[W]) Inject(ctx context.Context, w World, target int, arg time.Duration) (Undo, error) {
+	// Every World has every part; only a nil World lacks W.
+	part, ok := w.(W)
+	if !ok {
+		return nil, fmt.Errorf("%s: no world to act on", f.name)
+	}
+	return f.inject(ctx, part, target, arg)
+}
+
+// crashMember is a power cut: no leadership hand-over. Undo restarts it on
+// its data.
+func crashMember(_ context.Context, w MemberFaults, t int, _ time.Duration) (Undo, error) {
+	if err := w.CrashMember(t); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error { return w.RestartMember(ctx, t) }, nil
+}
+
+func restartMember(ctx context.Context, w MemberFaults, t int, _ time.Duration) (Undo, error) {
+	return nil, w.RestartMember(ctx, t)
+}
+
+// partitionMember cuts the member from its peers both ways; its clients
+// stay connected to it.
+func partitionMember(_ context.Context, w MemberFaults, t int, _ time.Duration) (Undo, error) {
+	if err := w.PartitionMember(t); err != nil {
+		return nil, err
+	}
+	return func(context.Context) error { return w.HealMember(t) }, nil
+}
+
+// heal restores every member's peer links.
+func heal(_ context.Context, w interface {
+	Membership
+	MemberFaults
+}, _ int, _ time.Duration) (Undo, error) {
+	for i := 0; i < w.Members(); i++ {
+		if err := w.HealMember(i); err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
+}
+
+// crashClient: gone without revoking its lease, its keys stay until the
+// TTL ends. Undo restarts it as the same client.
+func crashClient(_ context.Context, w ClientProcesses, t int, _ time.Duration) (Undo, error) {
+	if err := w.CrashClient(t); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error { return w.RestartClient(ctx, t) }, nil
+}
+
+// pauseClient freezes the client where it stands, and no keepalive leaves
+// it (a GC pause).
+func pauseClient(_ context.Context, w ClientProcesses, t int, _ time.Duration) (Undo, error) {
+	if err := w.PauseClient(t); err != nil {
+		return nil, err
+	}
+	return func(context.Context) error { return w.ResumeClient(t) }, nil
+}
+
+// isolateClient cuts the client's network; its process runs on.
+func isolateClient(_ context.Context, w ClientNetwork, t int, _ time.Duration) (Undo, error) {
+	if err := w.IsolateClient(t, true); err != nil {
+		return nil, err
+	}
+	return func(context.Context) error { return w.IsolateClient(t, false) }, nil
+}
+
+func delayClient(_ context.Context, w ClientNetwork, t int, d time.Duration) (Undo, error) {
+	if d <= 0 {
+		d = DefaultDelay
+	}
+	if err := w.DelayClient(t, d); err != nil {
+		return nil, err
+	}
+	return func(context.Context) error { return w.DelayClient(t, 0) }, nil
+}
+
+// cancelWaiters: every waiter gives up at once, as after a deploy or a
+// burst of client timeouts: a burst of cancelled calls and watches.
+func cancelWaiters(_ context.Context, w LockService, _ int, _ time.Duration) (Undo, error) {
+	if w.CancelWaiting() == 0 {
+		return nil, errors.New("no client was waiting")
+	}
+	return nil, nil
+}
+
+// revokeLease: an operator revokes the client's lease (etcdctl lease
+// revoke).
+func revokeLease(ctx context.Context, w LockService, t int, _ time.Duration) (Undo, error) {
+	return nil, w.RevokeLease(ctx, t)
+}
+
+// DefaultDelay is the latency delay-client adds each way when the step
+// gives none.
+const DefaultDelay = 200 * time.Millisecond
+
+// Names lists the faults.
+func Names() []string {
+	out := make([]string, 0, len(faults))
+	for n := range faults {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Lookup finds a fault; the error lists the valid ones.
+func Lookup(name string) (Fault, error) {
+	f, ok := faults[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown fault %q: valid faults are %s", name, strings.Join(Names(), ", "))
+	}
+	return f, nil
+}

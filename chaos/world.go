@@ -1,0 +1,93 @@
+package chaos
+
+import (
+	"context"
+	"time"
+)
+
+// The World is split by what faults need, so that each fault says which
+// part it acts on and a reader (or a test fake) only deals with that part.
+
+// Membership says where the cluster's members stand, so a target such as
+// "leader" or "follower" can be resolved at the moment the fault strikes.
+type Membership interface {
+	// Members is the number of cluster members; 0 for an external cluster,
+	// where member faults are refused.
+	Members() int
+	// Leader is the leading member's index, or -1.
+	Leader() int
+	// RunningMembers lists members that are up.
+	RunningMembers() []int
+}
+
+// MemberFaults are the faults a member suffers: only the embedded cluster
+// can do them, since they kill processes and cut peer links.
+type MemberFaults interface {
+	// CrashMember kills the member without a leadership hand-over.
+	CrashMember(i int) error
+	// RestartMember brings a crashed member back on its data.
+	RestartMember(ctx context.Context, i int) error
+	// PartitionMember cuts the member from its peers both ways.
+	PartitionMember(i int) error
+	// HealMember restores the member's peer links.
+	HealMember(i int) error
+}
+
+// Queue says where the run's clients stand in the lock's queue, so a
+// target such as "holder" or "waiter:K" names whoever is there now.
+type Queue interface {
+	// Clients is the number of client processes.
+	Clients() int
+	// Holder is the client holding the lock, or -1.
+	Holder() int
+	// Waiters lists waiting clients in queue order (oldest request first).
+	Waiters() []int
+}
+
+// ClientProcesses are faults of a client's process, as the OS would do
+// them: kill it, bring it back, freeze it.
+type ClientProcesses interface {
+	// CrashClient kills the process without revoking its lease.
+	CrashClient(i int) error
+	// RestartClient brings a crashed process back as the same client.
+	RestartClient(ctx context.Context, i int) error
+	// PauseClient freezes the process and everything it sends.
+	PauseClient(i int) error
+	// ResumeClient thaws a paused process.
+	ResumeClient(i int) error
+}
+
+// ClientNetwork are faults of a client's network; its process runs on.
+type ClientNetwork interface {
+	// IsolateClient cuts (cut) or restores the client's network.
+	IsolateClient(i int, cut bool) error
+	// DelayClient adds d of latency each way; 0 removes it.
+	DelayClient(i int, d time.Duration) error
+}
+
+// LockService are faults that come from outside the client, through etcd:
+// an operator or a burst of timeouts.
+type LockService interface {
+	// RevokeLease revokes the lease of the client's grant.
+	RevokeLease(ctx context.Context, i int) error
+	// CancelWaiting cancels the pending Lock call of every waiting client
+	// at once (each then carries on with its workload) and says how many
+	// it cancelled.
+	CancelWaiting() int
+}
+
+// Positions is what Resolve reads to turn a target into a member or client.
+type Positions interface {
+	Membership
+	Queue
+}
+
+// World is everything faults act on: the cluster's members and the run's
+// clients. The runner implements it; each fault uses one part.
+type World interface {
+	Positions
+	MemberFaults
+	ClientProcesses
+	ClientNetwork
+	LockService
+}

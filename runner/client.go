@@ -1,0 +1,362 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/pkg/v3/proxy"
+
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/locks"
+)
+
+// clientState is where a client's worker is in its loop.
+type clientState int
+
+const (
+	idle clientState = iota
+	waiting
+	holding
+)
+
+// client is one simulated process: its own etcd connection (through its
+// own fault proxies when the scenario needs them) and Locker, a worker
+// running the workload, and what faults did to it. mu guards the parts
+// the worker and the nemesis share (all but id, r and conn's proxies and
+// rpcs).
+type client struct {
+	id int
+	r  *runner
+
+	mu     sync.Mutex
+	conn   connection
+	worker worker
+	faults faultState
+	queue  position
+}
+
+// connection is the client's way to etcd.
+type connection struct {
+	// proxies are one fault proxy per member, when the scenario has client
+	// faults. Set up before the worker starts (and again by a restart,
+	// while no worker runs), so read without mu.
+	proxies []proxy.Server
+	// rpcs counts the RPCs of the client's own connection.
+	rpcs   locks.RPCCounter
+	cli    *clientv3.Client
+	locker locks.Locker
+}
+
+// worker is the goroutine running the workload; a restart starts a new
+// generation, and what an old generation says is dropped.
+type worker struct {
+	gen    int
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the worker has returned
+}
+
+// faultState is what process faults have done to the client.
+type faultState struct {
+	crashed bool
+	paused  chan struct{} // non-nil while paused; closed on resume
+	pauses  int           // pauses so far: tells a worker it was frozen
+}
+
+// position is where the client stands in the lock's queue, for targets
+// (holder, waiter:K) and for cancel-waiters.
+type position struct {
+	state     clientState
+	seq       int64 // when it started waiting, in request order
+	heldSince int64 // when it was granted, in history time
+	grant     *locks.Grant
+	// cancelLock cancels the pending Lock call while the client waits.
+	cancelLock context.CancelFunc
+}
+
+// connect opens the client's etcd connection (or takes its shared one)
+// and Locker.
+func (c *client) connect(ctx context.Context) error {
+	var cli *clientv3.Client
+	if n := len(c.r.shared); n > 0 {
+		cli = c.r.shared[c.id%n].cli
+	} else {
+		var err error
+		if cli, err = c.r.newEtcdClient(c.endpoints(), &c.conn.rpcs); err != nil {
+			return fmt.Errorf("client %d: connect: %w", c.id, err)
+		}
+	}
+	opts := locks.Options{
+		Name:      locks.DefaultName,
+		Prefix:    c.r.cfg.Prefix,
+		TTL:       c.r.cfg.Scenario.TTL(),
+		KeepAlive: c.r.cfg.KeepAlive,
+		OnWakeup: func() {
+			c.emit(c.currentGen(), history.Event{Type: history.OK, F: history.FWakeup})
+		},
+	}
+	locker, err := c.r.strategy.New(ctx, cli, opts)
+	if err != nil {
+		if len(c.r.shared) == 0 {
+			cli.Close()
+		}
+		return fmt.Errorf("client %d: %s: %w", c.id, c.r.strategy.Name, err)
+	}
+	c.mu.Lock()
+	c.conn.cli, c.conn.locker = cli, locker
+	c.mu.Unlock()
+	return nil
+}
+
+// endpoints are where the client dials: its proxies when it has them, so
+// that its faults cut or slow only its own traffic.
+func (c *client) endpoints() []string {
+	if len(c.conn.proxies) == 0 {
+		return c.r.cfg.Endpoints
+	}
+	// The proxy forwards raw TCP, so a TLS client still talks TLS end to end
+	// through it: keep each endpoint's scheme.
+	var eps []string
+	for i, p := range c.conn.proxies {
+		scheme := "http"
+		if u, err := url.Parse(c.r.cfg.Endpoints[i]); err == nil && u.Scheme != "" {
+			scheme = u.Scheme
+		}
+		eps = append(eps, scheme+"://"+strings.TrimPrefix(p.From(), "tcp://"))
+	}
+	return eps
+}
+
+// currentGen is the running worker's generation, for callbacks (OnWakeup)
+// that do not know which worker they serve.
+func (c *client) currentGen() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.worker.gen
+}
+
+// emit records an event of this process unless the worker generation that
+// made it has crashed: a crashed process says nothing more.
+func (c *client) emit(gen int, e history.Event) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.faults.crashed || gen != c.worker.gen {
+		return -1
+	}
+	e.Process, e.Lock = c.id, locks.DefaultName
+	return c.r.record(e)
+}
+
+// startWorker starts a worker of the current generation, running until
+// ctx ends or the client crashes.
+func (c *client) startWorker(ctx context.Context) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	wctx, cancel := context.WithCancel(ctx)
+	c.worker.cancel = cancel
+	c.worker.done = make(chan struct{})
+	gen, cli, locker, done := c.worker.gen, c.conn.cli, c.conn.locker, c.worker.done
+	seed := uint64(c.r.cfg.Seed)
+	go func() {
+		defer close(done)
+		rng := rand.New(rand.NewPCG(seed, uint64(c.id)<<16|uint64(gen)))
+		c.loop(wctx, gen, cli, locker, rng)
+	}()
+}
+
+// wait waits for the current worker to return.
+func (c *client) wait() {
+	c.mu.Lock()
+	done := c.worker.done
+	c.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+}
+
+// setState tracks the worker's place for targets (holder, waiter:K).
+func (c *client) setState(gen int, s clientState, g *locks.Grant, t int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen != c.worker.gen {
+		return
+	}
+	c.queue.state, c.queue.grant = s, g
+	switch s {
+	case waiting:
+		c.queue.seq = c.r.nextSeq()
+	case holding:
+		c.queue.heldSince = t
+	}
+}
+
+// checkpoint blocks while the client is paused: the process is frozen at
+// this point of its loop. It returns false when ctx ends.
+func (c *client) checkpoint(ctx context.Context) bool {
+	for {
+		c.mu.Lock()
+		p := c.faults.paused
+		c.mu.Unlock()
+		if p == nil {
+			return ctx.Err() == nil
+		}
+		select {
+		case <-p:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// loop runs the workload until ctx ends. Errors from the lock are recorded,
+// not returned: a run is a measurement, and failures are its data.
+func (c *client) loop(ctx context.Context, gen int, cli *clientv3.Client, locker locks.Locker, rng *rand.Rand) {
+	w := c.r.cfg.Scenario.Workload
+	if gen == 0 {
+		sleep(ctx, time.Duration(c.id)*w.Stagger.D())
+	}
+	failures := 0 // consecutive failed acquires
+	for c.checkpoint(ctx) {
+		// Wait for the lock, cancellable by cancel-waiters.
+		lctx, cancelLock := context.WithCancel(ctx)
+		c.setState(gen, waiting, nil, 0)
+		c.mu.Lock()
+		c.queue.cancelLock = cancelLock
+		c.mu.Unlock()
+		c.emit(gen, history.Event{Type: history.Invoke, F: history.FAcquire})
+		g, err := locker.Lock(lctx)
+		c.mu.Lock()
+		c.queue.cancelLock = nil
+		c.mu.Unlock()
+		cancelLock()
+		if err != nil {
+			c.setState(gen, idle, nil, 0)
+			typ := history.Info
+			if errors.Is(err, locks.ErrNotAcquired) {
+				typ = history.Fail
+			}
+			c.emit(gen, history.Event{Type: typ, F: history.FAcquire, Error: err.Error()})
+			// Back off, so that a broken or overloaded cluster is not
+			// hammered: 10–50 ms after one failure, doubling with each
+			// failure in a row up to 1.6 s.
+			sleep(ctx, time.Duration(10+rng.IntN(40))*time.Millisecond<<min(failures, 5))
+			failures++
+			continue
+		}
+		// Granted: record the grant, then hold it for the workload.
+		failures = 0
+		c.r.acquisitions.Add(1)
+		t := c.emit(gen, history.Event{Type: history.OK, F: history.FAcquire, Token: g.Token, Key: g.Key,
+			Lease: strconv.FormatInt(int64(g.Lease), 16)})
+		c.setState(gen, holding, g, t)
+		if c.criticalSection(gen, cli, g, w) {
+			continue
+		}
+		// Release (unless the lease was lost), then think before asking
+		// again.
+		c.release(gen, locker, g)
+		if w.Think > 0 {
+			sleep(ctx, w.Think.D())
+		}
+	}
+}
+
+// crash stops the process as SIGKILL would: its connection drops, its
+// worker stops where it stands, and its lease is not revoked, so its keys
+// stay until the TTL ends.
+func (c *client) crash() error {
+	c.mu.Lock()
+	if c.faults.crashed {
+		c.mu.Unlock()
+		return fmt.Errorf("client %d has already crashed", c.id)
+	}
+	// Recorded under the lock that emit takes: nothing of this process can
+	// appear after its crash.
+	c.r.record(history.Event{Process: c.id, Type: history.Info, F: history.FCrash, Lock: locks.DefaultName})
+	c.faults.crashed = true
+	c.queue.state, c.queue.grant = idle, nil
+	cli, cancel := c.conn.cli, c.worker.cancel
+	if c.faults.paused != nil {
+		close(c.faults.paused)
+		c.faults.paused = nil
+	}
+	proxies := c.conn.proxies
+	c.mu.Unlock()
+	// The network goes first, as when a process is killed: nothing it sends
+	// from here on reaches etcd, not even the cleanup of its cancelled calls.
+	for _, p := range proxies {
+		p.BlackholeTx()
+		p.BlackholeRx()
+	}
+	cli.Close()
+	cancel()
+	// A proxy's Close waits for its connections to end; the client's side
+	// has just been closed, the member's side may take a while.
+	closeProxies(&c.r.closing, proxies)
+	return nil
+}
+
+// restart brings a crashed process back as the same process id, with a new
+// connection and Locker (its old lease is gone or going). ctx bounds the
+// reconnection; the new worker runs for the rest of the run (runner.life).
+func (c *client) restart(ctx context.Context) error {
+	// The crashed worker has stopped where it stood: let it return.
+	c.wait()
+	c.mu.Lock()
+	if !c.faults.crashed {
+		c.mu.Unlock()
+		return fmt.Errorf("client %d is not crashed", c.id)
+	}
+	// New proxies (the old ones were closed by the crash), a new
+	// connection and Locker, then a new worker generation.
+	old := c.conn.proxies
+	c.conn.proxies = nil
+	c.mu.Unlock()
+	if len(old) > 0 {
+		if err := c.startProxies(); err != nil {
+			return fmt.Errorf("restart: %w", err)
+		}
+	}
+	if err := c.connect(ctx); err != nil {
+		return fmt.Errorf("restart: %w", err)
+	}
+	c.mu.Lock()
+	c.faults.crashed = false
+	c.worker.gen++
+	c.mu.Unlock()
+	c.startWorker(c.r.life)
+	return nil
+}
+
+// close ends the client at the end of the run: a paused worker is thawed
+// so that it can stop, a holder releases, and a live client closes its
+// session (a crashed one has none to close).
+func (c *client) close() {
+	c.mu.Lock()
+	if c.faults.paused != nil {
+		close(c.faults.paused)
+		c.faults.paused = nil
+	}
+	cli, locker, cancel, crashed := c.conn.cli, c.conn.locker, c.worker.cancel, c.faults.crashed
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	c.wait()
+	if locker != nil && !crashed {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		locker.Close(ctx)
+		cancel()
+	}
+	if cli != nil && len(c.r.shared) == 0 {
+		cli.Close()
+	}
+	closeProxies(&c.r.closing, c.conn.proxies)
+}

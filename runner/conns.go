@@ -1,0 +1,64 @@
+package runner
+
+import (
+	"fmt"
+	"slices"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/scenario"
+)
+
+// newEtcdClient connects a client. A lock client (counter not nil) has its
+// RPCs counted and its unary requests bounded by Config.RPCTimeout; the
+// admin client bounds its own operations (opTimeout).
+func (r *runner) newEtcdClient(endpoints []string, counter *locks.RPCCounter) (*clientv3.Client, error) {
+	cc := r.cfg.ClientConfig
+	cc.Endpoints = endpoints
+	cc.DialTimeout = r.cfg.DialTimeout
+	cc.Logger = zap.NewNop()
+	if counter != nil {
+		cc.DialOptions = append(slices.Clip(cc.DialOptions), counter.DialOptions()...)
+		cc.DialOptions = append(cc.DialOptions, locks.RPCDeadline(locks.RPCTimeoutOf(r.cfg.RPCTimeout))...)
+	}
+	return clientv3.New(cc)
+}
+
+// sharedConn is an etcd connection several lock clients use
+// (Config.SharedConns).
+type sharedConn struct {
+	cli  *clientv3.Client
+	rpcs locks.RPCCounter
+}
+
+// CheckSharedConns rejects a SharedConns setting the scenario cannot use:
+// Run checks it, and so can a caller before it starts anything.
+func CheckSharedConns(sc scenario.Scenario, n int) error {
+	switch {
+	case n < 0:
+		return fmt.Errorf("shared connections %d: must be ≥ 0 (0: one connection per client)", n)
+	case n > 0 && sc.NeedsProxies():
+		return fmt.Errorf("scenario %s has client faults, which act on one client's own connection: run it without shared connections", sc.Name)
+	}
+	return nil
+}
+
+// rpcsOf is client id's RPC count. On a shared connection the RPCs of its
+// clients cannot be told apart: its count is shared out evenly among them
+// (the total stays exact).
+func (r *runner) rpcsOf(id int) int64 {
+	n := len(r.shared)
+	if n == 0 {
+		return r.clients[id].conn.rpcs.Count()
+	}
+	total := r.shared[id%n].rpcs.Count()
+	users := int64((len(r.clients) - id%n + n - 1) / n) // clients i with i mod n == id mod n
+	k := int64(id / n)                                  // this client's place among them
+	share := total / users
+	if k < total%users {
+		share++
+	}
+	return share
+}

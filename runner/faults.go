@@ -1,0 +1,142 @@
+package runner
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/pkg/v3/proxy"
+	"go.uber.org/zap"
+
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/locks"
+)
+
+// startProxies puts one fault proxy in front of each member for this
+// client alone, so that its network can be cut or slowed on its own.
+func (c *client) startProxies() error {
+	for _, ep := range c.r.cfg.Endpoints {
+		to, err := url.Parse(ep)
+		if err != nil {
+			return fmt.Errorf("endpoint %q: %w", ep, err)
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return fmt.Errorf("client %d proxy: %w", c.id, err)
+		}
+		from := url.URL{Scheme: "tcp", Host: l.Addr().String()}
+		l.Close() // the proxy listens on it itself
+		p := proxy.NewServer(proxy.ServerConfig{Logger: zap.NewNop(), From: from, To: url.URL{Scheme: "tcp", Host: to.Host}})
+		c.conn.proxies = append(c.conn.proxies, p)
+		select {
+		case <-p.Ready():
+		case err := <-p.Error():
+			return fmt.Errorf("client %d proxy: %w", c.id, err)
+		}
+	}
+	return nil
+}
+
+// closeProxies closes proxies in the background, tracked by wg.
+func closeProxies(wg *sync.WaitGroup, proxies []proxy.Server) {
+	for _, p := range proxies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.Close()
+		}()
+	}
+}
+
+// needProxies refuses a network fault on a client without proxies: the
+// scenario's NeedsProxies should have given it some.
+func (c *client) needProxies(fault string) error {
+	if len(c.conn.proxies) == 0 {
+		return fmt.Errorf("client %d has no fault proxy (%s): invariant broken", c.id, fault)
+	}
+	return nil
+}
+
+// pause freezes the process: its worker stops at its next checkpoint and
+// nothing it sends (keepalives included) gets through.
+func (c *client) pause() error {
+	if err := c.needProxies("pause"); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if c.faults.paused != nil || c.faults.crashed {
+		c.mu.Unlock()
+		return fmt.Errorf("client %d is already paused or crashed", c.id)
+	}
+	c.faults.paused = make(chan struct{})
+	c.faults.pauses++
+	c.r.record(history.Event{Process: c.id, Type: history.OK, F: history.FPause, Lock: locks.DefaultName})
+	c.mu.Unlock()
+	for _, p := range c.conn.proxies {
+		p.BlackholeTx()
+		p.BlackholeRx()
+	}
+	return nil
+}
+
+// pauseCount lets a holder tell whether it was frozen while it waited.
+func (c *client) pauseCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.faults.pauses
+}
+
+// resume thaws a paused client: its traffic flows again, then its worker
+// carries on from its checkpoint.
+func (c *client) resume() error {
+	for _, p := range c.conn.proxies {
+		p.UnblackholeTx()
+		p.UnblackholeRx()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.faults.paused == nil {
+		return nil // crashed meanwhile
+	}
+	close(c.faults.paused)
+	c.faults.paused = nil
+	c.r.record(history.Event{Process: c.id, Type: history.OK, F: history.FResume, Lock: locks.DefaultName})
+	return nil
+}
+
+// isolate cuts (or restores) the client's network; its process runs on.
+func (c *client) isolate(cut bool) error {
+	if err := c.needProxies("isolate"); err != nil {
+		return err
+	}
+	for _, p := range c.conn.proxies {
+		if cut {
+			p.BlackholeTx()
+			p.BlackholeRx()
+		} else {
+			p.UnblackholeTx()
+			p.UnblackholeRx()
+		}
+	}
+	return nil
+}
+
+// delay adds d of latency each way to everything the client sends and
+// receives; 0 removes it.
+func (c *client) delay(d time.Duration) error {
+	if err := c.needProxies("delay"); err != nil {
+		return err
+	}
+	for _, p := range c.conn.proxies {
+		if d > 0 {
+			p.DelayTx(d, 0)
+			p.DelayRx(d, 0)
+		} else {
+			p.UndelayTx()
+			p.UndelayRx()
+		}
+	}
+	return nil
+}

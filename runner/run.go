@@ -1,0 +1,334 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/lockbench/lockbench/chaos"
+	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/scenario"
+)
+
+// Config is everything a run needs beyond the scenario itself.
+type Config struct {
+	Scenario scenario.Scenario
+	Lock     string
+	Seed     int64
+	// Prefix is the run's key namespace; nothing outside it is touched.
+	Prefix    string
+	Endpoints []string
+	// Cluster is the embedded cluster, for member faults; nil when the
+	// cluster is external.
+	Cluster *cluster.Cluster
+	// ClientConfig, when set, is the base etcd client configuration (TLS,
+	// credentials); Endpoints, DialTimeout and Logger are filled in.
+	ClientConfig clientv3.Config
+	// DialTimeout bounds connecting each client (default 5 s).
+	DialTimeout time.Duration
+	KeepAlive   locks.KeepAlive
+	// RPCTimeout bounds each unary request of a lock client (see
+	// locks.RPCDeadline); 0 means locks.DefaultRPCTimeout, < 0 none.
+	RPCTimeout time.Duration
+	// SharedConns, when > 0, makes the lock clients share that many etcd
+	// connections (client i uses connection i mod SharedConns) instead of
+	// one each: for client counts whose connections alone would load the
+	// machine. Not with client faults, which act on one client's
+	// connection.
+	SharedConns int
+	// MaxEvents bounds the history (default history.DefaultMaxEvents).
+	MaxEvents int
+	// NoRecord runs without keeping the history (to measure its cost).
+	NoRecord bool
+}
+
+// Outcome is what a run leaves behind.
+type Outcome struct {
+	Events []history.Event
+	// Start is the wall-clock time the history's times count from.
+	Start time.Time
+	// Elapsed is how long the clients ran.
+	Elapsed time.Duration
+	// Interrupted is set when ctx ended the run before its duration.
+	Interrupted bool
+	// Stopped says why the run ended early other than by interruption
+	// (e.g. the history limit), empty otherwise.
+	Stopped string
+	// RPCs is the number of etcd RPCs each client made.
+	RPCs []int64
+	// Acquisitions counts granted locks, also when nothing is recorded.
+	Acquisitions int64
+}
+
+// opTimeout bounds a release, a counter operation or a fault action: they
+// must finish after the run has ended, but not hang it on a dead cluster.
+const opTimeout = 5 * time.Second
+
+// counterKey is the counter workloads' shared resource, in the run's
+// namespace.
+func counterKey(prefix string) string { return prefix + "counter" }
+
+// Run drives Scenario.Clients clients against the lock for the scenario's
+// duration while injecting its fault steps, and returns the recorded
+// history. ctx ending stops the run early, cleanly: waiters are cancelled,
+// holders release, faults are undone, and the history so far is returned
+// with Interrupted set.
+func Run(ctx context.Context, cfg Config) (*Outcome, error) {
+	r, steps, err := newRunner(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	if err := r.connect(ctx); err != nil {
+		return nil, err
+	}
+	err = r.run(ctx, chaos.Plan(steps, r.cfg.Seed))
+	out := r.outcome(ctx)
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return out, err
+	}
+	return out, nil
+}
+
+// runner is one run's shared state; it is the chaos.World faults act on.
+type runner struct {
+	cfg      Config
+	strategy locks.Strategy
+	rec      *history.Recorder
+	admin    *clientv3.Client
+	clients  []*client
+	shared   []*sharedConn // Config.SharedConns connections, if any
+	stopRun  context.CancelFunc
+	// life is the clients' run, from the start of the clock to the end of
+	// the duration (or an early stop): every worker runs within it, also
+	// one that a crash-client's undo restarts mid-run, whose own context
+	// (the undo's) is bounded by opTimeout. Set by run before any worker
+	// or the nemesis starts.
+	life context.Context
+
+	// closing tracks proxies of crashed clients that are still closing.
+	closing sync.WaitGroup
+	// acquisitions counts grants whether or not the history is kept.
+	acquisitions atomic.Int64
+
+	mu      sync.Mutex
+	stopped string
+	seq     int64 // orders acquire requests, for waiter:K
+}
+
+// newRunner checks the configuration against the scenario before anything
+// is started, and returns the scenario's fault steps.
+func newRunner(cfg Config) (*runner, []chaos.Step, error) {
+	sc := cfg.Scenario
+	if err := sc.Validate(); err != nil {
+		return nil, nil, err
+	}
+	steps, err := sc.ChaosSteps()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := CheckSharedConns(sc, cfg.SharedConns); err != nil {
+		return nil, nil, err
+	}
+	if cfg.Cluster == nil && sc.NeedsMembers() {
+		return nil, nil, fmt.Errorf("scenario %s injects member faults, which need the embedded cluster; on an external cluster only client faults work", sc.Name)
+	}
+	strategy, err := locks.Lookup(cfg.Lock)
+	if err != nil {
+		return nil, nil, err
+	}
+	if cfg.DialTimeout == 0 {
+		cfg.DialTimeout = 5 * time.Second
+	}
+	return &runner{cfg: cfg, strategy: strategy, stopRun: func() {}}, steps, nil
+}
+
+// connect connects the admin client and every lock client, and initialises
+// the counter, before the clock starts, so that set-up cost is not
+// measured as lock latency.
+func (r *runner) connect(ctx context.Context) error {
+	sc := r.cfg.Scenario
+	admin, err := r.newEtcdClient(r.cfg.Endpoints, nil)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	r.admin = admin
+	for range min(r.cfg.SharedConns, sc.Clients) {
+		s := &sharedConn{}
+		if s.cli, err = r.newEtcdClient(r.cfg.Endpoints, &s.rpcs); err != nil {
+			return fmt.Errorf("connect: %w", err)
+		}
+		r.shared = append(r.shared, s)
+	}
+	r.clients = make([]*client, sc.Clients)
+	for i := range r.clients {
+		c := &client{id: i, r: r}
+		if sc.NeedsProxies() {
+			if err := c.startProxies(); err != nil {
+				return err
+			}
+		}
+		r.clients[i] = c
+		if err := c.connect(ctx); err != nil {
+			return err
+		}
+	}
+	if sc.Workload.Kind == scenario.WorkloadHold {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	if _, err := admin.Put(cctx, counterKey(r.cfg.Prefix), "0"); err != nil {
+		return fmt.Errorf("initialise counter: %w", err)
+	}
+	return nil
+}
+
+// run starts the clock, the clients' workers and the nemesis, and waits
+// until the duration is over (or ctx or the history limit ends the run)
+// and every worker has returned. The error is the nemesis's.
+func (r *runner) run(ctx context.Context, plan []chaos.PlannedStep) error {
+	if r.cfg.NoRecord {
+		r.rec = history.NewDiscardRecorder()
+	} else {
+		r.rec = history.NewRecorder(r.cfg.MaxEvents)
+	}
+	// The history limit stops the run through stopRun (see record).
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	r.stopRun = stopRun
+	deadline, cancelDeadline := context.WithTimeout(runCtx, r.cfg.Scenario.Duration.D())
+	defer cancelDeadline()
+
+	g, gctx := errgroup.WithContext(deadline)
+	r.life = gctx
+	for _, c := range r.clients {
+		c.startWorker(gctx)
+	}
+	g.Go(func() error { return r.nemesis(gctx, plan) })
+	err := g.Wait()
+	// The workers are not in the group (a failing client is data, not an
+	// error): wait for each, the one a restart started included.
+	for _, c := range r.clients {
+		c.wait()
+	}
+	return err
+}
+
+// outcome records what the run leaves after its clients have stopped (the
+// RPC counts, the counter's final value) and collects the Outcome.
+func (r *runner) outcome(ctx context.Context) *Outcome {
+	elapsed := time.Duration(r.rec.Now())
+	for _, c := range r.clients {
+		r.record(history.Event{Process: c.id, Type: history.OK, F: history.FRPCs, Lock: locks.DefaultName,
+			Value: history.IntValue(r.rpcsOf(c.id))})
+	}
+	if r.cfg.Scenario.Workload.Kind != scenario.WorkloadHold {
+		r.finalRead()
+	}
+	out := &Outcome{
+		Events:       r.rec.Events(),
+		Start:        r.rec.Start(),
+		Elapsed:      elapsed,
+		Interrupted:  ctx.Err() != nil,
+		Stopped:      r.stopped,
+		Acquisitions: r.acquisitions.Load(),
+	}
+	for _, c := range r.clients {
+		out.RPCs = append(out.RPCs, r.rpcsOf(c.id))
+	}
+	return out
+}
+
+// record appends an event; hitting the history limit stops the run.
+func (r *runner) record(e history.Event) int64 {
+	t, err := r.rec.Append(e)
+	if err != nil {
+		r.mu.Lock()
+		if r.stopped == "" {
+			r.stopped = err.Error()
+		}
+		r.mu.Unlock()
+		r.stopRun()
+	}
+	return t
+}
+
+func (r *runner) nextSeq() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seq++
+	return r.seq
+}
+
+// finalRead records the counter's final value as the nemesis, so the
+// checker can compare it with the accepted increments.
+func (r *runner) finalRead() {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	r.record(history.Event{Process: history.NemesisProcess, Type: history.Invoke, F: history.FRead})
+	resp, err := r.admin.Get(ctx, counterKey(r.cfg.Prefix))
+	if err != nil || len(resp.Kvs) == 0 {
+		r.record(history.Event{Process: history.NemesisProcess, Type: history.Info, F: history.FRead, Error: errString(err, "counter missing")})
+		return
+	}
+	v, err := strconv.ParseInt(string(resp.Kvs[0].Value), 10, 64)
+	if err != nil {
+		r.record(history.Event{Process: history.NemesisProcess, Type: history.Info, F: history.FRead, Error: err.Error()})
+		return
+	}
+	r.record(history.Event{Process: history.NemesisProcess, Type: history.OK, F: history.FRead, Value: history.IntValue(v)})
+}
+
+// close stops every client and removes the run's keys (on an external
+// cluster nothing of the run may stay behind).
+func (r *runner) close() {
+	for _, c := range r.clients {
+		if c != nil {
+			c.close()
+		}
+	}
+	for _, s := range r.shared {
+		s.cli.Close()
+	}
+	r.closing.Wait()
+	if r.admin != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		if r.cfg.Prefix != "" {
+			r.admin.Delete(ctx, r.cfg.Prefix, clientv3.WithPrefix())
+		}
+		cancel()
+		r.admin.Close()
+	}
+}
+
+// sleep waits d or until ctx ends; it reports whether the full time passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func errString(err error, otherwise string) string {
+	if err != nil {
+		return err.Error()
+	}
+	return otherwise
+}

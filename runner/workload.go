@@ -1,0 +1,134 @@
+package runner
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/scenario"
+)
+
+// criticalSection does the workload's work while holding g. It returns
+// true when the lease was lost (and recorded as such) so there is nothing
+// to release. It takes no ctx: a holder finishes its work at run end, each
+// operation bounded by opTimeout.
+func (c *client) criticalSection(gen int, cli *clientv3.Client, g *locks.Grant, w scenario.Workload) (lost bool) {
+	if w.Kind == scenario.WorkloadHold {
+		if c.hold(gen, g, w.Hold.D()) {
+			return true
+		}
+		return c.leaseLost(gen, g)
+	}
+	if c.leaseLost(gen, g) {
+		return true
+	}
+	// read → hold → write(+1). A pause freezes the process between its
+	// read and its write: the stale write the scenario is about.
+	v, ok := c.readCounter(gen, cli)
+	if !ok {
+		return c.leaseLost(gen, g)
+	}
+	if c.hold(gen, g, w.Hold.D()) {
+		return true
+	}
+	c.writeCounter(gen, cli, g, v+1, w.Kind == scenario.WorkloadCounterFenced)
+	return c.leaseLost(gen, g)
+}
+
+// leaseLost records the loss of g's lease if it has been reported, and
+// says whether it has.
+func (c *client) leaseLost(gen int, g *locks.Grant) bool {
+	select {
+	case <-g.Lost:
+		c.emit(gen, history.Event{Type: history.OK, F: history.FLeaseLost, Token: g.Token})
+		return true
+	default:
+		return false
+	}
+}
+
+// hold holds the lock for d. It ends early, as a careful client does, when
+// the lease is reported lost — unless the process was frozen meanwhile:
+// then it wakes and carries on, unaware, as a process after a GC pause
+// does. Not on the run's end: a holder finishes its work. Only during the
+// hold is the client a fault's "holder". It says whether the lease was
+// lost (and recorded as such).
+func (c *client) hold(gen int, g *locks.Grant, d time.Duration) (lost bool) {
+	defer c.setState(gen, idle, nil, 0)
+	if d <= 0 {
+		return false
+	}
+	p0 := c.pauseCount()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-g.Lost:
+		if c.checkpoint(context.Background()); c.pauseCount() == p0 {
+			return c.leaseLost(gen, g)
+		}
+	}
+	c.checkpoint(context.Background())
+	return false
+}
+
+// readCounter reads the shared counter, recording the read; ok is false
+// when it could not be read.
+func (c *client) readCounter(gen int, cli *clientv3.Client) (v int64, ok bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	c.emit(gen, history.Event{Type: history.Invoke, F: history.FRead})
+	resp, err := cli.Get(ctx, counterKey(c.r.cfg.Prefix))
+	if err != nil || len(resp.Kvs) == 0 {
+		c.emit(gen, history.Event{Type: history.Fail, F: history.FRead, Error: errString(err, "counter missing")})
+		return 0, false
+	}
+	v, _ = strconv.ParseInt(string(resp.Kvs[0].Value), 10, 64)
+	c.emit(gen, history.Event{Type: history.OK, F: history.FRead, Value: history.IntValue(v)})
+	return v, true
+}
+
+// writeCounter writes v to the shared counter under g, recording the
+// write. Fenced, the resource accepts the write only while the grant's key
+// still exists at the grant's revision: a stale holder is rejected.
+func (c *client) writeCounter(gen int, cli *clientv3.Client, g *locks.Grant, v int64, fenced bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	key, nv := counterKey(c.r.cfg.Prefix), history.IntValue(v)
+	c.emit(gen, history.Event{Type: history.Invoke, F: history.FWrite, Value: nv, Token: g.Token})
+	var err error
+	rejected := false
+	if fenced {
+		var tr *clientv3.TxnResponse
+		tr, err = cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(g.Key), "=", g.Token)).
+			Then(clientv3.OpPut(key, strconv.FormatInt(v, 10))).Commit()
+		rejected = err == nil && !tr.Succeeded
+	} else {
+		_, err = cli.Put(ctx, key, strconv.FormatInt(v, 10))
+	}
+	switch {
+	case err != nil:
+		c.emit(gen, history.Event{Type: history.Info, F: history.FWrite, Value: nv, Token: g.Token, Error: err.Error()})
+	case rejected:
+		c.emit(gen, history.Event{Type: history.Fail, F: history.FWrite, Value: nv, Token: g.Token, Error: "stale token"})
+	default:
+		c.emit(gen, history.Event{Type: history.OK, F: history.FWrite, Value: nv, Token: g.Token})
+	}
+}
+
+// release unlocks g, recording the release; a failed release ends
+// unknown (info): the key may still go with its lease.
+func (c *client) release(gen int, locker locks.Locker, g *locks.Grant) {
+	c.emit(gen, history.Event{Type: history.Invoke, F: history.FRelease, Token: g.Token})
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	if err := locker.Unlock(ctx, g); err != nil {
+		c.emit(gen, history.Event{Type: history.Info, F: history.FRelease, Token: g.Token, Error: err.Error()})
+		return
+	}
+	c.emit(gen, history.Event{Type: history.OK, F: history.FRelease, Token: g.Token})
+}

@@ -1,0 +1,130 @@
+package runner
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/lockbench/lockbench/chaos"
+)
+
+// The runner is the World faults act on; each part is documented on its
+// interface in package chaos.
+var _ chaos.World = (*runner)(nil)
+
+// chaos.Membership and chaos.MemberFaults: the embedded cluster's members
+// (none on an external cluster, where scenarios with member faults are
+// refused before the run).
+
+func (r *runner) Members() int {
+	if r.cfg.Cluster == nil {
+		return 0
+	}
+	return len(r.cfg.Cluster.Members())
+}
+
+func (r *runner) Leader() int { return r.cfg.Cluster.Leader() }
+
+func (r *runner) RunningMembers() []int {
+	var out []int
+	for _, m := range r.cfg.Cluster.Members() {
+		if m.Running() {
+			out = append(out, m.Index)
+		}
+	}
+	return out
+}
+
+func (r *runner) CrashMember(i int) error { return r.cfg.Cluster.Crash(i) }
+
+func (r *runner) RestartMember(ctx context.Context, i int) error {
+	return r.cfg.Cluster.Restart(ctx, i)
+}
+
+func (r *runner) PartitionMember(i int) error { return r.cfg.Cluster.Partition(i) }
+
+func (r *runner) HealMember(i int) error { return r.cfg.Cluster.Heal(i) }
+
+// chaos.Queue: where the clients stand, read under each client's lock.
+
+func (r *runner) Clients() int { return len(r.clients) }
+
+func (r *runner) Holder() int {
+	best, bestT := -1, int64(-1)
+	for _, c := range r.clients {
+		c.mu.Lock()
+		if c.queue.state == holding && !c.faults.crashed && (best < 0 || c.queue.heldSince < bestT) {
+			best, bestT = c.id, c.queue.heldSince
+		}
+		c.mu.Unlock()
+	}
+	return best
+}
+
+func (r *runner) Waiters() []int {
+	type w struct {
+		id  int
+		seq int64
+	}
+	var ws []w
+	for _, c := range r.clients {
+		c.mu.Lock()
+		if c.queue.state == waiting && !c.faults.crashed {
+			ws = append(ws, w{c.id, c.queue.seq})
+		}
+		c.mu.Unlock()
+	}
+	slices.SortFunc(ws, func(a, b w) int { return cmp.Compare(a.seq, b.seq) })
+	out := make([]int, len(ws))
+	for i, x := range ws {
+		out[i] = x.id
+	}
+	return out
+}
+
+// chaos.ClientProcesses, chaos.ClientNetwork and chaos.LockService: each
+// client does its own faults (client.go, faults.go).
+
+func (r *runner) CancelWaiting() int {
+	// Gather first, then cancel in one sweep: at once, not one by one.
+	var cancels []context.CancelFunc
+	for _, c := range r.clients {
+		c.mu.Lock()
+		if c.queue.state == waiting && !c.faults.crashed && c.queue.cancelLock != nil {
+			cancels = append(cancels, c.queue.cancelLock)
+		}
+		c.mu.Unlock()
+	}
+	for _, cancel := range cancels {
+		cancel()
+	}
+	return len(cancels)
+}
+
+func (r *runner) CrashClient(i int) error { return r.clients[i].crash() }
+
+func (r *runner) RestartClient(ctx context.Context, i int) error { return r.clients[i].restart(ctx) }
+
+func (r *runner) PauseClient(i int) error { return r.clients[i].pause() }
+
+func (r *runner) ResumeClient(i int) error { return r.clients[i].resume() }
+
+func (r *runner) IsolateClient(i int, cut bool) error { return r.clients[i].isolate(cut) }
+
+func (r *runner) DelayClient(i int, d time.Duration) error { return r.clients[i].delay(d) }
+
+func (r *runner) RevokeLease(ctx context.Context, i int) error {
+	c := r.clients[i]
+	c.mu.Lock()
+	g := c.queue.grant
+	c.mu.Unlock()
+	if g == nil {
+		return fmt.Errorf("client %d holds no grant whose lease to revoke", i)
+	}
+	if _, err := r.admin.Revoke(ctx, g.Lease); err != nil {
+		return fmt.Errorf("revoke lease of client %d: %w", i, err)
+	}
+	return nil
+}
