@@ -48,6 +48,8 @@ const (
 	// DefaultStarvationGrants is how many grants other processes must get
 	// while one process waits in vain before that counts as starvation.
 	DefaultStarvationGrants = 10
+	// DefaultRecoverySlack is Options.RecoverySlack's default.
+	DefaultRecoverySlack = time.Second
 )
 
 // Options tune checks whose bounds are not in the history itself. The zero
@@ -68,6 +70,11 @@ type Options struct {
 	// StarvationGrants is how many grants of that lock to other processes
 	// the span must contain. 0 means DefaultStarvationGrants.
 	StarvationGrants int
+	// RecoverySlack is added to the liveness bound to make the recovery
+	// bound r of a fault (see CheckLiveness): room for etcd's lease expiry
+	// sweep (every 500 ms) and a loaded machine. 0 means
+	// DefaultRecoverySlack.
+	RecoverySlack time.Duration
 }
 
 // WithDefaults returns o with every zero field set to its default, as the
@@ -85,6 +92,9 @@ func (o Options) WithDefaults() Options {
 			b = DefaultLivenessBound
 		}
 		o.StarvationMin = 2 * b
+	}
+	if o.RecoverySlack <= 0 {
+		o.RecoverySlack = DefaultRecoverySlack
 	}
 	if o.StarvationGrants <= 0 {
 		o.StarvationGrants = DefaultStarvationGrants

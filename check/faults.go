@@ -49,31 +49,27 @@ func faultEffects(o *Ops) []faultEffect {
 }
 
 // excuse is how long a fault may keep a lock from being granted, as
-// windows of history time, given the recovery bound r (lease TTL + election
-// timeout + slack):
-//   - a client fault (crash, pause, isolation, revoked lease, cancelled
-//     waits) frees the lock within one lease TTL of its start, whatever it
-//     lasts, and the client's return may churn once more: [start, start+r)
-//     and [end, end+r);
-//   - a member fault may cost an election and extends every lease by an
-//     election plus a TTL: [start, start+2r) and [end, end+r);
-//   - a slowed client (delay-client) slows every step while it lasts:
-//     [start, end+r);
-//   - anything else, or a fault that never ends, excuses [start, start+2r).
-func (f faultEffect) excuse(r, end int64) []window {
-	stop := f.to
-	if stop < 0 {
-		stop = end
-	}
-	switch {
-	case f.name == "delay-client":
+// windows of history time, given the recovery bound r (lease TTL +
+// election timeout + slack). A fault frees the lock within r of its start
+// whatever it lasts — a crashed, paused or cut-off holder's lease expires
+// within a TTL, a lost leader is replaced within an election — and its end
+// may churn once more (a client reconnects, a member rejoins): [start,
+// start+r) and [end, end+r). A slowed client (delay-client) slows every
+// step while it lasts: [start, end+r). A fault that never ends excuses
+// only [start, start+r): a permanent fault is judged too.
+func (f faultEffect) excuse(r int64) []window {
+	if f.name == "delay-client" {
+		stop := f.to
+		if stop < 0 {
+			return []window{{f.from, 1<<62}}
+		}
 		return []window{{f.from, stop + r}}
-	case f.member:
-		return []window{{f.from, f.from + 2*r}, {stop, stop + r}}
-	case f.process >= 0:
-		return []window{{f.from, f.from + r}, {stop, stop + r}}
 	}
-	return []window{{f.from, f.from + 2*r}}
+	ws := []window{{f.from, f.from + r}}
+	if f.to >= 0 {
+		ws = append(ws, window{f.to, f.to + r})
+	}
+	return ws
 }
 
 // mergeWindows sorts windows and joins those that overlap or touch.

@@ -11,11 +11,15 @@ import (
 	"github.com/lockbench/lockbench/verdict"
 )
 
-// CheckLiveness finds stalls: stretches during which a lock was free, at
-// least one process waited for it, and no fault was active, longer than
-// Options.LivenessBound (default lease TTL + election timeout: a crashed
-// holder's lease outlives it by the TTL, and a leader change extends leases
-// by an election).
+// CheckLiveness finds stalls: stretches during which a lock was free and at
+// least one process waited for it, longer than Options.LivenessBound
+// (default lease TTL + election timeout: a crashed holder's lease outlives
+// it by the TTL, and a leader change extends leases by an election) beyond
+// what faults excuse. A fault never switches liveness off for good: each
+// excuses a bounded window after its start and after its end (see
+// faultEffect.excuse; r = the bound + Options.RecoverySlack), so a lock
+// that never passes on after a crash, or after the cluster recovered, is a
+// stall however long the fault lasted.
 //
 //   - A lock is held from an acquire ok to the end of the holder's release
 //     (its outcome, whatever it is), its crash, or a lease-lost; an acquire
@@ -24,10 +28,11 @@ import (
 //     reported only when it is certain.
 //   - A process waits from its acquire invoke to the acquire's outcome, its
 //     crash or its next invoke, or the end of the history.
-//   - A fault is active from a `fault` invoke to its end (a `fault` ok, info
-//     or fail), or to the end of the history; a paused process (`pause` …
-//     `resume`) counts as a fault too. A stretch broken by a fault starts
-//     again when the last fault ends.
+//   - A fault lasts from a `fault` invoke to its end (a `fault` ok, info or
+//     fail), or to the end of the history; a paused process (`pause` …
+//     `resume`) counts as a client fault. A stretch is a stall when some
+//     moment of it, later than the bound after its start, lies outside
+//     every fault's window.
 //
 // Verdicts: fail on any stall; pass otherwise (note "no acquire operations"
 // when there is nothing to wait for).
@@ -75,9 +80,7 @@ type liveWalk struct {
 	cands     []int32 // locks with a stretch open
 	waitLocks []int32 // locks with waiters
 	deltas    []delta // possible holds as +1/-1 at positions
-	faults    int
-	pausedCnt int
-	active    bool // a fault or a pause is on
+	excused   []window // merged windows that faults excuse
 	requests  int
 	maxStall  int64
 	removed   int32   // the waiter the current event ended, -1
@@ -116,6 +119,14 @@ func newLiveWalk(p *prepared, opts Options) *liveWalk {
 		w.slots[s].waitIdx = -1
 	}
 	w.deltas = p.possDeltas()
+	if w.bound >= 0 {
+		r := w.bound + int64(opts.RecoverySlack)
+		var ws []window
+		for _, f := range faultEffects(p.ops()) {
+			ws = append(ws, f.excuse(r)...)
+		}
+		w.excused = mergeWindows(ws)
+	}
 	return w
 }
 
@@ -170,7 +181,7 @@ func (w *liveWalk) closeStall(l int32, t int64, line int32) {
 	lk := &w.locks[l]
 	dur := t - lk.candStart
 	w.maxStall = max(w.maxStall, dur)
-	if w.bound >= 0 && dur > w.bound {
+	if w.bound >= 0 && dur > w.bound && uncovered(w.excused, lk.candStart+w.bound, t) >= 0 {
 		w.res.add(w.p.stallViolation(l, lk, w.slots, w.removed, t, line, dur, w.opts.LivenessBound), w.opts.MaxViolations)
 	}
 	removeAt(&w.cands, w.candPos, l)
@@ -253,10 +264,6 @@ func (w *liveWalk) event(i int) {
 	op, ty := p.op(i), p.ty(i)
 	pi, s := p.procOf(i), p.slot[i]
 	switch {
-	case op == opFault && ty == tyInvoke:
-		w.faults++
-	case op == opFault && completion(ty):
-		w.faults = max(w.faults-1, 0)
 	case p.ev[i].Process < 0:
 	case op == opAcquire && ty == tyInvoke:
 		w.requests++
@@ -269,12 +276,6 @@ func (w *liveWalk) event(i int) {
 		w.touched = append(w.touched, p.slotLock[s])
 	case op == opLeaseLost && ty != tyInvoke && ty != tyFail, op == opCrash:
 		w.dropHolds(pi, s)
-	case op == opPause && ty != tyFail && !w.paused[pi]:
-		w.paused[pi] = true
-		w.pausedCnt++
-	case op == opResume && ty != tyFail && w.paused[pi]:
-		w.paused[pi] = false
-		w.pausedCnt--
 	}
 }
 
@@ -292,26 +293,12 @@ func (w *liveWalk) dropHolds(pi, s int32) {
 	}
 }
 
-// settle opens or closes stretches after an event at t: all of them when
-// a fault starts or ends, and those of the locks the event touched.
+// settle opens or closes the stretches of the locks the event at t
+// touched.
 func (w *liveWalk) settle(t int64, line int32) {
-	if now := w.faults > 0 || w.pausedCnt > 0; now != w.active {
-		w.active = now
-		if w.active {
-			for len(w.cands) > 0 {
-				w.closeStall(w.cands[len(w.cands)-1], t, line)
-			}
-		} else {
-			for _, l := range w.waitLocks {
-				if w.locks[l].held == 0 && w.locks[l].candPos < 0 {
-					w.startStall(l, t, line)
-				}
-			}
-		}
-	}
 	for _, l := range w.touched {
 		lk := &w.locks[l]
-		free := lk.held == 0 && len(lk.waiters) > 0 && !w.active
+		free := lk.held == 0 && len(lk.waiters) > 0
 		switch {
 		case free && lk.candPos < 0:
 			w.startStall(l, t, line)
@@ -373,7 +360,7 @@ func (p *prepared) stallViolation(l int32, lk *liveLock, slots []liveSlot, remov
 		msg += fmt.Sprintf(" (process %s since %s, line %d)", procs[0], fmtNS(w.waitSince), w.waitLine+1)
 		ls = append(ls, int(w.waitLine)+1)
 	}
-	msg += fmt.Sprintf(", with no fault active; the bound is %s", bound)
+	msg += fmt.Sprintf("; the bound is %s, plus the windows faults excuse", bound)
 	return Violation{Check: verdict.Liveness, Lock: name, Message: msg, Lines: lines(ls...)}
 }
 

@@ -23,7 +23,7 @@ func TestLiveness(t *testing.T) {
 		Check: verdict.Liveness,
 		Lock:  "l",
 		Message: `lock "l" was free for 6.999s, from 1.001s (line 5) to 8s (line 6), while process 1 waited ` +
-			`(process 1 since 500ms, line 3), with no fault active; the bound is 5.5s`,
+			`(process 1 since 500ms, line 3); the bound is 5.5s, plus the windows faults excuse`,
 		Lines: []int{3, 5, 6},
 	}
 	runCases(t, verdict.Liveness, CheckLiveness, []checkCase{
@@ -41,34 +41,47 @@ func TestLiveness(t *testing.T) {
 			metrics: map[string]float64{"stalls": 1, "max_stall_ms": 6999},
 		},
 		{
-			name:    "a fault splits the stretch",
+			name:    "a fault excuses up to the bound + slack after its start and its end",
 			events:  with(fault(sec(2), inv), fault(sec(4), ok), ev(sec(8), 1, ok, acq, 11)),
 			verdict: verdict.Pass,
-			metrics: map[string]float64{"stalls": 0, "max_stall_ms": 4000},
+			metrics: map[string]float64{"stalls": 0, "max_stall_ms": 6999},
 		},
 		{
-			name:    "a fault that never ends lasts to the end",
+			name:    "a fault that never ends excuses only its start",
 			events:  with(fault(sec(2), inv), ev(sec(8), 1, ok, acq, 11)),
 			verdict: verdict.Pass,
-			metrics: map[string]float64{"max_stall_ms": 999},
+			metrics: map[string]float64{"max_stall_ms": 6999},
 		},
 		{
-			name:    "a fault ended by info",
-			events:  with(fault(sec(2), inv), fault(sec(2)+msec(100), info), ev(sec(8), 1, ok, acq, 11)),
+			name:    "a permanent fault is judged after its window",
+			events:  with(fault(sec(2), inv), ev(sec(9), 1, ok, acq, 11)),
 			verdict: verdict.Fail,
 			want: []Violation{{
 				Check: verdict.Liveness,
 				Lock:  "l",
-				Message: `lock "l" was free for 5.9s, from 2.1s (line 7) to 8s (line 8), while process 1 waited ` +
-					`(process 1 since 500ms, line 3), with no fault active; the bound is 5.5s`,
-				Lines: []int{3, 7, 8},
+				Message: `lock "l" was free for 7.999s, from 1.001s (line 5) to 9s (line 7), while process 1 waited ` +
+					`(process 1 since 500ms, line 3); the bound is 5.5s, plus the windows faults excuse`,
+				Lines: []int{3, 5, 7},
+			}},
+			metrics: map[string]float64{"stalls": 1, "max_stall_ms": 7999},
+		},
+		{
+			name:    "a fault ended by info",
+			events:  with(fault(sec(2), inv), fault(sec(2)+msec(100), info), ev(sec(12), 1, ok, acq, 11)),
+			verdict: verdict.Fail,
+			want: []Violation{{
+				Check: verdict.Liveness,
+				Lock:  "l",
+				Message: `lock "l" was free for 10.999s, from 1.001s (line 5) to 12s (line 8), while process 1 waited ` +
+					`(process 1 since 500ms, line 3); the bound is 5.5s, plus the windows faults excuse`,
+				Lines: []int{3, 5, 8},
 			}},
 		},
 		{
 			name:    "a pause counts as a fault",
 			events:  with(proc(sec(2), 1, info, history.FPause), proc(sec(7), 1, info, history.FResume), ev(sec(8), 1, ok, acq, 11)),
 			verdict: verdict.Pass,
-			metrics: map[string]float64{"max_stall_ms": 1000},
+			metrics: map[string]float64{"max_stall_ms": 6999},
 		},
 		{
 			name:    "still waiting at the end of the history",
@@ -78,7 +91,7 @@ func TestLiveness(t *testing.T) {
 				Check: verdict.Liveness,
 				Lock:  "l",
 				Message: `lock "l" was free for 8.999s, from 1.001s (line 5) to the end of the history, while process 1 waited ` +
-					`(process 1 since 500ms, line 3), with no fault active; the bound is 5.5s`,
+					`(process 1 since 500ms, line 3); the bound is 5.5s, plus the windows faults excuse`,
 				Lines: []int{3, 5},
 			}},
 		},
@@ -126,7 +139,7 @@ func TestLiveness(t *testing.T) {
 				Check: verdict.Liveness,
 				Lock:  "l",
 				Message: `lock "l" was free for 5s, from 1s (line 3) to 6s (line 4), while process 1 waited ` +
-					`(process 1 since 500ms, line 2), with no fault active; the bound is 4s`,
+					`(process 1 since 500ms, line 2); the bound is 4s, plus the windows faults excuse`,
 				Lines: []int{2, 3, 4},
 			}},
 			metrics: map[string]float64{"bound_ms": 4000},
@@ -152,7 +165,7 @@ func TestLiveness(t *testing.T) {
 				Check: verdict.Liveness,
 				Lock:  "l",
 				Message: `lock "l" was free for 8.9s, from 100ms (line 2) to 9s (line 5), while processes 1, 2 waited ` +
-					`(process 1 since 100ms, line 2), with no fault active; the bound is 5.5s`,
+					`(process 1 since 100ms, line 2); the bound is 5.5s, plus the windows faults excuse`,
 				Lines: []int{2, 5},
 			}},
 		},
