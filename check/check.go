@@ -172,6 +172,9 @@ func Check(events []history.Event, opts Options) Report {
 	r.Checks[verdict.Fairness] = p.fairness(opts)
 	r.Checks[verdict.Liveness] = p.liveness(opts)
 	r.Checks[verdict.Herd] = p.herd(opts)
+	r.Checks[verdict.Progress] = p.progress(opts)
+	r.Checks[verdict.Symmetry] = p.symmetry(opts)
+	r.Checks[verdict.Lease] = p.lease(opts)
 	r.Verdict = verdict.Pass
 	for _, c := range r.Checks {
 		r.Verdict = verdict.Worst(r.Verdict, c.Verdict)

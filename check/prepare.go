@@ -21,6 +21,7 @@ const (
 	opWakeup
 	opFault
 	opRPCs
+	opKeyDeleted
 )
 
 // Type codes: the `type` of an event.
@@ -56,6 +57,8 @@ func opOf(f string) uint8 {
 		return opFault
 	case FRPCs:
 		return opRPCs
+	case history.FKeyDeleted:
+		return opKeyDeleted
 	}
 	return opOther
 }

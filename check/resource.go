@@ -293,6 +293,7 @@ func (p *prepared) fencing(opts Options) Result {
 	for _, a := range w.accepted {
 		acc += a
 	}
+	wrong := p.wronglyRejected(&res, opts)
 	res.finish()
 	if res.Verdict == verdict.Pass && acc > 0 && w.tokened == 0 {
 		res.Verdict = verdict.Unknown
@@ -309,6 +310,7 @@ func (p *prepared) fencing(opts Options) Result {
 	res.metric("token_regressions", float64(w.regressions))
 	res.metric("rejected_stale_writes", float64(w.rejectedStale))
 	res.metric("unknown_stale_writes", float64(w.unknownStale))
+	res.metric("rejected_rightful_writes", float64(wrong))
 	return res
 }
 
@@ -450,4 +452,78 @@ func (p *prepared) duplicateWrites(oks []int32, max int) [][2]int32 {
 		first[v] = i
 	}
 	return out
+}
+
+// wronglyRejected finds rejected writes (fail) of a rightful holder: the
+// writer held the lock with the latest grant, had not lost its lease, no
+// fault on it or on the members was on within the recovery bound, and the
+// harness did not see its key go. A fenced resource that refuses the
+// current holder is as broken as one that accepts a stale one: fencing
+// must hold both ways (e.g. a token that is not the key's create
+// revision is rejected every time).
+func (p *prepared) wronglyRejected(res *Result, opts Options) int {
+	o := p.ops()
+	r := int64(opts.LivenessBound + opts.RecoverySlack)
+	effects := faultEffects(o)
+	dels, _ := p.deletionsUnderHolders(o)
+	n := 0
+	for _, wr := range o.Writes {
+		if wr.Outcome != OutcomeFail {
+			continue
+		}
+		h, ok := holdAt(o.Holds, wr.Process, wr.From)
+		if !ok || grantedSince(o.Holds, h, wr.To) || lostSince(o.LeaseLost, wr.Process, h.From, wr.To) ||
+			uncovered(leaseExcuses(effects, wr.Process, r, p.endTime), wr.From-1, wr.To) < 0 || keyGone(dels, h) {
+			continue
+		}
+		n++
+		msg := fmt.Sprintf("lock %q: process %d's write with token %d was rejected at %s (line %d) although it held the lock "+
+			"(granted at %s with token %d, the latest grant), its lease was not lost and no fault was on it: "+
+			"the fenced resource refused the rightful holder (is the token the lock key's create revision?)",
+			h.Lock, wr.Process, p.ev[wr.Done].Token, fmtNS(wr.To), wr.Done+1, fmtNS(h.From), h.Token)
+		res.add(Violation{Check: verdict.Fencing, Lock: h.Lock, Message: msg, Holders: []Holder{h.Holder},
+			Lines: lines(h.FromLine, wr.Invoke+1, wr.Done+1)}, opts.MaxViolations)
+	}
+	return n
+}
+
+// holdAt is process's certain hold open at time t.
+func holdAt(holds []Hold, process int, t int64) (Hold, bool) {
+	for _, h := range holds {
+		if h.Certain && h.Process == process && h.From <= t && (h.To < 0 || t <= h.To) {
+			return h, true
+		}
+	}
+	return Hold{}, false
+}
+
+// grantedSince reports whether another hold of h's lock began after h's
+// grant and by t: then h was no longer the latest grant.
+func grantedSince(holds []Hold, h Hold, t int64) bool {
+	for _, x := range holds {
+		if x.Lock == h.Lock && x.Process != h.Process && x.From > h.From && x.From <= t {
+			return true
+		}
+	}
+	return false
+}
+
+// lostSince reports a lease-lost of process in [from, to].
+func lostSince(lost []Mark, process int, from, to int64) bool {
+	for _, m := range lost {
+		if m.Process == process && m.Time >= from && m.Time <= to {
+			return true
+		}
+	}
+	return false
+}
+
+// keyGone reports whether the harness saw h's key deleted while h held.
+func keyGone(dels []deletion, h Hold) bool {
+	for _, d := range dels {
+		if d.hold.Process == h.Process && d.hold.Token == h.Token && d.hold.From == h.From {
+			return true
+		}
+	}
+	return false
 }

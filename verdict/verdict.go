@@ -56,10 +56,19 @@ const (
 	Fairness  = "fairness"
 	Liveness  = "liveness"
 	Herd      = "herd"
+	Progress  = "progress"
+	Symmetry  = "symmetry"
+	Lease     = "lease"
 )
 
 // CheckNames lists every check the checker runs, in a stable order.
-var CheckNames = []string{Exclusion, Resource, Fencing, Fairness, Liveness, Herd}
+var CheckNames = []string{Exclusion, Resource, Fencing, Fairness, Liveness, Herd, Progress, Symmetry, Lease}
+
+// Baseline is what every scenario expects of every strategy unless it says
+// otherwise: a lock must serve its clients (progress), only a holder may
+// release its lock (symmetry), and a lease is not lost without a fault
+// (lease). A scenario overrides an entry like any other.
+var Baseline = map[string]Verdict{Progress: Pass, Symmetry: Pass, Lease: Pass}
 
 // DefaultKey is the Expectations key whose entries apply to every strategy.
 const DefaultKey = "default"
@@ -69,9 +78,9 @@ const DefaultKey = "default"
 type Expectations map[string]map[string]Verdict
 
 // For returns the expected verdicts for a strategy: its own entries over
-// the defaults, without the checks it expects Any of.
+// the defaults over the Baseline, without the checks it expects Any of.
 func (e Expectations) For(lock string) map[string]Verdict {
-	out := map[string]Verdict{}
+	out := maps.Clone(Baseline)
 	maps.Copy(out, e[DefaultKey])
 	maps.Copy(out, e[lock])
 	maps.DeleteFunc(out, func(_ string, v Verdict) bool { return v == Any })

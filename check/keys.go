@@ -1,0 +1,144 @@
+package check
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/verdict"
+)
+
+// CheckSymmetry fails when a holder's lock key was deleted by someone else
+// while it still held the lock: only the client that holds a lock may
+// release it. It reads the harness's key-deleted events (history.
+// FKeyDeleted): a deletion of the key whose create revision is a certain
+// holder's token, observed before that holder's release, crash or lost
+// lease, with its lease still alive (cause "delete") — so neither its own
+// release nor its lease's expiry removed it. This is how an Unlock that
+// deletes by name removes its successor's lock (etcd #22082), even when no
+// third client takes the lock in between. Without key-deleted events the
+// verdict is pass with a note.
+func CheckSymmetry(events []history.Event, opts Options) Result {
+	return prepare(events).symmetry(opts.WithDefaults())
+}
+
+// CheckLease fails on a lease lost with no fault to explain it: a
+// lease-lost event, or a holder's key deleted by its lease's expiry while
+// it held, when no fault on that client or on the members was on within
+// the recovery bound (see CheckLiveness) — a keepalive bug, not chaos.
+//
+// Metrics: losses (leases lost while holding, seen either way), and
+// belief_overrun_ms_max / belief_overrun_ms_p50 over the holders whose key
+// the harness saw expire: the time from the expiry to the moment the
+// holder stopped (its lease-lost, release or crash; the end of the history
+// if it never did). Negative means the client gave up first.
+func CheckLease(events []history.Event, opts Options) Result {
+	return prepare(events).lease(opts.WithDefaults())
+}
+
+// deletion is a key-deleted event matched to the hold it ended.
+type deletion struct {
+	event int
+	time  int64
+	cause string
+	hold  Hold // the certain hold whose key it was
+}
+
+// deletionsUnderHolders lists the key deletions observed while the key's
+// holder still held, and whether the history has key-deleted events.
+func (p *prepared) deletionsUnderHolders(o *Ops) ([]deletion, bool) {
+	byToken := map[int64][]Hold{}
+	for _, h := range o.Holds {
+		if h.Certain && h.Token != 0 {
+			byToken[h.Token] = append(byToken[h.Token], h)
+		}
+	}
+	var out []deletion
+	seen := false
+	for k := range p.n() {
+		i := p.at(k)
+		if p.op(i) != opKeyDeleted {
+			continue
+		}
+		seen = true
+		e := &p.ev[i]
+		var d history.KeyDeletion
+		_ = json.Unmarshal(e.Value, &d) // unknown cause: not "delete"
+		for _, h := range byToken[e.Token] {
+			if h.From <= e.Time && (h.To < 0 || e.Time < h.To) {
+				out = append(out, deletion{event: i, time: e.Time, cause: d.Cause, hold: h})
+			}
+		}
+	}
+	return out, seen
+}
+
+func (p *prepared) symmetry(opts Options) Result {
+	res := Result{Verdict: verdict.Pass}
+	o := p.ops()
+	dels, seen := p.deletionsUnderHolders(o)
+	for _, d := range dels {
+		if d.cause != history.CauseDelete {
+			continue
+		}
+		msg := fmt.Sprintf("process %d's lock key (token %d, %q) was deleted at %s while it still held the lock (since %s), "+
+			"with its lease alive: not by its own release, nor by its lease's expiry",
+			d.hold.Process, d.hold.Token, d.hold.Lock, fmtNS(d.time), fmtNS(d.hold.From))
+		res.add(Violation{Check: verdict.Symmetry, Lock: d.hold.Lock, Message: msg, Holders: []Holder{d.hold.Holder},
+			Lines: lines(d.event+1, d.hold.FromLine)}, opts.MaxViolations)
+	}
+	if !seen {
+		res.Note = "no key-deleted events: the history does not say who deleted lock keys"
+	}
+	res.finish()
+	return res
+}
+
+func (p *prepared) lease(opts Options) Result {
+	res := Result{Verdict: verdict.Pass}
+	o := p.ops()
+	r := int64(opts.LivenessBound + opts.RecoverySlack)
+	effects := faultEffects(o)
+	explained := func(process int, t int64) bool {
+		return uncovered(leaseExcuses(effects, process, r, p.endTime), t-1, t) < 0
+	}
+	losses := 0
+	for _, m := range o.LeaseLost {
+		losses++
+		if !explained(m.Process, m.Time) {
+			res.add(Violation{Check: verdict.Lease, Lock: m.Lock, Message: fmt.Sprintf(
+				"process %d lost its lease at %s with no fault on it or on the members since %s before",
+				m.Process, fmtNS(m.Time), time.Duration(r)), Lines: lines(m.Event + 1)}, opts.MaxViolations)
+		}
+	}
+	dels, _ := p.deletionsUnderHolders(o)
+	var overruns []int64
+	for _, d := range dels {
+		if d.cause != history.CauseLease {
+			continue
+		}
+		losses++
+		stop := d.hold.To
+		if stop < 0 {
+			stop = p.endTime
+		}
+		overruns = append(overruns, stop-d.time)
+		if !explained(d.hold.Process, d.time) {
+			res.add(Violation{Check: verdict.Lease, Lock: d.hold.Lock, Message: fmt.Sprintf(
+				"process %d's lease expired at %s while it held the lock (token %d) and it was not told; no fault was on it or on the members",
+				d.hold.Process, fmtNS(d.time), d.hold.Token), Holders: []Holder{d.hold.Holder},
+				Lines: lines(d.event+1, d.hold.FromLine)}, opts.MaxViolations)
+		}
+	}
+	res.finish()
+	res.metric("losses", float64(losses))
+	if len(overruns) > 0 {
+		slices.Sort(overruns)
+		res.metric("belief_overrun_ms_max", ms(overruns[len(overruns)-1]))
+		res.metric("belief_overrun_ms_p50", ms(Percentile(overruns, 0.5)))
+	}
+	return res
+}
+

@@ -1,0 +1,86 @@
+package check
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/verdict"
+)
+
+// CheckProgress fails a history in which clients asked for locks and were
+// not served: no acquire was granted at all, or more acquires ended with
+// an unknown outcome (info: errors the lock could not settle) than were
+// granted, at least three. A certain failure (fail) alone does not count
+// against progress: a try-lock that finds the lock held fails certainly. A harness that
+// cannot reach etcd, lacks permission, or runs a lock that can no longer
+// take a lease must not pass because nothing it did was wrong.
+//
+// Not counted: an acquire still pending at the end of the history, and a
+// wait the caller cancelled ("context canceled": the run's end, or a
+// cancel-waiters fault) — giving up is the caller's choice, not a failure
+// of the lock.
+//
+// Metrics: requests, grants, failed, unknown, cancelled.
+func CheckProgress(events []history.Event, opts Options) Result {
+	return prepare(events).progress(opts.WithDefaults())
+}
+
+func (p *prepared) progress(opts Options) Result {
+	res := Result{Verdict: verdict.Pass}
+	var grants, failed, unknown, cancelled, requests int
+	var firstErrs []string
+	var firstLines []int
+	for _, a := range p.ops().Acquires {
+		requests++
+		var errText string
+		if a.Done >= 0 {
+			errText = p.ev[a.Done].Error
+		}
+		switch {
+		case a.Outcome == OutcomeOK:
+			grants++
+			continue
+		case a.Outcome == OutcomePending:
+			continue
+		case strings.Contains(errText, "context canceled"):
+			cancelled++
+			continue
+		case a.Outcome == OutcomeFail:
+			failed++
+		default:
+			unknown++
+		}
+		if len(firstErrs) < 3 && errText != "" && !containsStr(firstErrs, errText) {
+			firstErrs = append(firstErrs, errText)
+			firstLines = append(firstLines, a.Done+1)
+		}
+	}
+	if requests > 0 && (grants == 0 && failed+unknown+cancelled > 0 || unknown > grants && unknown >= 3) {
+		msg := fmt.Sprintf("%d acquires granted, %d failed and %d of unknown outcome (of %d requests, %d cancelled by the caller)",
+			grants, failed, unknown, requests, cancelled)
+		if len(firstErrs) > 0 {
+			msg += "; first errors: " + strings.Join(firstErrs, " | ")
+		}
+		res.add(Violation{Check: verdict.Progress, Message: msg, Lines: lines(firstLines...)}, opts.MaxViolations)
+	}
+	if requests == 0 {
+		res.Note = "no acquire operations"
+	}
+	res.finish()
+	res.metric("requests", float64(requests))
+	res.metric("grants", float64(grants))
+	res.metric("failed", float64(failed))
+	res.metric("unknown", float64(unknown))
+	res.metric("cancelled", float64(cancelled))
+	return res
+}
+
+func containsStr(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}

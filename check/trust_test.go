@@ -1,0 +1,99 @@
+package check
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/verdict"
+)
+
+// deleted is the harness's key-deleted event for the key with token tok.
+func deleted(t int64, tok int64, cause string) history.Event {
+	return history.Event{Time: t, Process: history.NemesisProcess, Type: ok, F: history.FKeyDeleted, Lock: "l", Token: tok,
+		Value: history.DeletionValue(history.KeyDeletion{Revision: tok + 100, Cause: cause})}
+}
+
+// clientFault is a fault on one client, from..to.
+func clientFault(from, to int64, name string, p int) []history.Event {
+	v := history.FaultValue(history.Fault{Fault: name, Target: "holder", Resolved: "client:" + string(rune('0'+p))})
+	return []history.Event{
+		{Time: from, Process: history.NemesisProcess, Type: inv, F: flt, Value: v},
+		{Time: to, Process: history.NemesisProcess, Type: ok, F: flt, Value: v},
+	}
+}
+
+func cat(parts ...[]history.Event) []history.Event {
+	var out []history.Event
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+func errEv(e history.Event, msg string) history.Event { e.Error = msg; return e }
+
+// TestTrustChecks: progress, symmetry, lease and fencing both ways, each
+// on histories that must fail and on near misses that must pass.
+func TestTrustChecks(t *testing.T) {
+	// p0 holds token 10 from 1ms to its release at 1s.
+	hold0 := []history.Event{ev(0, 0, inv, acq, 0), ev(msec(1), 0, ok, acq, 10), ev(sec(1), 0, inv, rel, 0), ev(sec(1)+msec(1), 0, ok, rel, 0)}
+	// p1 holds token 20 from 2s to 3s.
+	hold1 := []history.Event{ev(msec(1500), 1, inv, acq, 0), ev(sec(2), 1, ok, acq, 20), ev(sec(3), 1, inv, rel, 0), ev(sec(3)+msec(1), 1, ok, rel, 0)}
+	tests := []struct {
+		name   string
+		check  func([]history.Event, Options) Result
+		events []history.Event
+		want   verdict.Verdict
+		says   string
+	}{
+		{"progress: nobody granted", CheckProgress, []history.Event{ev(0, 0, inv, acq, 0), errEv(ev(msec(5), 0, info, acq, 0), "deadline exceeded"),
+			ev(msec(10), 1, inv, acq, 0), errEv(ev(msec(15), 1, fail, acq, 0), "permission denied")},
+			verdict.Fail, "0 acquires granted, 1 failed and 1 of unknown outcome"},
+		{"progress: most acquires unknown", CheckProgress, cat(hold0, []history.Event{
+			ev(sec(2), 1, inv, acq, 0), errEv(ev(sec(2)+1, 1, info, acq, 0), "lease not found"),
+			ev(sec(3), 1, inv, acq, 0), errEv(ev(sec(3)+1, 1, info, acq, 0), "lease not found"),
+			ev(sec(4), 1, inv, acq, 0), errEv(ev(sec(4)+1, 1, info, acq, 0), "lease not found")}),
+			verdict.Fail, "first errors: lease not found"},
+		{"progress: try-lock failures and cancelled waits are not a lack of progress", CheckProgress, cat(hold0, []history.Event{
+			ev(msec(2), 1, inv, acq, 0), ev(msec(3), 1, fail, acq, 0), ev(msec(4), 1, inv, acq, 0), ev(msec(5), 1, fail, acq, 0),
+			ev(msec(6), 2, inv, acq, 0), errEv(ev(msec(7), 2, fail, acq, 0), "context canceled")}),
+			verdict.Pass, ""},
+		{"symmetry: the holder's key deleted by someone else", CheckSymmetry, cat(hold0[:2], []history.Event{deleted(msec(500), 10, history.CauseDelete)}, hold0[2:]),
+			verdict.Fail, "process 0's lock key (token 10"},
+		{"symmetry: deleted by its own release", CheckSymmetry, cat(hold0, []history.Event{deleted(sec(1)+msec(1), 10, history.CauseDelete)}),
+			verdict.Pass, ""},
+		{"symmetry: deleted by its lease's expiry is the lease check's", CheckSymmetry, cat(hold0[:2], []history.Event{deleted(msec(500), 10, history.CauseLease)}, hold0[2:]),
+			verdict.Pass, ""},
+		{"lease: lost with no fault", CheckLease, cat(hold0[:2], []history.Event{proc(msec(500), 0, ok, history.FLeaseLost)}),
+			verdict.Fail, "process 0 lost its lease at 500ms"},
+		{"lease: expired under its holder, unnoticed", CheckLease, cat(hold0[:2], []history.Event{deleted(msec(500), 10, history.CauseLease)}, hold0[2:]),
+			verdict.Fail, "process 0's lease expired at 500ms while it held the lock (token 10)"},
+		{"lease: lost while isolated", CheckLease, cat(hold0[:2], clientFault(msec(100), sec(3), "isolate-client", 0),
+			[]history.Event{deleted(msec(1100), 10, history.CauseLease), proc(sec(2), 0, ok, history.FLeaseLost)}),
+			verdict.Pass, ""},
+		{"lease: a fault on another client explains nothing", CheckLease, cat(hold0[:2], clientFault(msec(100), sec(3), "isolate-client", 1),
+			[]history.Event{proc(sec(2), 0, ok, history.FLeaseLost)}),
+			verdict.Fail, "process 0 lost its lease"},
+		{"fencing: the rightful holder's write rejected", CheckFencing, cat(hold0[:2],
+			[]history.Event{w(msec(10), 0, inv, 10, 1), w(msec(11), 0, fail, 10, 1)}, hold0[2:]),
+			verdict.Fail, "refused the rightful holder"},
+		{"fencing: a stale holder's write rejected", CheckFencing, cat(hold0[:2], hold1[:2],
+			[]history.Event{w(sec(2)+msec(10), 0, inv, 10, 1), w(sec(2)+msec(11), 0, fail, 10, 1)}),
+			verdict.Pass, ""},
+		{"fencing: rejected after the harness saw the key expire", CheckFencing, cat(hold0[:2],
+			[]history.Event{deleted(msec(5), 10, history.CauseLease), w(msec(10), 0, inv, 10, 1), w(msec(11), 0, fail, 10, 1)}, hold0[2:]),
+			verdict.Pass, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := tc.check(tc.events, Options{})
+			if res.Verdict != tc.want {
+				t.Errorf("verdict %s, want %s: %+v", res.Verdict, tc.want, res.Violations)
+			}
+			if tc.says != "" && (len(res.Violations) == 0 || !strings.Contains(res.Violations[0].Message, tc.says)) {
+				t.Errorf("violations %+v do not say %q", res.Violations, tc.says)
+			}
+		})
+	}
+}
