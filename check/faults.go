@@ -61,7 +61,7 @@ func (f faultEffect) excuse(r int64) []window {
 	if f.name == "delay-client" {
 		stop := f.to
 		if stop < 0 {
-			return []window{{f.from, 1<<62}}
+			return []window{{f.from, 1 << 62}}
 		}
 		return []window{{f.from, stop + r}}
 	}

@@ -141,4 +141,3 @@ func (p *prepared) lease(opts Options) Result {
 	}
 	return res
 }
-

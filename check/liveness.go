@@ -77,9 +77,9 @@ type liveWalk struct {
 	slots     []liveSlot
 	procHeld  [][]int32 // per process: the slots it holds
 	paused    []bool
-	cands     []int32 // locks with a stretch open
-	waitLocks []int32 // locks with waiters
-	deltas    []delta // possible holds as +1/-1 at positions
+	cands     []int32  // locks with a stretch open
+	waitLocks []int32  // locks with waiters
+	deltas    []delta  // possible holds as +1/-1 at positions
 	excused   []window // merged windows that faults excuse
 	requests  int
 	maxStall  int64
