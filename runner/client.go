@@ -256,7 +256,14 @@ func (c *client) loop(ctx context.Context, gen int, cli *clientv3.Client, locker
 		t := c.emit(gen, history.Event{Type: history.OK, F: history.FAcquire, Token: g.Token, Key: g.Key,
 			Lease: strconv.FormatInt(int64(g.Lease), 16)})
 		c.setState(gen, holding, g, t)
+		c.r.held.add(g)
 		if c.criticalSection(gen, cli, g, w) {
+			c.r.held.done(g)
+			if w.ReleaseLost {
+				// A client that learns late still calls Unlock on the grant
+				// it lost: it must not remove its successor's lock.
+				c.release(gen, locker, g)
+			}
 			continue
 		}
 		// Release (unless the lease was lost), then think before asking
@@ -281,6 +288,7 @@ func (c *client) crash() error {
 	// appear after its crash.
 	c.r.record(history.Event{Process: c.id, Type: history.Info, F: history.FCrash, Lock: locks.DefaultName})
 	c.faults.crashed = true
+	c.r.held.done(c.queue.grant)
 	c.queue.state, c.queue.grant = idle, nil
 	cli, cancel := c.conn.cli, c.worker.cancel
 	if c.faults.paused != nil {

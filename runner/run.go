@@ -119,6 +119,8 @@ type runner struct {
 	closing sync.WaitGroup
 	// acquisitions counts grants whether or not the history is kept.
 	acquisitions atomic.Int64
+	// held are the grants the observer watches over.
+	held heldGrants
 
 	mu      sync.Mutex
 	stopped string
@@ -209,6 +211,17 @@ func (r *runner) run(ctx context.Context, plan []chaos.PlannedStep) error {
 	deadline, cancelDeadline := context.WithTimeout(runCtx, r.cfg.Scenario.Duration.D())
 	defer cancelDeadline()
 
+	// The observer outlives the clock: releases at the run's end are
+	// observed too. It starts at the revision the clients start from.
+	obsCtx, stopObs := context.WithCancel(context.WithoutCancel(ctx))
+	obsDone := make(chan struct{})
+	if rev, err := r.currentRevision(ctx); err == nil && !r.cfg.NoRecord {
+		go func() { defer close(obsDone); r.observe(obsCtx, rev+1) }()
+	} else {
+		close(obsDone)
+	}
+	defer func() { stopObs(); <-obsDone }()
+
 	g, gctx := errgroup.WithContext(deadline)
 	r.life = gctx
 	for _, c := range r.clients {
@@ -222,6 +235,18 @@ func (r *runner) run(ctx context.Context, plan []chaos.PlannedStep) error {
 		c.wait()
 	}
 	return err
+}
+
+// currentRevision is the store's revision now, read through the admin
+// client.
+func (r *runner) currentRevision(ctx context.Context) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	resp, err := r.admin.Get(ctx, r.cfg.Prefix, clientv3.WithCountOnly())
+	if err != nil {
+		return 0, err
+	}
+	return resp.Header.Revision, nil
 }
 
 // outcome records what the run leaves after its clients have stopped (the

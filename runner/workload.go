@@ -123,6 +123,7 @@ func (c *client) writeCounter(gen int, cli *clientv3.Client, g *locks.Grant, v i
 // release unlocks g, recording the release; a failed release ends
 // unknown (info): the key may still go with its lease.
 func (c *client) release(gen int, locker locks.Locker, g *locks.Grant) {
+	c.r.held.done(g)
 	c.emit(gen, history.Event{Type: history.Invoke, F: history.FRelease, Token: g.Token})
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()

@@ -97,6 +97,10 @@ type Workload struct {
 	// Stagger delays client i's first acquire by i×Stagger, so that the
 	// queue forms in client order and waiter:K names a known position.
 	Stagger Duration `json:"stagger,omitempty" yaml:"stagger"`
+	// ReleaseLost makes a holder that learns its lease is lost call Unlock
+	// on the lost grant anyway, as a client that learns late still does:
+	// a correct lock then leaves its successor's key alone.
+	ReleaseLost bool `json:"release_lost,omitempty" yaml:"release_lost"`
 }
 
 // Step is one fault in a scenario file.
@@ -329,7 +333,7 @@ func cleanYAMLError(err error) error {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	msg = strings.ReplaceAll(msg, "unmarshal errors:\n  ", "")
 	msg = strings.ReplaceAll(msg, "in type scenario.Scenario", "(valid keys: name, description, clients, lease_ttl, duration, workload, steps, expect)")
-	msg = strings.ReplaceAll(msg, "in type scenario.Workload", "in workload (valid keys: kind, hold, think, stagger)")
+	msg = strings.ReplaceAll(msg, "in type scenario.Workload", "in workload (valid keys: kind, hold, think, stagger, release_lost)")
 	msg = strings.ReplaceAll(msg, "in type scenario.plain", "in step (valid keys: at, fault, target, for, delay)")
 	return errors.New(msg)
 }

@@ -14,8 +14,9 @@ import (
 )
 
 func TestBuiltinsParse(t *testing.T) {
-	want := []string{"client-isolation", "contention", "herd", "holder-crash", "leader-kill", "leader-kill-holder-crash",
-		"lease-expiry", "lease-expiry-fenced", "partition-leader", "waiter-crash"}
+	want := []string{"cancel-waiters", "client-isolation", "contention", "herd", "herd-hold", "holder-crash", "late-unlock", "leader-kill",
+		"leader-kill-holder-crash", "lease-expiry", "lease-expiry-fenced", "partition-leader", "slow-clients", "waiter-crash", "waiter-isolation"}
+
 	if got := Names(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("built-ins = %v, want %v", got, want)
 	}
