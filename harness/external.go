@@ -15,6 +15,8 @@ import (
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/lockbench/lockbench/rundir"
 )
 
 // Defaults for an external cluster.
@@ -304,8 +306,7 @@ func RunExternal(ctx context.Context, ext External, spec RunSpec) (*Result, erro
 		client:    cc,
 		prefix:    x.Prefix,
 		dial:      x.DialTimeout,
-		election:  x.Election,
-		config: ClusterConfig{
+		config: rundir.ClusterConfig{
 			Members: info.members, ElectionMS: x.Election.Milliseconds(), Endpoints: x.Endpoints,
 			External: true, TLS: cc.TLS != nil, CACert: x.CACert, Cert: x.Cert, Key: x.Key,
 			User: x.User, Version: info.version,
