@@ -60,7 +60,10 @@ type External struct {
 // take): it is found before anything starts, and nothing is written.
 type InputError struct{ Err error }
 
+// Error is the wrapped error's message: the input is the whole story.
 func (e *InputError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the error, so errors.Is and errors.As see through.
 func (e *InputError) Unwrap() error { return e.Err }
 
 func inputErr(format string, args ...any) error {

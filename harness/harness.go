@@ -21,7 +21,8 @@ import (
 	"github.com/lockbench/lockbench/scenario"
 )
 
-// DefaultOut is where run folders go unless --out says otherwise.
+// DefaultOut is where run folders go unless the caller names another
+// parent folder (RunSpec.Out).
 const DefaultOut = "results/runs"
 
 // RunSpec is one run as the user asked for it, already validated.
