@@ -3,7 +3,6 @@ package harness
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/rundir"
 )
 
 func TestBenchSpecValidate(t *testing.T) {
@@ -26,23 +26,23 @@ func TestBenchSpecValidate(t *testing.T) {
 		{func(s *BenchSpec) { s.Locks = nil }, "no lock"},
 		{func(s *BenchSpec) { s.Locks = []string{"nope"} }, `unknown lock "nope"`},
 		{func(s *BenchSpec) { s.Clients = nil }, "no client counts"},
-		{func(s *BenchSpec) { s.Clients = []int{0} }, "--clients 0"},
-		{func(s *BenchSpec) { s.Duration = 0 }, "--duration"},
-		{func(s *BenchSpec) { s.Hold = -1 }, "--hold"},
-		{func(s *BenchSpec) { s.FloorDuration = 0 }, "--floor-duration"},
-		{func(s *BenchSpec) { s.CellFloor = -1 }, "--cell-floor"},
-		{func(s *BenchSpec) { s.RecordRuns = -1 }, "--record-runs"},
-		{func(s *BenchSpec) { s.RecordDuration = -1 }, "--record-duration"},
-		{func(s *BenchSpec) { s.TargetLock = "nope" }, "--target-lock"},
-		{func(s *BenchSpec) { s.TargetClients = 0 }, "--target-clients"},
+		{func(s *BenchSpec) { s.Clients = []int{0} }, "clients 0: must be ≥1"},
+		{func(s *BenchSpec) { s.Duration = 0 }, "duration 0s: must be > 0"},
+		{func(s *BenchSpec) { s.Hold = -1 }, "hold -1ns: must be ≥0"},
+		{func(s *BenchSpec) { s.FloorDuration = 0 }, "floor duration 0s"},
+		{func(s *BenchSpec) { s.CellFloor = -1 }, "cell floor -1ns"},
+		{func(s *BenchSpec) { s.RecordRuns = -1 }, "record runs -1"},
+		{func(s *BenchSpec) { s.RecordDuration = -1 }, "record duration -1ns"},
+		{func(s *BenchSpec) { s.TargetLock = "nope" }, `target lock: unknown lock "nope"`},
+		{func(s *BenchSpec) { s.TargetClients = 0 }, "target clients 0"},
 		{func(s *BenchSpec) { s.KeepAlive = "sometimes" }, "sometimes"},
 		{func(s *BenchSpec) { s.Dir = "" }, "output folder"},
 	} {
 		s := ok
 		tc.change(&s)
 		err := s.Validate()
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("want an error mentioning %q, got %v", tc.want, err)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "--") {
+			t.Errorf("want an error mentioning %q (and no flag), got %v", tc.want, err)
 		}
 	}
 	sc := ok.scenario(64)
@@ -55,25 +55,26 @@ func lat(p50, p99 float64) report.Latency { return report.Latency{Count: 10, P50
 
 // TestBenchFinish: ratios to the floor and to mutex, and the targets.
 func TestBenchFinish(t *testing.T) {
-	b := &Bench{
-		Floor:      &Floor{CommitsPerS: 2000, LatencyMS: report.Latency{Count: 1, P50: 0.5}},
-		TwoWriters: &Floor{Writers: 2, CommitsPerS: 1600, PerWriterPerS: 800},
-		Cells: []BenchCell{
+	b := &report.Bench{
+		TargetLock: "queue", TargetClients: 8,
+		Floor:      &report.Floor{CommitsPerS: 2000, LatencyMS: report.Latency{Count: 1, P50: 0.5}},
+		TwoWriters: &report.Floor{Writers: 2, CommitsPerS: 1600, PerWriterPerS: 800},
+		Cells: []report.BenchCell{
 			{Lock: "queue", Clients: 8, ThroughputPerS: 1200, HandoffMS: lat(1.2, 3)},
 			{Lock: "mutex", Clients: 8, ThroughputPerS: 100, HandoffMS: lat(90, 110)},
 			{Lock: "queue", Clients: 2, ThroughputPerS: 500, HandoffMS: lat(1, 2)},
 			{Lock: "txn", Clients: 8, Error: "boom"},
 			// Its own floor, measured just before it.
 			{Lock: "txn", Clients: 2, ThroughputPerS: 500, HandoffMS: lat(1, 2),
-				Floor: &Floor{CommitsPerS: 1000, LatencyMS: report.Latency{Count: 1, P50: 1}}},
+				Floor: &report.Floor{CommitsPerS: 1000, LatencyMS: report.Latency{Count: 1, P50: 1}}},
 		},
-		Recording: &Recording{AppendNS: 500, Runs: []RecordingRun{
+		Recording: &report.Recording{AppendNS: 500, Runs: []report.RecordingRun{
 			{Record: true, CountedPerS: 960, Events: 4000, Acquisitions: 1000}, {Record: false, CountedPerS: 1000},
 			{Record: false, CountedPerS: 1000}, {Record: true, CountedPerS: 980, Events: 6000, Acquisitions: 1000},
 			{Record: false, Error: "x"},
 		}},
 	}
-	b.finish(BenchSpec{TargetLock: "queue", TargetClients: 8})
+	finishBench(b)
 	q := b.Cells[0]
 	if q.XFloor != 0.6 || q.XMutex != 12 || q.HandoffOverCommit != 2.4 || q.XTwoWriters != 1.5 {
 		t.Errorf("queue 8: ×floor %v ×mutex %v handoff/commit %v ×two writers %v", q.XFloor, q.XMutex, q.HandoffOverCommit, q.XTwoWriters)
@@ -110,7 +111,7 @@ func TestBenchFinish(t *testing.T) {
 	}
 	// A slow queue misses them.
 	b.Cells[0].ThroughputPerS, b.Cells[0].HandoffMS = 300, lat(5, 9)
-	b.finish(BenchSpec{TargetLock: "queue", TargetClients: 8})
+	finishBench(b)
 	for _, tg := range b.Targets[:3] {
 		if tg.Met {
 			t.Errorf("target met by a slow queue: %+v", tg)
@@ -118,33 +119,9 @@ func TestBenchFinish(t *testing.T) {
 	}
 }
 
-func TestParseVmHWM(t *testing.T) {
-	st := "Name:\tlockbench\nVmPeak:\t 2000000 kB\nVmHWM:\t  524288 kB\nVmRSS:\t  100000 kB\n"
-	if got := parseVmHWM(st); got != 512 {
-		t.Errorf("VmHWM %v MB, want 512", got)
-	}
-	if got := parseVmHWM("Name: x\n"); got != 0 {
-		t.Errorf("no VmHWM: %v", got)
-	}
-}
-
 func TestMeasureAppendNS(t *testing.T) {
 	if ns := MeasureAppendNS(1000); ns <= 0 || ns > float64(time.Millisecond) {
 		t.Errorf("append %v ns", ns)
-	}
-}
-
-func TestParseStatCPU(t *testing.T) {
-	// comm with a space and a parenthesis; utime 250, stime 50 ticks.
-	st := "4242 (lock bench)) S 1 4242 4242 0 -1 4194560 1000 0 0 0 250 50 0 0 20 0 12 0 100 0 0"
-	if got := parseStatCPU(st); got != 3*time.Second {
-		t.Errorf("cpu %v, want 3s", got)
-	}
-	if got := parseStatCPU("garbage"); got != 0 {
-		t.Errorf("garbage: %v", got)
-	}
-	if processCPU() < 0 {
-		t.Error("negative CPU time")
 	}
 }
 
@@ -165,22 +142,24 @@ func TestLatencyOf(t *testing.T) {
 	}
 }
 
+// TestBenchTableAndLines: the figures RunBench derives, as the table and
+// the benchmark lines show them.
 func TestBenchTableAndLines(t *testing.T) {
-	b := &Bench{
+	b := &report.Bench{
 		Scenario: BenchScenario, TargetLock: "queue", TargetClients: 8,
-		Floor:      &Floor{Writers: 1, Commits: 6000, DurationS: 3, CommitsPerS: 2000, PerWriterPerS: 2000, LatencyMS: report.Latency{Count: 6000, P50: 0.5, P99: 1.5}},
-		TwoWriters: &Floor{Writers: 2, Commits: 4800, DurationS: 3, CommitsPerS: 1600, PerWriterPerS: 800, LatencyMS: report.Latency{Count: 4800, P50: 1.25, P99: 3}},
-		Cells: []BenchCell{
+		Floor:      &report.Floor{Writers: 1, Commits: 6000, DurationS: 3, CommitsPerS: 2000, PerWriterPerS: 2000, LatencyMS: report.Latency{Count: 6000, P50: 0.5, P99: 1.5}},
+		TwoWriters: &report.Floor{Writers: 2, Commits: 4800, DurationS: 3, CommitsPerS: 1600, PerWriterPerS: 800, LatencyMS: report.Latency{Count: 4800, P50: 1.25, P99: 3}},
+		Cells: []report.BenchCell{
 			{Lock: "queue", Clients: 8, ThroughputPerS: 1200, HandoffMS: lat(1.2, 3), AcquireMS: lat(6, 9)},
 			{Lock: "queue", Clients: 64, ThroughputPerS: 1100, HandoffMS: lat(1.3, 4), AcquireMS: lat(50, 90)},
 			{Lock: "mutex", Clients: 8, ThroughputPerS: 100, HandoffMS: lat(90, 110), AcquireMS: lat(95, 120), Violations: 2, Verdict: "fail", Run: "r1"},
 			{Lock: "txn", Clients: 8, Error: "dial timeout"},
 		},
-		Recording: &Recording{Lock: "queue", Clients: 8, Runs: []RecordingRun{{Record: true, CountedPerS: 990}, {Record: false, CountedPerS: 1000}}},
+		Recording: &report.Recording{Lock: "queue", Clients: 8, Runs: []report.RecordingRun{{Record: true, CountedPerS: 990}, {Record: false, CountedPerS: 1000}}},
 	}
-	b.finish(BenchSpec{TargetLock: "queue", TargetClients: 8})
+	finishBench(b)
 	var out bytes.Buffer
-	if err := BenchTable(&out, b); err != nil {
+	if err := report.BenchTable(&out, b); err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range []string{"×floor", "×mutex", "handoff p50 ÷ commit p50", "│ queue │       8 │ 1200.0 │   0.60 │   12.0 │",
@@ -196,7 +175,7 @@ func TestBenchTableAndLines(t *testing.T) {
 		t.Error("HasViolations false with a failing cell")
 	}
 	out.Reset()
-	if err := WriteBenchLines(&out, b); err != nil {
+	if err := report.WriteBenchResultLines(&out, b); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -252,7 +231,7 @@ func TestRunBench(t *testing.T) {
 		if c.Error != "" || c.Acquisitions == 0 || c.XFloor <= 0 || c.XMutex <= 0 || c.XTwoWriters <= 0 || c.Note != "" || c.Verdict != "pass" || c.Floor == nil {
 			t.Errorf("cell %+v", c)
 		}
-		if _, err := os.Stat(filepath.Join(dir, c.Run, SummaryFile)); err != nil {
+		if _, err := os.Stat(filepath.Join(dir, c.Run, rundir.SummaryFile)); err != nil {
 			t.Errorf("cell run folder: %v", err)
 		}
 		if _, err := os.Stat("/proc/self/status"); err == nil && c.PeakRSSMB <= 0 {
@@ -271,17 +250,16 @@ func TestRunBench(t *testing.T) {
 	if len(progress) == 0 {
 		t.Error("no progress")
 	}
-	var back Bench
-	raw, err := os.ReadFile(filepath.Join(dir, BenchFile))
-	if err != nil {
-		t.Fatal(err)
+	back, err := rundir.LoadBench(dir)
+	if err != nil || len(back.Cells) != 3 || back.Cluster.Members != 3 || back.Host.CPUs == 0 || back.Recording == nil {
+		t.Fatalf("bench.json: %v %+v", err, back)
 	}
-	if err := json.Unmarshal(raw, &back); err != nil || len(back.Cells) != 3 || back.Cluster.Members != 3 || back.Recording == nil {
-		t.Fatalf("bench.json: %v\n%s", err, raw)
-	}
-	// Lines can be written from bench.json read back.
-	var lines bytes.Buffer
-	if err := WriteBenchLines(&lines, &back); err != nil || strings.Count(lines.String(), "BenchmarkLock/") != 3 {
+	// Lines from bench.json read back are the lines of the run.
+	var lines, live bytes.Buffer
+	if err := report.WriteBenchResultLines(&lines, &back.Bench); err != nil || strings.Count(lines.String(), "BenchmarkLock/") != 3 {
 		t.Errorf("lines from bench.json: %v\n%s", err, lines.String())
+	}
+	if err := report.WriteBenchResultLines(&live, &b.Bench); err != nil || live.String() != lines.String() {
+		t.Errorf("lines from bench.json differ from the run's:\n%s\n%s", lines.String(), live.String())
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/lockbench/lockbench/rundir"
 )
 
 // Defaults for an external cluster.
@@ -58,7 +60,10 @@ type External struct {
 // take): it is found before anything starts, and nothing is written.
 type InputError struct{ Err error }
 
+// Error is the wrapped error's message: the input is the whole story.
 func (e *InputError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the error, so errors.Is and errors.As see through.
 func (e *InputError) Unwrap() error { return e.Err }
 
 func inputErr(format string, args ...any) error {
@@ -304,8 +309,7 @@ func RunExternal(ctx context.Context, ext External, spec RunSpec) (*Result, erro
 		client:    cc,
 		prefix:    x.Prefix,
 		dial:      x.DialTimeout,
-		election:  x.Election,
-		config: ClusterConfig{
+		config: rundir.ClusterConfig{
 			Members: info.members, ElectionMS: x.Election.Milliseconds(), Endpoints: x.Endpoints,
 			External: true, TLS: cc.TLS != nil, CACert: x.CACert, Cert: x.Cert, Key: x.Key,
 			User: x.User, Version: info.version,

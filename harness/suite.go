@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -14,12 +15,10 @@ import (
 	"github.com/lockbench/lockbench/cluster"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/scenario"
 	"github.com/lockbench/lockbench/verdict"
 )
-
-// SuiteFile is the suite's summary, beside its cells' run folders.
-const SuiteFile = "suite.json"
 
 // DefaultQuickDuration caps fault-free scenarios in a suite: their verdicts
 // need seconds, not the 10 s a benchmark run takes.
@@ -60,7 +59,7 @@ func (s SuiteSpec) Validate() error {
 		return fmt.Errorf("suite has no cells: give at least one lock and one scenario")
 	}
 	if s.Seeds < 1 {
-		return fmt.Errorf("--seeds %d: must be ≥1", s.Seeds)
+		return fieldErr("Seeds", s.Seeds, "must be ≥1")
 	}
 	for _, l := range s.Locks {
 		for _, sc := range s.Scenarios {
@@ -190,8 +189,8 @@ func writeSuite(dir string, res *SuiteResult) error {
 	for _, c := range res.Cells {
 		s.Cells = append(s.Cells, c.Summary)
 	}
-	if err := report.WriteJSON(filepath.Join(dir, SuiteFile), s); err != nil {
+	if err := rundir.WriteJSON(filepath.Join(dir, rundir.SuiteFile), s); err != nil {
 		return err
 	}
-	return report.WriteSuiteHTMLFile(filepath.Join(dir, report.HTMLFile), res.Cells)
+	return rundir.WriteFile(filepath.Join(dir, rundir.HTMLFile), func(w io.Writer) error { return report.WriteSuiteHTML(w, res.Cells) })
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/scenario"
 )
 
@@ -41,7 +42,7 @@ func TestSuite(t *testing.T) {
 	if res.Mismatches != 0 || len(res.Notes) != 0 {
 		t.Errorf("mismatches %d, notes %q", res.Mismatches, res.Notes)
 	}
-	if _, err := os.Stat(filepath.Join(res.Dir, SuiteFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(res.Dir, rundir.SuiteFile)); err != nil {
 		t.Error(err)
 	}
 }

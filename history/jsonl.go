@@ -22,26 +22,6 @@ func Write(w io.Writer, events []Event) error {
 	return bw.Flush()
 }
 
-// WriteFile writes events to path atomically: a reader never sees half a
-// history, and a failed write leaves nothing behind.
-func WriteFile(path string, events []Event) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if err := Write(f, events); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, path)
-}
-
 // LineError names the line of a history that could not be read.
 type LineError struct {
 	Line int

@@ -2,10 +2,16 @@ package report
 
 import (
 	"bufio"
+	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
+
+	"github.com/lockbench/lockbench/check"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // WriteBenchLines writes one Go benchmark-format line per summary, so that
@@ -71,3 +77,357 @@ func round(v float64, digits int) float64 {
 	f, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'f', digits, 64), 64)
 	return f
 }
+
+// Bench is a benchmark's figures, what bench.json holds besides the
+// machine and the cluster (rundir.Bench adds those): kept here, beside the
+// other reports, so that a saved benchmark can be drawn again without
+// measuring anything.
+type Bench struct {
+	ID        string    `json:"bench_id"`
+	Started   time.Time `json:"started"`
+	ElapsedS  float64   `json:"elapsed_s"`
+	GoVersion string    `json:"go_version"`
+	Scenario  string    `json:"scenario"`
+	DurationS float64   `json:"duration_s"`
+	HoldMS    float64   `json:"hold_ms"`
+	Seed      int64     `json:"seed"`
+	// TargetLock at TargetClients is the cell held to the targets.
+	TargetLock    string `json:"target_lock"`
+	TargetClients int    `json:"target_clients"`
+	// CellFloorS is the length of the floor measured before each cell (0:
+	// none; ratios use Floor).
+	CellFloorS float64 `json:"cell_floor_s,omitempty"`
+	// Floor is the commit floor measured first; FloorEnd the same at the
+	// end, to show drift on a shared machine.
+	Floor    *Floor `json:"floor"`
+	FloorEnd *Floor `json:"floor_end,omitempty"`
+	// TwoWriters is the floor with two writers, measured after Floor: a
+	// lock writes twice per acquisition (join, release), and under
+	// contention a release is committed while another client's join is in
+	// flight; a handoff chain cannot go faster than its per-writer rate.
+	TwoWriters *Floor      `json:"floor_two_writers,omitempty"`
+	Cells      []BenchCell `json:"cells"`
+	Recording  *Recording  `json:"recording,omitempty"`
+	Targets    []Target    `json:"targets"`
+	// Interrupted is set when a signal ended the benchmark early.
+	Interrupted bool `json:"interrupted,omitempty"`
+}
+
+// Floor is the commit floor, Puts in a loop (harness.MeasureFloor): with
+// one writer, serialized commits, the rate no lock on etcd can beat.
+type Floor struct {
+	Writers     int     `json:"writers"`
+	Commits     int     `json:"commits"`
+	Errors      int     `json:"errors"`
+	DurationS   float64 `json:"duration_s"`
+	CommitsPerS float64 `json:"commits_per_s"`
+	// PerWriterPerS is CommitsPerS ÷ Writers: one writer's rate.
+	PerWriterPerS float64 `json:"per_writer_commits_per_s"`
+	LatencyMS     Latency `json:"latency_ms"`
+}
+
+// BenchCell is one strategy at one client count: the row of the
+// benchmark table.
+type BenchCell struct {
+	Lock           string  `json:"lock"`
+	Clients        int     `json:"clients"`
+	Acquisitions   int     `json:"acquisitions"`
+	ThroughputPerS float64 `json:"throughput_per_s"`
+	// XFloor is throughput ÷ the floor's commits/s; XMutex ÷ mutex's
+	// throughput at the same client count (0: no mutex cell).
+	XFloor float64 `json:"x_floor"`
+	XMutex float64 `json:"x_mutex,omitempty"`
+	// XTwoWriters is throughput ÷ Bench.TwoWriters' per-writer rate.
+	XTwoWriters float64 `json:"x_two_writers,omitempty"`
+	// HandoffMS is release invoke → next grant; AcquireMS invoke → grant.
+	HandoffMS Latency `json:"handoff_ms"`
+	AcquireMS Latency `json:"acquire_ms"`
+	// HandoffOverCommit is handoff p50 ÷ the floor's commit p50.
+	HandoffOverCommit float64 `json:"handoff_p50_over_commit_p50"`
+	WakeupsPerHandoff float64 `json:"wakeups_per_handoff,omitempty"`
+	Violations        int     `json:"violations"`
+	Verdict           string  `json:"verdict"`
+	// Floor is the floor measured just before the cell (cell floor on);
+	// when present the cell's ratios use it instead of Bench.Floor.
+	Floor *Floor `json:"floor,omitempty"`
+	// PeakRSSMB is the process's peak resident set (VmHWM, etcd members
+	// included) during the cell, where the OS lets it be reset.
+	PeakRSSMB float64 `json:"peak_rss_mb,omitempty"`
+	// Run is the cell's run folder, relative to the bench folder.
+	Run     string `json:"run,omitempty"`
+	Stopped string `json:"stopped,omitempty"`
+	// Note is what the cell left behind, e.g. etcd's lock service stuck.
+	Note string `json:"note,omitempty"`
+	// Error is why the cell has no figures.
+	Error string `json:"error,omitempty"`
+}
+
+// Recording is the target cell's throughput with the history kept and
+// without. Both are counted the same way, by the clients' grant counter
+// (runner.Outcome.Acquisitions) over the run's clock, so the run
+// without a history needs none. Runs alternate on off, off on, ...
+type Recording struct {
+	Lock      string         `json:"lock"`
+	Clients   int            `json:"clients"`
+	DurationS float64        `json:"duration_s"`
+	Method    string         `json:"method"`
+	Runs      []RecordingRun `json:"runs"`
+	OnPerS    float64        `json:"on_per_s"`
+	OffPerS   float64        `json:"off_per_s"`
+	// PairRatios are on ÷ off of each adjacent pair of runs; Ratio is
+	// their median (robust to a load spike on a shared machine), and
+	// RatioOfMeans is OnPerS ÷ OffPerS.
+	PairRatios   []float64 `json:"pair_ratios"`
+	Ratio        float64   `json:"ratio"`
+	RatioOfMeans float64   `json:"ratio_of_means"`
+	// CPUPerAcqUS is the process's CPU time (clients and etcd members)
+	// per acquisition, median over runs: less noisy than throughput on a
+	// loaded machine. CPURatio is off ÷ on (≥ 0.95: recording costs under
+	// 5 % of the CPU). Zero where /proc/self/stat is missing.
+	CPUPerAcqUSOn  float64 `json:"cpu_per_acq_us_on,omitempty"`
+	CPUPerAcqUSOff float64 `json:"cpu_per_acq_us_off,omitempty"`
+	CPURatio       float64 `json:"cpu_ratio,omitempty"`
+	// AppendNS is one history append measured in this process (one
+	// goroutine, a realistic event); EventsPerAcq the events a run with
+	// recording on kept per acquisition. EstimatedCost is their product
+	// times OffPerS: the share of each second the appends would take if
+	// every one were on the handoff chain (an upper bound, free of the
+	// machine's noise that the measured ratio suffers).
+	AppendNS      float64 `json:"append_ns,omitempty"`
+	EventsPerAcq  float64 `json:"events_per_acquisition,omitempty"`
+	EstimatedCost float64 `json:"estimated_cost,omitempty"`
+	Target        float64 `json:"target"`
+}
+
+// RecordingRun is one run of the recording comparison, kept so that the
+// spread behind the median can be seen.
+type RecordingRun struct {
+	Record bool `json:"record"`
+	// CountedPerS is Acquisitions per second of the run's clock.
+	CountedPerS float64 `json:"counted_per_s"`
+	// CPUPerAcqUS is process CPU time per acquisition, over the whole run
+	// (connecting and closing the clients included).
+	CPUPerAcqUS  float64 `json:"cpu_per_acq_us,omitempty"`
+	Acquisitions int64   `json:"acquisitions"`
+	Events       int     `json:"events"`
+	ElapsedS     float64 `json:"elapsed_s"`
+	Error        string  `json:"error,omitempty"`
+}
+
+// Target is one goal and whether the benchmark met it, so that a reader
+// sees at a glance whether a change helped.
+type Target struct {
+	Name   string  `json:"name"`
+	Value  float64 `json:"value"`
+	Op     string  `json:"op"` // ">=" or "<="
+	Target float64 `json:"target"`
+	Met    bool    `json:"met"`
+}
+
+// HasViolations reports whether any cell found a violation, for the exit
+// status of a benchmark (a fast lock that breaks exclusion is no result).
+func (b *Bench) HasViolations() bool {
+	for _, c := range b.Cells {
+		if c.Violations > 0 || c.Verdict == string(verdict.Fail) {
+			return true
+		}
+	}
+	return false
+}
+
+// BenchTable prints the benchmark: one row per cell, then the floor, the
+// recording comparison, the targets and what went wrong in cells. It reads
+// only b, so a bench.json read back draws the same table.
+func BenchTable(w io.Writer, b *Bench) error {
+	if err := benchCellsTable(w, b); err != nil {
+		return err
+	}
+	benchFloorLines(w, b)
+	benchRecordingLines(w, b.Recording)
+	benchTargetLines(w, b)
+	benchCellNotes(w, b)
+	return nil
+}
+
+func benchCellsTable(w io.Writer, b *Bench) error {
+	t := newTable(w, "L")
+	t.Header("lock", "clients", "acq/s", "×floor", "×mutex", "handoff p50 ms", "handoff p99 ms", "handoff p50 ÷ commit p50")
+	for _, c := range b.Cells {
+		row := []any{c.Lock, strconv.Itoa(c.Clients), "error", "-", "-", "-", "-", "-"}
+		if c.Error == "" {
+			p50, p99 := "-", "-"
+			if c.HandoffMS.Count > 0 {
+				p50, p99 = ms(c.HandoffMS.P50), ms(c.HandoffMS.P99)
+			}
+			row = []any{c.Lock, strconv.Itoa(c.Clients), fmt.Sprintf("%.1f", c.ThroughputPerS),
+				benchRatio(c.XFloor), benchRatio(c.XMutex), p50, p99, benchRatio(c.HandoffOverCommit)}
+		}
+		if err := t.Append(row...); err != nil {
+			return err
+		}
+	}
+	return t.Render()
+}
+
+func benchFloorLines(w io.Writer, b *Bench) {
+	floorLine := func(label string, f *Floor) {
+		if f != nil {
+			fmt.Fprintf(w, "%s: %.0f commits/s, commit p50 %s ms, p99 %s ms (one client, Put on one key, %d commits in %.1fs, %d errors)\n",
+				label, f.CommitsPerS, ms(f.LatencyMS.P50), ms(f.LatencyMS.P99), f.Commits, f.DurationS, f.Errors)
+		}
+	}
+	floorLine("floor", b.Floor)
+	if f := b.TwoWriters; f != nil {
+		fmt.Fprintf(w, "floor, two writers: %.0f commits/s each (%.0f together), commit p50 %s ms, p99 %s ms", f.PerWriterPerS, f.CommitsPerS, ms(f.LatencyMS.P50), ms(f.LatencyMS.P99))
+		if b.Floor != nil && b.Floor.CommitsPerS > 0 {
+			fmt.Fprintf(w, " = %.2f× one writer's rate", f.PerWriterPerS/b.Floor.CommitsPerS)
+		}
+		fmt.Fprintf(w, " (a lock writes twice per acquisition, so its release commits beside a join: a handoff chain's ceiling)\n")
+	}
+	floorLine("floor at the end", b.FloorEnd)
+	if b.CellFloorS > 0 {
+		var rates []float64
+		for _, c := range b.Cells {
+			if c.Floor != nil {
+				rates = append(rates, c.Floor.CommitsPerS)
+			}
+		}
+		if len(rates) > 0 {
+			fmt.Fprintf(w, "×floor and ÷ commit p50 use a %.1fs floor measured just before each cell: %.0f–%.0f commits/s (median %.0f)\n",
+				b.CellFloorS, slices.Min(rates), slices.Max(rates), benchMedian(rates))
+		}
+	}
+}
+
+func benchRecordingLines(w io.Writer, r *Recording) {
+	if r == nil {
+		return
+	}
+	var runs []string
+	for _, run := range r.Runs {
+		s := fmt.Sprintf("%s %.0f", onOff(run.Record), run.CountedPerS)
+		if run.Error != "" {
+			s = fmt.Sprintf("%s error", onOff(run.Record))
+		}
+		runs = append(runs, s)
+	}
+	fmt.Fprintf(w, "recording: %s × %d clients, on %.1f/s, off %.1f/s: on/off %.3f (median of %d pairs; target ≥ %.2f; ratio of means %.3f; runs: %s; grants counted by the clients)\n",
+		r.Lock, r.Clients, r.OnPerS, r.OffPerS, r.Ratio, len(r.PairRatios), r.Target, r.RatioOfMeans, strings.Join(runs, ", "))
+	if r.EventsPerAcq > 0 {
+		fmt.Fprintf(w, "recording estimate: %.1f events per acquisition × %.0f ns per append = %.1f µs per acquisition: ≤ %.2f%% of throughput at %.0f/s\n",
+			r.EventsPerAcq, r.AppendNS, r.EventsPerAcq*r.AppendNS/1000, 100*r.EstimatedCost, r.OffPerS)
+	}
+	if r.CPURatio > 0 {
+		fmt.Fprintf(w, "recording CPU: %.0f µs per acquisition on, %.0f µs off: off/on %.3f (process CPU, etcd members included)\n",
+			r.CPUPerAcqUSOn, r.CPUPerAcqUSOff, r.CPURatio)
+	}
+}
+
+func benchTargetLines(w io.Writer, b *Bench) {
+	for _, tg := range b.Targets {
+		mark := "met"
+		if !tg.Met {
+			mark = "NOT met"
+		}
+		fmt.Fprintf(w, "target %s: %.3f (%s %.2f) %s\n", tg.Name, tg.Value, tg.Op, tg.Target, mark)
+	}
+	for _, c := range b.Cells {
+		if c.Lock == b.TargetLock && c.Clients == b.TargetClients && c.XTwoWriters > 0 {
+			fmt.Fprintf(w, "%s at %d clients: throughput ÷ one writer's rate beside another: %.3f (no target; see floor, two writers)\n", c.Lock, c.Clients, c.XTwoWriters)
+		}
+	}
+}
+
+func benchCellNotes(w io.Writer, b *Bench) {
+	for _, c := range b.Cells {
+		switch {
+		case c.Error != "":
+			fmt.Fprintf(w, "%s × %d clients: error: %s\n", c.Lock, c.Clients, c.Error)
+		case c.Violations > 0:
+			fmt.Fprintf(w, "%s × %d clients: %d violations (verdict %s), see %s\n", c.Lock, c.Clients, c.Violations, c.Verdict, c.Run)
+		case c.Stopped != "":
+			fmt.Fprintf(w, "%s × %d clients: stopped early: %s\n", c.Lock, c.Clients, c.Stopped)
+		}
+		if c.Note != "" {
+			fmt.Fprintf(w, "%s × %d clients: %s\n", c.Lock, c.Clients, c.Note)
+		}
+	}
+}
+
+// WriteBenchResultLines writes the benchmark in Go benchmark format, for
+// benchstat: the floor, each cell (as WriteBenchLines, named
+// BenchmarkLock/<lock>/contention/clients=N) and each recording run. The
+// lines come from b alone, so a bench.json read back gives the same ones.
+func WriteBenchResultLines(w io.Writer, b *Bench) error {
+	bw := bufio.NewWriter(w)
+	floor := func(name string, f *Floor) {
+		if f != nil {
+			fmt.Fprintf(bw, "BenchmarkFloor/%s 1 %d ns/commit %d p99-ns/commit %s commits/s\n",
+				name, nsOfMS(f.LatencyMS.P50), nsOfMS(f.LatencyMS.P99), strconv.FormatFloat(f.CommitsPerS, 'f', -1, 64))
+		}
+	}
+	floor("put", b.Floor)
+	floor("put-two-writers", b.TwoWriters)
+	var sums []Summary
+	for _, c := range b.Cells {
+		if c.Error == "" {
+			sums = append(sums, c.summary(b.Scenario))
+		}
+	}
+	if err := WriteBenchLines(bw, sums); err != nil {
+		return err
+	}
+	if r := b.Recording; r != nil {
+		for _, run := range r.Runs {
+			if run.Error == "" {
+				fmt.Fprintf(bw, "BenchmarkRecording/%s/%s/clients=%d/record=%s 1 %s acquires/s\n",
+					r.Lock, b.Scenario, r.Clients, onOff(run.Record), strconv.FormatFloat(run.CountedPerS, 'f', -1, 64))
+			}
+		}
+	}
+	return bw.Flush()
+}
+
+// summary is what WriteBenchLines needs of the cell, as a Summary.
+func (c BenchCell) summary(scenario string) Summary {
+	s := Summary{Lock: c.Lock, Scenario: fmt.Sprintf("%s/clients=%d", scenario, c.Clients),
+		ThroughputPerS: c.ThroughputPerS, ViolationCount: c.Violations,
+		LatencyMS: map[string]Latency{LatAcquire: c.AcquireMS, LatHandoff: c.HandoffMS}}
+	if c.WakeupsPerHandoff > 0 {
+		s.Checks = map[string]check.Result{verdict.Herd: {Metrics: map[string]float64{"wakeups_per_handoff": c.WakeupsPerHandoff}}}
+	}
+	return s
+}
+
+// benchMedian is the middle of xs (0 for none), leaving xs as it is.
+func benchMedian(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[len(s)/2]
+}
+
+// onOff names a recording setting as the output spells it.
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
+}
+
+func benchRatio(v float64) string {
+	if v <= 0 {
+		return "-"
+	}
+	if v >= 10 {
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func nsOfMS(msv float64) int64 { return int64(msv*1e6 + 0.5) }

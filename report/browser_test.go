@@ -88,7 +88,7 @@ func renderInBrowser(t *testing.T, f fixture) (page string) {
 	dir := artifacts(t)
 	ev, sum := f.summary()
 	p, q := violationPair(t, sum)
-	page = filepath.Join(dir, HTMLFile)
+	page = filepath.Join(dir, runHTMLFile)
 	var b bytes.Buffer
 	if err := WriteRunHTML(&b, map[string]any{"lock": sum.Lock, "scenario": map[string]any{"name": sum.Scenario}}, ev, sum); err != nil {
 		t.Fatal(err)

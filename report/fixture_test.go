@@ -1,7 +1,9 @@
 package report
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -90,6 +92,14 @@ func (f fixture) summary() ([]history.Event, Summary) {
 	return ev, Summarize(f.run(), ev, check.Check(ev, check.Options{}))
 }
 
+// Files of a run folder as rundir names them (report cannot import rundir;
+// rundir's tests load the sample folder this writes).
+const (
+	configFile  = "config.json"
+	historyFile = "history.jsonl"
+	summaryFile = "summary.json"
+)
+
 // writeRunFolder fabricates a run folder as the harness writes it.
 func writeRunFolder(t testing.TB, dir string, f fixture) (string, []history.Event, Summary) {
 	t.Helper()
@@ -99,14 +109,26 @@ func writeRunFolder(t testing.TB, dir string, f fixture) (string, []history.Even
 	}
 	cfg := map[string]any{"run_id": sum.RunID, "lock": sum.Lock, "seed": 1,
 		"scenario": map[string]any{"name": "fixture", "clients": f.Clients}}
-	if err := WriteJSON(filepath.Join(dir, ConfigFile), cfg); err != nil {
+	writeJSONFile(t, filepath.Join(dir, configFile), cfg)
+	var hist bytes.Buffer
+	if err := history.Write(&hist, ev); err != nil {
 		t.Fatal(err)
 	}
-	if err := history.WriteFile(filepath.Join(dir, HistoryFile), ev); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, historyFile), hist.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteJSON(filepath.Join(dir, SummaryFile), sum); err != nil {
-		t.Fatal(err)
-	}
+	writeJSONFile(t, filepath.Join(dir, summaryFile), sum)
 	return dir, ev, sum
+}
+
+// writeJSONFile writes v as indented JSON, as rundir.WriteJSON does.
+func writeJSONFile(t testing.TB, path string, v any) {
+	t.Helper()
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

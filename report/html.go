@@ -8,7 +8,6 @@ import (
 	"html/template"
 	"io"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 
@@ -86,6 +85,10 @@ func WriteRunHTML(w io.Writer, cfg any, events []history.Event, sum Summary) err
 	return render(w, "run.html.tmpl", p)
 }
 
+// runHTMLFile is a run folder's page, rundir.HTMLFile, which the suite
+// page links to (report sits below rundir and cannot import it).
+const runHTMLFile = "report.html"
+
 // WriteSuiteHTML writes the suite's report.html: self-contained like
 // WriteRunHTML, with the strategy × scenario matrix (verdict against
 // expectation, throughput, handoff p50/p99, violations, wake-ups per
@@ -136,30 +139,6 @@ func WriteSuiteHTML(w io.Writer, cells []Cell) error {
 			Acquire: cdfSVG(sc+": acquire latency", acq), Handoff: cdfSVG(sc+": handoff gap", hand)})
 	}
 	return render(w, "suite.html.tmpl", p)
-}
-
-// WriteRunHTMLFile writes WriteRunHTML's page to path (e.g. RUN_DIR/
-// report.html) atomically: a failed render leaves any previous file alone.
-func WriteRunHTMLFile(path string, cfg any, events []history.Event, sum Summary) error {
-	return writeFileAtomic(path, func(w io.Writer) error { return WriteRunHTML(w, cfg, events, sum) })
-}
-
-// WriteSuiteHTMLFile writes WriteSuiteHTML's page to path atomically.
-func WriteSuiteHTMLFile(path string, cells []Cell) error {
-	return writeFileAtomic(path, func(w io.Writer) error { return WriteSuiteHTML(w, cells) })
-}
-
-func writeFileAtomic(path string, render func(io.Writer) error) error {
-	var buf bytes.Buffer
-	if err := render(&buf); err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, path)
 }
 
 func render(w io.Writer, name string, data any) error {
@@ -435,7 +414,7 @@ func newCellView(c Cell) cellView {
 	v := cellView{Cell: c, Handoff: c.Summary.LatencyMS[LatHandoff], Wakeups: wakeupsString(c.Summary),
 		Violations: c.Summary.TotalViolations(), Match: matchString(c)}
 	if c.Dir != "" {
-		v.Link = strings.TrimSuffix(c.Dir, "/") + "/" + HTMLFile
+		v.Link = strings.TrimSuffix(c.Dir, "/") + "/" + runHTMLFile
 	}
 	for _, n := range checkNames(c.Summary.Checks) {
 		r := c.Summary.Checks[n]

@@ -294,18 +294,3 @@ func TestCDFSVG(t *testing.T) {
 		t.Error("empty chart")
 	}
 }
-
-func TestWriteHTMLFiles(t *testing.T) {
-	dir := t.TempDir()
-	ev, sum := defaultFixture().summary()
-	run := dir + "/" + HTMLFile
-	if err := WriteRunHTMLFile(run, nil, ev, sum); err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteSuiteHTMLFile(dir+"/suite.html", suiteCells()); err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteRunHTMLFile(dir+"/no/such/dir/x.html", nil, ev, sum); err == nil {
-		t.Error("no error for a missing folder")
-	}
-}

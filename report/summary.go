@@ -3,16 +3,14 @@
 // a self-contained HTML report, and the comparison of two runs or suites
 // against a threshold (for CI).
 //
-// Every function here is a pure function of its arguments except the few
-// that read or write files (LoadRun, ReadSuiteFile, WriteJSON).
+// Every function here is a pure function of its arguments except
+// ReadSuiteFile, which reads a file (package rundir writes and loads run
+// folders).
 package report
 
 import (
 	"cmp"
-	"encoding/json"
-	"fmt"
 	"math"
-	"os"
 	"slices"
 	"time"
 
@@ -376,18 +374,4 @@ func (h hist) latency() Latency {
 		l.CDF = append(l.CDF, Quantile{Q: q, MS: ms(v)})
 	}
 	return l
-}
-
-// WriteJSON writes v as indented JSON to path, atomically.
-func WriteJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", path, err)
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, path)
 }

@@ -48,15 +48,21 @@ func (d Duration) String() string { return time.Duration(d).String() }
 // MarshalJSON writes the duration as a string.
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
 
-// UnmarshalJSON reads "1.5s" (or a number of nanoseconds).
+// UnmarshalJSON reads "1.5s", a number of nanoseconds, or "" (zero):
+// config.json, which embeds a Scenario, has held all three over time, and
+// a run folder must stay readable.
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
 		var n int64
 		if err := json.Unmarshal(b, &n); err != nil {
-			return fmt.Errorf("duration %s: want a string like \"1.5s\"", b)
+			return fmt.Errorf("duration %s: want a string like \"1.5s\" or a number of nanoseconds", b)
 		}
 		*d = Duration(n)
+		return nil
+	}
+	if s == "" {
+		*d = 0
 		return nil
 	}
 	return d.parse(s)

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -204,5 +205,41 @@ func TestMemberTargetsCheckedAgainstTheCluster(t *testing.T) {
 	err = sc.CheckMembers(3)
 	if err == nil || !strings.Contains(err.Error(), "m.yaml:6") || !strings.Contains(err.Error(), "members 0..2") {
 		t.Errorf("3 members: %v, want m.yaml:6 and members 0..2", err)
+	}
+}
+
+// TestDurationJSON: config.json embeds a Scenario and has held durations as
+// text ("5s"), as nanoseconds (a number) and as "" (zero); all must read.
+func TestDurationJSON(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+	}{
+		{`"5s"`, 5 * time.Second},
+		{`"1.5ms"`, 1500 * time.Microsecond},
+		{`2000000000`, 2 * time.Second},
+		{`0`, 0},
+		{`""`, 0},
+	} {
+		var d Duration
+		if err := json.Unmarshal([]byte(tc.in), &d); err != nil || d.D() != tc.want {
+			t.Errorf("%s → %s, %v; want %s", tc.in, d, err, tc.want)
+		}
+	}
+	for _, bad := range []string{`"junk"`, `true`, `1.5`, `{}`} {
+		var d Duration
+		if err := json.Unmarshal([]byte(bad), &d); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+	b, err := json.Marshal(Duration(1500 * time.Millisecond))
+	if err != nil || string(b) != `"1.5s"` {
+		t.Errorf("marshal: %s, %v", b, err)
+	}
+	var back struct {
+		LeaseTTL Duration `json:"lease_ttl"`
+	}
+	if err := json.Unmarshal([]byte(`{"lease_ttl":"10s"}`), &back); err != nil || back.LeaseTTL.D() != 10*time.Second {
+		t.Errorf("in a struct: %s, %v", back.LeaseTTL, err)
 	}
 }

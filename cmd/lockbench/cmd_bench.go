@@ -81,7 +81,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		Cluster: cluster.Options{Members: *members, UnsafeNoFsync: *noFsync, Verbose: *verbose},
 	}
 	if err := spec.Validate(); err != nil {
-		return 0, usageError{err}
+		return 0, usageError{flagError(err, benchFlags)}
 	}
 	var lines *os.File
 	if *benchOut != "" && *benchOut != "-" {
@@ -113,15 +113,15 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	b, err := harness.RunBench(ctx, spec)
 	progress.Done()
 	if b != nil {
-		if terr := harness.BenchTable(stdout, b); terr != nil && err == nil {
+		if terr := report.BenchTable(stdout, &b.Bench); terr != nil && err == nil {
 			err = terr
 		}
 		var lerr error
 		switch {
 		case *benchOut == "-":
-			lerr = harness.WriteBenchLines(stdout, b)
+			lerr = report.WriteBenchResultLines(stdout, &b.Bench)
 		case lines != nil:
-			if lerr = harness.WriteBenchLines(lines, b); lerr == nil {
+			if lerr = report.WriteBenchResultLines(lines, &b.Bench); lerr == nil {
 				lerr = lines.Close()
 			}
 		}
@@ -139,6 +139,14 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		return exitViolation, nil
 	}
 	return exitPass, nil
+}
+
+// benchFlags names the flag of each harness.BenchSpec field that Validate
+// may find wrong, so that errors name what the user typed.
+var benchFlags = map[string]string{
+	"Clients": "clients", "Duration": "duration", "Hold": "hold", "FloorDuration": "floor-duration",
+	"CellFloor": "cell-floor", "RecordRuns": "record-runs", "RecordDuration": "record-duration",
+	"TargetLock": "target-lock", "TargetClients": "target-clients",
 }
 
 // parseInts reads "2,8,64".

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockbench/lockbench/harness"
+	"github.com/lockbench/lockbench/rundir"
 )
 
 // TestBenchBadInput: bad flags exit 2 with one line naming the problem,
@@ -85,13 +85,17 @@ func TestBenchEndToEnd(t *testing.T) {
 			t.Errorf("stdout lacks %q:\n%s", w, stdout)
 		}
 	}
-	raw, err := os.ReadFile(filepath.Join(out, harness.BenchFile))
+	raw, err := os.ReadFile(filepath.Join(out, rundir.BenchFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b harness.Bench
-	if err := json.Unmarshal(raw, &b); err != nil || len(b.Cells) != 2 || b.Floor == nil {
+	var b rundir.Bench
+	if err := json.Unmarshal(raw, &b); err != nil || len(b.Cells) != 2 || b.Floor == nil || b.Cluster.Members == 0 {
 		t.Fatalf("bench.json: %v\n%s", err, raw)
+	}
+	// lockbench report redraws the same table from bench.json.
+	if code, redrawn, stderr := runCLI(t, "report", out); code != exitPass || redrawn == "" || !strings.HasPrefix(stdout, redrawn) {
+		t.Errorf("report of the bench folder: exit %d, stderr %s\n%s\nwant a prefix of\n%s", code, stderr, redrawn, stdout)
 	}
 	got, err := os.ReadFile(lines)
 	if err != nil {

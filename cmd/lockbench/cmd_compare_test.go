@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/verdict"
 )
 
@@ -23,7 +24,7 @@ func compareSummary(v verdict.Verdict, acqP99 float64) report.Summary {
 func writeSummaryFile(t *testing.T, name string, v any) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), name)
-	if err := report.WriteJSON(p, v); err != nil {
+	if err := rundir.WriteJSON(p, v); err != nil {
 		t.Fatal(err)
 	}
 	return p

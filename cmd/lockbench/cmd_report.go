@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/verdict"
 )
 
@@ -18,12 +19,13 @@ func init() {
 
 // cmdReport re-renders a saved run: it re-checks the history with today's
 // checker, re-summarizes it (so old runs get new figures), prints the run
-// tables and writes RUN_DIR/report.html. No cluster is needed.
+// tables and writes RUN_DIR/report.html. Given a bench folder (one holding
+// bench.json) it prints the benchmark's table again. No cluster is needed.
 func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) (int, error) {
-	fs := newFlags("report", "report RUN_DIR [flags]", stdout)
-	htmlOut := fs.String("html", "", "write the HTML report here instead of RUN_DIR/"+report.HTMLFile)
+	fs := newFlags("report", "report RUN_DIR|BENCH_DIR [flags]", stdout)
+	htmlOut := fs.String("html", "", "write the HTML report here instead of RUN_DIR/"+rundir.HTMLFile)
 	noHTML := fs.Bool("no-html", false, "print the tables only; write no HTML")
-	writeSummary := fs.Bool("write-summary", false, "also rewrite RUN_DIR/"+report.SummaryFile+" with the new figures")
+	writeSummary := fs.Bool("write-summary", false, "also rewrite RUN_DIR/"+rundir.SummaryFile+" with the new figures")
 	pos, help, err := parseInterspersed(fs, args)
 	if help || err != nil {
 		return exitPass, err
@@ -35,7 +37,13 @@ func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) (int,
 	default:
 		return 0, usageError{fmt.Errorf("unexpected argument %q: report takes one run folder", pos[1])}
 	}
-	rf, err := report.LoadRun(pos[0])
+	if rundir.IsBench(pos[0]) {
+		if *htmlOut != "" || *writeSummary {
+			return 0, usageError{fmt.Errorf("%s is a bench folder: --html and --write-summary apply to run folders", pos[0])}
+		}
+		return reportBench(pos[0], stdout)
+	}
+	rf, err := rundir.Load(pos[0])
 	if err != nil {
 		return 0, usageError{err}
 	}
@@ -55,19 +63,36 @@ func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) (int,
 	if !*noHTML {
 		path := *htmlOut
 		if path == "" {
-			path = filepath.Join(rf.Dir, report.HTMLFile)
+			path = filepath.Join(rf.Dir, rundir.HTMLFile)
 		}
-		if err := report.WriteRunHTMLFile(path, rf.Config, rf.Events, sum); err != nil {
+		if err := rundir.WriteFile(path, func(w io.Writer) error { return report.WriteRunHTML(w, rf.Config, rf.Events, sum) }); err != nil {
 			return exitError, err
 		}
 		fmt.Fprintf(stdout, "report: %s\n", path)
 	}
 	if *writeSummary {
-		if err := report.WriteJSON(filepath.Join(rf.Dir, report.SummaryFile), sum); err != nil {
+		if err := rundir.WriteJSON(filepath.Join(rf.Dir, rundir.SummaryFile), sum); err != nil {
 			return exitError, err
 		}
 	}
 	if sum.Verdict == verdict.Fail {
+		return exitViolation, nil
+	}
+	return exitPass, nil
+}
+
+// reportBench prints a saved benchmark's table from its bench.json; the
+// exit status says whether a cell found a violation, as the benchmark's
+// did.
+func reportBench(dir string, stdout io.Writer) (int, error) {
+	b, err := rundir.LoadBench(dir)
+	if err != nil {
+		return 0, usageError{err}
+	}
+	if err := report.BenchTable(stdout, &b.Bench); err != nil {
+		return exitError, err
+	}
+	if b.HasViolations() {
 		return exitViolation, nil
 	}
 	return exitPass, nil

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/rundir"
 )
 
 // sampleRun copies report/testdata/run-violation (8 clients, a fault, a
@@ -20,7 +21,7 @@ func sampleRun(t *testing.T) string {
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{report.ConfigFile, report.HistoryFile, report.SummaryFile} {
+	for _, f := range []string{rundir.ConfigFile, rundir.HistoryFile, rundir.SummaryFile} {
 		b, err := os.ReadFile(filepath.Join(src, f))
 		if err != nil {
 			t.Fatal(err)
@@ -36,14 +37,14 @@ func TestReportCommand(t *testing.T) {
 	dir := sampleRun(t)
 	// An old summary: no handoff figures, no violation_count.
 	var old map[string]any
-	b, _ := os.ReadFile(filepath.Join(dir, report.SummaryFile))
+	b, _ := os.ReadFile(filepath.Join(dir, rundir.SummaryFile))
 	if err := json.Unmarshal(b, &old); err != nil {
 		t.Fatal(err)
 	}
 	delete(old["latency_ms"].(map[string]any), "handoff")
 	delete(old, "violation_count")
 	old["verdict"] = "pass"
-	if err := report.WriteJSON(filepath.Join(dir, report.SummaryFile), old); err != nil {
+	if err := rundir.WriteJSON(filepath.Join(dir, rundir.SummaryFile), old); err != nil {
 		t.Fatal(err)
 	}
 
@@ -52,7 +53,7 @@ func TestReportCommand(t *testing.T) {
 	if code != exitViolation {
 		t.Errorf("exit %d, want %d (the run has a violation)\n%s%s", code, exitViolation, stdout.String(), stderr.String())
 	}
-	for _, w := range []string{"queue", "fixture", "handoff", "unavailability", "exclusion", "violation: ", "report: " + filepath.Join(dir, report.HTMLFile)} {
+	for _, w := range []string{"queue", "fixture", "handoff", "unavailability", "exclusion", "violation: ", "report: " + filepath.Join(dir, rundir.HTMLFile)} {
 		if !strings.Contains(stdout.String(), w) {
 			t.Errorf("stdout lacks %q:\n%s", w, stdout.String())
 		}
@@ -60,7 +61,7 @@ func TestReportCommand(t *testing.T) {
 	if !strings.Contains(stderr.String(), "verdict was pass when recorded, fail with today's checker") {
 		t.Errorf("no note of the changed verdict: %q", stderr.String())
 	}
-	page, err := os.ReadFile(filepath.Join(dir, report.HTMLFile))
+	page, err := os.ReadFile(filepath.Join(dir, rundir.HTMLFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestReportCommand(t *testing.T) {
 		t.Errorf("report.html has %d lanes, want 8", n)
 	}
 	// summary.json is left as recorded unless asked.
-	if b2, _ := os.ReadFile(filepath.Join(dir, report.SummaryFile)); strings.Contains(string(b2), "violation_count") {
+	if b2, _ := os.ReadFile(filepath.Join(dir, rundir.SummaryFile)); strings.Contains(string(b2), "violation_count") {
 		t.Error("summary.json rewritten without --write-summary")
 	}
 
@@ -83,16 +84,16 @@ func TestReportCommand(t *testing.T) {
 	if _, err := os.Stat(other); err != nil {
 		t.Error(err)
 	}
-	s, err := report.ReadSuiteFile(filepath.Join(dir, report.SummaryFile))
+	s, err := report.ReadSuiteFile(filepath.Join(dir, rundir.SummaryFile))
 	if err != nil || s.Cells[0].ViolationCount == 0 || s.Cells[0].LatencyMS[report.LatHandoff].Count == 0 {
 		t.Errorf("--write-summary: %v %+v", err, s)
 	}
 
-	os.Remove(filepath.Join(dir, report.HTMLFile))
+	os.Remove(filepath.Join(dir, rundir.HTMLFile))
 	if code := realMain([]string{"report", "--no-html", dir}, &stdout, &stderr); code != exitViolation {
 		t.Errorf("--no-html: exit %d", code)
 	}
-	if _, err := os.Stat(filepath.Join(dir, report.HTMLFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, rundir.HTMLFile)); err == nil {
 		t.Error("--no-html wrote report.html")
 	}
 }
@@ -101,7 +102,7 @@ func TestReportCommandBadInput(t *testing.T) {
 	notRun := t.TempDir()
 	os.WriteFile(filepath.Join(notRun, "notes.txt"), []byte("x"), 0o644)
 	broken := sampleRun(t)
-	os.WriteFile(filepath.Join(broken, report.HistoryFile), []byte("not json\n"), 0o644)
+	os.WriteFile(filepath.Join(broken, rundir.HistoryFile), []byte("not json\n"), 0o644)
 	tests := []struct {
 		name string
 		args []string
@@ -127,5 +128,60 @@ func TestReportCommandBadInput(t *testing.T) {
 				t.Errorf("stderr %q, want one line with %q", msg, tc.want)
 			}
 		})
+	}
+}
+
+// TestReportBenchFolder: given a bench folder, report draws the
+// benchmark's table again from bench.json, and exits as the benchmark did.
+func TestReportBenchFolder(t *testing.T) {
+	lat := func(p50, p99 float64) report.Latency { return report.Latency{Count: 10, P50: p50, P99: p99} }
+	b := rundir.Bench{Bench: report.Bench{
+		ID: "bench-x", Scenario: "contention", TargetLock: "queue", TargetClients: 8,
+		Floor: &report.Floor{Writers: 1, Commits: 6000, DurationS: 3, CommitsPerS: 2000, PerWriterPerS: 2000, LatencyMS: lat(0.5, 1.5)},
+		Cells: []report.BenchCell{
+			{Lock: "queue", Clients: 8, ThroughputPerS: 1200, XFloor: 0.6, XMutex: 12, HandoffMS: lat(1.2, 3), AcquireMS: lat(6, 9)},
+			{Lock: "mutex", Clients: 8, ThroughputPerS: 100, XFloor: 0.05, XMutex: 1, HandoffMS: lat(90, 110), AcquireMS: lat(95, 120)},
+		},
+		Targets: []report.Target{{Name: "queue at 8 clients: throughput ÷ mutex", Value: 12, Op: ">=", Target: 5, Met: true}},
+	}, Host: rundir.ThisHost(), Cluster: rundir.ClusterConfig{Members: 3}}
+	dir := filepath.Join(t.TempDir(), "bench-x")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := rundir.WriteJSON(filepath.Join(dir, rundir.BenchFile), b); err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	if err := report.BenchTable(&want, &b.Bench); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, "report", dir)
+	if code != exitPass || stdout != want.String() {
+		t.Errorf("exit %d, stderr %q, stdout\n%s\nwant\n%s", code, stderr, stdout, want.String())
+	}
+	for _, w := range []string{"│ queue │       8 │ 1200.0 │   0.60 │   12.0 │", "floor: 2000 commits/s", "target queue at 8 clients: throughput ÷ mutex: 12.000 (>= 5.00) met"} {
+		if !strings.Contains(stdout, w) {
+			t.Errorf("stdout lacks %q:\n%s", w, stdout)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, rundir.HTMLFile)); err == nil {
+		t.Error("report of a bench folder wrote report.html")
+	}
+
+	// A cell with a violation: exit as the benchmark would.
+	b.Cells[1].Violations, b.Cells[1].Verdict = 1, "fail"
+	if err := rundir.WriteJSON(filepath.Join(dir, rundir.BenchFile), b); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, _ := runCLI(t, "report", dir); code != exitViolation || !strings.Contains(stdout, "mutex × 8 clients: 1 violations") {
+		t.Errorf("violation: exit %d\n%s", code, stdout)
+	}
+	// Run-folder flags do not apply; a broken bench.json is named.
+	if code, _, stderr := runCLI(t, "report", dir, "--write-summary"); code != exitUsage || !strings.Contains(stderr, "bench folder") {
+		t.Errorf("--write-summary on a bench folder: exit %d, %q", code, stderr)
+	}
+	os.WriteFile(filepath.Join(dir, rundir.BenchFile), []byte("{"), 0o644)
+	if code, _, stderr := runCLI(t, "report", dir); code != exitUsage || !strings.Contains(stderr, rundir.BenchFile) {
+		t.Errorf("broken bench.json: exit %d, %q", code, stderr)
 	}
 }

@@ -55,7 +55,7 @@ func cmdSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		spec.Scenarios = append(spec.Scenarios, sc)
 	}
 	if err := spec.Validate(); err != nil {
-		return 0, usageError{err}
+		return 0, usageError{flagError(err, map[string]string{"Seeds": "seeds"})}
 	}
 	progress := report.NewProgress(stderr, report.IsTerminal(os.Stderr) && stderr == io.Writer(os.Stderr), *quiet)
 	start := time.Now()

@@ -18,8 +18,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lockbench/lockbench/cluster"
-	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/rundir"
 )
 
 // kv is everything etcd says about a key that a run must not change.
@@ -105,15 +105,15 @@ func TestExternalTLSCluster(t *testing.T) {
 			}
 		}
 	}
-	runFolder := func(t *testing.T, out string) (harness.Config, string) {
+	runFolder := func(t *testing.T, out string) (rundir.Config, string) {
 		t.Helper()
 		runs, _ := os.ReadDir(out)
 		if len(runs) != 1 {
 			t.Fatalf("want one run folder, got %v", runs)
 		}
 		dir := filepath.Join(out, runs[0].Name())
-		var cfg harness.Config
-		readJSON(t, filepath.Join(dir, harness.ConfigFile), &cfg)
+		var cfg rundir.Config
+		readJSON(t, filepath.Join(dir, rundir.ConfigFile), &cfg)
 		return cfg, dir
 	}
 	noneUnder := func(t *testing.T, cli *clientv3.Client, prefix string) {
@@ -146,7 +146,7 @@ func TestExternalTLSCluster(t *testing.T) {
 			t.Errorf("config.json cluster: %+v", cc)
 		}
 		var sum report.Summary
-		readJSON(t, filepath.Join(dir, harness.SummaryFile), &sum)
+		readJSON(t, filepath.Join(dir, rundir.SummaryFile), &sum)
 		if sum.Acquisitions < 2 || sum.Verdict != "pass" {
 			t.Errorf("summary: %d acquisitions, verdict %s", sum.Acquisitions, sum.Verdict)
 		}
@@ -236,11 +236,11 @@ func TestExternalTLSCluster(t *testing.T) {
 		}
 		cfg, dir := runFolder(t, out)
 		var sum report.Summary
-		readJSON(t, filepath.Join(dir, harness.SummaryFile), &sum)
+		readJSON(t, filepath.Join(dir, rundir.SummaryFile), &sum)
 		if sum.Acquisitions < 3 {
 			t.Errorf("%d acquisitions through the proxies\n%s", sum.Acquisitions, stdout)
 		}
-		hist, _ := os.ReadFile(filepath.Join(dir, harness.HistoryFile))
+		hist, _ := os.ReadFile(filepath.Join(dir, rundir.HistoryFile))
 		if !bytes.Contains(hist, []byte(`"pause-client"`)) {
 			t.Error("history records no pause-client fault")
 		}

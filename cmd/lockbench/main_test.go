@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/rundir"
 )
 
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -152,18 +152,18 @@ func TestRunWritesRunFolder(t *testing.T) {
 	}
 	dir := filepath.Join(out, runs[0].Name())
 	var sum report.Summary
-	readJSON(t, filepath.Join(dir, harness.SummaryFile), &sum)
+	readJSON(t, filepath.Join(dir, rundir.SummaryFile), &sum)
 	if sum.Lock != "mutex" || sum.Scenario != "contention" || sum.Clients != 4 || sum.Verdict != "pass" {
 		t.Errorf("summary: %+v", sum)
 	}
 	if sum.Acquisitions < 10 || sum.ThroughputPerS <= 0 || sum.LatencyMS["acquire"].P50 <= 0 {
 		t.Errorf("implausible figures: %d acquisitions, %.1f/s, %+v", sum.Acquisitions, sum.ThroughputPerS, sum.LatencyMS)
 	}
-	if _, err := os.Stat(filepath.Join(dir, harness.HistoryFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, rundir.HistoryFile)); err != nil {
 		t.Error(err)
 	}
 	// The saved history re-checks the same.
-	if code, out, _ := runCLI(t, "check", filepath.Join(dir, harness.HistoryFile)); code != exitPass {
+	if code, out, _ := runCLI(t, "check", filepath.Join(dir, rundir.HistoryFile)); code != exitPass {
 		t.Errorf("re-check: exit %d\n%s", code, out)
 	}
 }
@@ -185,11 +185,11 @@ func TestUserScenarioRunsUnchanged(t *testing.T) {
 		t.Fatalf("want one run folder, got %v", runs)
 	}
 	var sum report.Summary
-	readJSON(t, filepath.Join(out, runs[0].Name(), harness.SummaryFile), &sum)
+	readJSON(t, filepath.Join(out, runs[0].Name(), rundir.SummaryFile), &sum)
 	if sum.Scenario != "leader-crash-fenced" || sum.Acquisitions == 0 || sum.Faults != 2 {
 		t.Errorf("summary: scenario %q, %d acquisitions, %d faults (want 2)", sum.Scenario, sum.Acquisitions, sum.Faults)
 	}
-	for _, name := range []string{harness.HistoryFile, harness.ConfigFile, harness.HTMLFile} {
+	for _, name := range []string{rundir.HistoryFile, rundir.ConfigFile, rundir.HTMLFile} {
 		if _, err := os.Stat(filepath.Join(out, runs[0].Name(), name)); err != nil {
 			t.Error(err)
 		}
@@ -249,7 +249,7 @@ func TestInterruptLeavesNothingBehind(t *testing.T) {
 	}
 	dir := filepath.Join(out, runs[0].Name())
 	var sum report.Summary
-	readJSON(t, filepath.Join(dir, harness.SummaryFile), &sum)
+	readJSON(t, filepath.Join(dir, rundir.SummaryFile), &sum)
 	if !sum.Interrupted {
 		t.Error("summary not marked interrupted")
 	}
@@ -259,8 +259,8 @@ func TestInterruptLeavesNothingBehind(t *testing.T) {
 	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
 		t.Errorf("left in TMPDIR: %v", ents)
 	}
-	var cfg harness.Config
-	readJSON(t, filepath.Join(dir, harness.ConfigFile), &cfg)
+	var cfg rundir.Config
+	readJSON(t, filepath.Join(dir, rundir.ConfigFile), &cfg)
 	for _, ep := range cfg.Cluster.Endpoints {
 		u, _ := url.Parse(ep)
 		if c, err := net.DialTimeout("tcp", u.Host, time.Second); err == nil {

@@ -2,12 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"time"
 
+	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
 )
@@ -58,4 +60,22 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// flagError restates a *harness.FieldError with the flag's name from
+// flags: "--floor-duration 0s: must be > 0" rather than "floor duration
+// 0s: must be > 0". Other errors are returned as they are.
+func flagError(err error, flags map[string]string) error {
+	var fe *harness.FieldError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	name, ok := flags[fe.Field]
+	if !ok {
+		return err
+	}
+	if fe.Value == nil {
+		return fmt.Errorf("--%s: %w", name, fe.Err)
+	}
+	return fmt.Errorf("--%s %v: %w", name, fe.Value, fe.Err)
 }

@@ -1,0 +1,205 @@
+package harness
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/lockbench/lockbench/report"
+)
+
+// The benchmark's derived figures: a cell's from its run's summary, then
+// the ratios, the recording comparison and the targets from what ran.
+
+// fillCell takes a cell's figures from its run's summary.
+func fillCell(cell *report.BenchCell, s report.Summary) {
+	cell.Acquisitions = s.Acquisitions
+	cell.ThroughputPerS = s.ThroughputPerS
+	cell.HandoffMS = trimCDF(s.LatencyMS[report.LatHandoff])
+	cell.AcquireMS = trimCDF(s.LatencyMS[report.LatAcquire])
+	cell.WakeupsPerHandoff, _ = s.WakeupsPerHandoff()
+	cell.Violations = s.TotalViolations()
+	cell.Verdict = string(s.Verdict)
+	cell.Stopped = s.Stopped
+	if s.Interrupted {
+		cell.Stopped = "interrupted"
+	}
+}
+
+// trimCDF drops the CDF: summary.json in the run folder has it.
+func trimCDF(l report.Latency) report.Latency {
+	l.CDF = nil
+	return l
+}
+
+// finishBench computes the ratios and the targets from what ran.
+func finishBench(b *report.Bench) {
+	mutex := map[int]float64{}
+	for _, c := range b.Cells {
+		if c.Lock == MutexLock && c.Error == "" {
+			mutex[c.Clients] = c.ThroughputPerS
+		}
+	}
+	for i := range b.Cells {
+		if b.Cells[i].Error == "" {
+			cellRatios(&b.Cells[i], b, mutex[b.Cells[i].Clients])
+		}
+	}
+	if r := b.Recording; r != nil {
+		finishRecording(r)
+	}
+	b.Targets = nil
+	for _, c := range b.Cells {
+		if c.Lock != b.TargetLock || c.Clients != b.TargetClients || c.Error != "" {
+			continue
+		}
+		name := fmt.Sprintf("%s at %d clients", c.Lock, c.Clients)
+		if c.XFloor > 0 {
+			b.Targets = append(b.Targets, newTarget(name+": throughput ÷ floor commits/s", c.XFloor, ">=", TargetXFloor))
+		}
+		if c.HandoffOverCommit > 0 {
+			b.Targets = append(b.Targets, newTarget(name+": handoff p50 ÷ commit p50", c.HandoffOverCommit, "<=", TargetHandoffOverP50))
+		}
+		if c.XMutex > 0 && c.Lock != MutexLock {
+			b.Targets = append(b.Targets, newTarget(name+": throughput ÷ mutex", c.XMutex, ">=", TargetXMutex))
+		}
+	}
+	if r := b.Recording; r != nil && r.Ratio > 0 {
+		b.Targets = append(b.Targets, newTarget("recording on ÷ off throughput", r.Ratio, ">=", TargetRecordingOnOff))
+	}
+}
+
+// cellRatios sets a cell's ratios to the floor (its own when it has one),
+// to two writers' rate and to mutex's throughput (0: no mutex cell).
+func cellRatios(c *report.BenchCell, b *report.Bench, mutex float64) {
+	c.XFloor, c.XMutex, c.XTwoWriters, c.HandoffOverCommit = 0, 0, 0, 0
+	floor := b.Floor
+	if c.Floor != nil {
+		floor = c.Floor
+	}
+	if floor != nil && floor.CommitsPerS > 0 {
+		c.XFloor = round3(c.ThroughputPerS / floor.CommitsPerS)
+	}
+	if mutex > 0 {
+		c.XMutex = round3(c.ThroughputPerS / mutex)
+	}
+	if tw := b.TwoWriters; tw != nil && tw.PerWriterPerS > 0 {
+		c.XTwoWriters = round3(c.ThroughputPerS / tw.PerWriterPerS)
+	}
+	if floor != nil && floor.LatencyMS.P50 > 0 && c.HandoffMS.Count > 0 {
+		c.HandoffOverCommit = round3(c.HandoffMS.P50 / floor.LatencyMS.P50)
+	}
+}
+
+// finishRecording computes the recording figures from the runs.
+func finishRecording(r *report.Recording) {
+	var on, off, cpuOn, cpuOff []float64
+	r.PairRatios = nil
+	for i, run := range r.Runs {
+		if run.Error != "" || run.CountedPerS <= 0 {
+			continue
+		}
+		if run.Record {
+			on = append(on, run.CountedPerS)
+		} else {
+			off = append(off, run.CountedPerS)
+		}
+		if run.CPUPerAcqUS > 0 {
+			if run.Record {
+				cpuOn = append(cpuOn, run.CPUPerAcqUS)
+			} else {
+				cpuOff = append(cpuOff, run.CPUPerAcqUS)
+			}
+		}
+		// Runs come in pairs: 0-1, 2-3, ...
+		if i%2 == 1 {
+			if ratio, ok := pairRatio(r.Runs[i-1], run); ok {
+				r.PairRatios = append(r.PairRatios, round3(ratio))
+			}
+		}
+	}
+	r.OnPerS, r.OffPerS, r.Ratio, r.RatioOfMeans = round1(mean(on)), round1(mean(off)), 0, 0
+	if len(on) > 0 && len(off) > 0 {
+		r.RatioOfMeans = round3(mean(on) / mean(off))
+	}
+	r.Ratio = round3(median(r.PairRatios))
+	recordingEstimate(r)
+	r.CPUPerAcqUSOn, r.CPUPerAcqUSOff, r.CPURatio = round1(median(cpuOn)), round1(median(cpuOff)), 0
+	if r.CPUPerAcqUSOn > 0 && r.CPUPerAcqUSOff > 0 {
+		r.CPURatio = round3(median(cpuOff) / median(cpuOn))
+	}
+}
+
+// pairRatio is on ÷ off of two adjacent runs, when both counted and one
+// of each.
+func pairRatio(prev, run report.RecordingRun) (float64, bool) {
+	if prev.Error != "" || prev.CountedPerS <= 0 || prev.Record == run.Record {
+		return 0, false
+	}
+	onR, offR := run.CountedPerS, prev.CountedPerS
+	if prev.Record {
+		onR, offR = offR, onR
+	}
+	return onR / offR, true
+}
+
+// recordingEstimate sets the events per acquisition and the estimated
+// share of throughput the appends cost.
+func recordingEstimate(r *report.Recording) {
+	var events, acqs int64
+	for _, run := range r.Runs {
+		if run.Error == "" && run.Record {
+			events += int64(run.Events)
+			acqs += run.Acquisitions
+		}
+	}
+	r.EventsPerAcq, r.EstimatedCost = 0, 0
+	if acqs > 0 {
+		r.EventsPerAcq = round3(float64(events) / float64(acqs))
+		r.EstimatedCost = math.Round(r.AppendNS*r.EventsPerAcq*r.OffPerS/1e9*1e6) / 1e6
+	}
+}
+
+func newTarget(name string, v float64, op string, t float64) report.Target {
+	met := v >= t
+	if op == "<=" {
+		met = v <= t
+	}
+	return report.Target{Name: name, Value: v, Op: op, Target: t, Met: met}
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[len(s)/2]
+}
+
+func mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func round1(v float64) float64 { return math.Round(v*10) / 10 }
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
+}

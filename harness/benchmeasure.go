@@ -1,0 +1,204 @@
+package harness
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/runner"
+	"github.com/lockbench/lockbench/scenario"
+)
+
+// The benchmark's measurements: the commit floor, a recording run, the
+// cost of one history append, and the cluster's care. The figures they
+// give are report's types, and RunBench (bench.go) puts them together.
+
+// MeasureFloor Puts in a loop for d from writers goroutines on one client,
+// each on its own key (key, key/1, key/2, ...), each Put waiting for the
+// last: with one writer the rate of serialized commits and their latency;
+// with two, what one write costs while another is in flight, as a lock's
+// release is while some client joins the queue. An error stops it only
+// when no Put succeeded.
+func MeasureFloor(ctx context.Context, cli *clientv3.Client, key string, d time.Duration, writers int) (*report.Floor, error) {
+	keys := []string{key}
+	for i := 1; i < writers; i++ {
+		keys = append(keys, key+"/"+strconv.Itoa(i))
+	}
+	// One Put each first, untimed: the connection and the keys exist.
+	for _, k := range keys {
+		wctx, cancel := context.WithTimeout(ctx, opTimeout)
+		_, err := cli.Put(wctx, k, "0")
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+	}
+	type result struct {
+		lat     []time.Duration
+		errs    int
+		lastErr error
+	}
+	results := make([]result, len(keys))
+	rctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	for w, k := range keys {
+		wg.Go(func() {
+			r := &results[w]
+			for i := 1; rctx.Err() == nil; i++ {
+				s := time.Now()
+				_, err := cli.Put(rctx, k, strconv.Itoa(i))
+				switch {
+				case err == nil:
+					r.lat = append(r.lat, time.Since(s))
+				case rctx.Err() == nil:
+					r.errs++
+					r.lastErr = err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	el := time.Since(t0)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	var (
+		lat     []time.Duration
+		errs    int
+		lastErr error
+	)
+	for _, r := range results {
+		lat = append(lat, r.lat...)
+		errs += r.errs
+		lastErr = cmp.Or(r.lastErr, lastErr)
+	}
+	if len(lat) == 0 {
+		return nil, fmt.Errorf("no Put succeeded in %s: %v", d, lastErr)
+	}
+	perS := float64(len(lat)) / el.Seconds()
+	return &report.Floor{Writers: len(keys), Commits: len(lat), Errors: errs, DurationS: round3(el.Seconds()),
+		CommitsPerS: round1(perS), PerWriterPerS: round1(perS / float64(len(keys))), LatencyMS: latencyOf(lat)}, nil
+}
+
+// latencyOf is the distribution of ds in milliseconds (exact quantiles).
+func latencyOf(ds []time.Duration) report.Latency {
+	if len(ds) == 0 {
+		return report.Latency{}
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	q := func(p float64) float64 {
+		i := int(math.Ceil(p*float64(len(s)))) - 1
+		return round3(ms(s[min(max(i, 0), len(s)-1)]))
+	}
+	var sum time.Duration
+	for _, d := range s {
+		sum += d
+	}
+	return report.Latency{Count: int64(len(s)), P50: q(0.5), P90: q(0.9), P99: q(0.99), P999: q(0.999),
+		Max: round3(ms(s[len(s)-1])), Mean: round3(ms(sum / time.Duration(len(s))))}
+}
+
+// recordingRun runs the target cell once, keeping the history or not.
+func recordingRun(ctx context.Context, c *cluster.Cluster, spec BenchSpec, on bool, prefix string) report.RecordingRun {
+	run := report.RecordingRun{Record: on}
+	tlsCfg, err := c.ClientTLSConfig()
+	if err != nil {
+		run.Error = err.Error()
+		return run
+	}
+	sc := spec.scenario(spec.TargetClients)
+	sc.Duration = scenario.Duration(spec.recordDuration())
+	cpu0 := processCPU()
+	out, err := runner.Run(ctx, runner.Config{
+		Scenario: sc, Lock: spec.TargetLock, Seed: spec.Seed, Prefix: prefix,
+		Endpoints: c.Endpoints(), Cluster: c, ClientConfig: clientv3.Config{TLS: tlsCfg},
+		KeepAlive: spec.KeepAlive, RPCTimeout: spec.RPCTimeout, SharedConns: spec.SharedConns, NoRecord: !on,
+	})
+	cpu := processCPU() - cpu0
+	if err != nil {
+		run.Error = err.Error()
+		return run
+	}
+	run.ElapsedS = round3(out.Elapsed.Seconds())
+	run.Events = len(out.Events)
+	run.Acquisitions = out.Acquisitions
+	if out.Elapsed <= 0 || out.Acquisitions == 0 {
+		run.Error = "no acquisition in the run"
+		return run
+	}
+	run.CountedPerS = round1(float64(out.Acquisitions) / out.Elapsed.Seconds())
+	if cpu0 > 0 {
+		run.CPUPerAcqUS = round1(float64(cpu) / float64(time.Microsecond) / float64(out.Acquisitions))
+	}
+	return run
+}
+
+// MeasureAppendNS is the mean time of one history append, over n appends
+// of a realistic event from one goroutine into a fresh recorder.
+func MeasureAppendNS(n int) float64 {
+	r := history.NewRecorder(n + 1)
+	e := history.Event{Process: 3, Type: history.OK, F: history.FAcquire, Lock: locks.DefaultName, Token: 412,
+		Key: "/lockbench/run/lock/0123456789abcdef", Lease: "694d7c4b2e1a0f07"}
+	t0 := time.Now()
+	for range n {
+		r.Append(e)
+	}
+	return float64(time.Since(t0)) / float64(n)
+}
+
+// opTimeout bounds one request of the benchmark's own client.
+const opTimeout = 5 * time.Second
+
+// clusterCloseWait bounds closing the cluster. A member's Close can hang
+// for good after an rpc cell: its v3lock Lock handlers stay blocked on the
+// member's deadlocked in-process watch stream (see cluster.Close),
+// GracefulStop waits for them while holding the gRPC server's lock, and
+// the Stop that should follow it waits for that lock.
+const clusterCloseWait = 30 * time.Second
+
+// closeCluster closes c, giving up after wait: the cluster is then left
+// running (the process is about to exit) and its data folder stays.
+func closeCluster(c *cluster.Cluster, wait time.Duration) error {
+	if c == nil {
+		return nil
+	}
+	dir := c.DataDir()
+	done := make(chan error, 1)
+	go func() { done <- c.Close() }()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("close etcd cluster: %w", err)
+		}
+		return nil
+	case <-t.C:
+		return fmt.Errorf("close etcd cluster: still closing after %s, left behind (data folder %s)", wait, dir)
+	}
+}
+
+// newAdmin connects the benchmark's own client, which measures the floor
+// and clears the benchmark's keys at the end.
+func newAdmin(c *cluster.Cluster) (*clientv3.Client, error) {
+	tlsCfg, err := c.ClientTLSConfig()
+	if err != nil {
+		return nil, err
+	}
+	return clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), TLS: tlsCfg, DialTimeout: DefaultDialTimeout, Logger: zap.NewNop()})
+}
