@@ -53,6 +53,13 @@ func (s RunSpec) Validate() error {
 	if err := s.Scenario.Validate(); err != nil {
 		return err
 	}
+	members := s.Cluster.Members
+	if members == 0 {
+		members = cluster.DefaultMembers
+	}
+	if err := s.Scenario.CheckMembers(members); err != nil {
+		return err
+	}
 	if err := runner.CheckSharedConns(s.Scenario, s.SharedConns); err != nil {
 		return err
 	}

@@ -180,6 +180,15 @@ func judge(sum report.Summary, expect map[string]verdict.Verdict) report.Cell {
 	if len(exp) > 0 {
 		cell.Expected = verdict.Worst(exp...)
 	}
+	// A check the scenario does not judge is said to be so: a failing one
+	// must never read as if "pass" were expected of it.
+	for _, name := range verdict.CheckNames {
+		if r, ok := sum.Checks[name]; ok && r.Verdict != verdict.Pass && name != verdict.Herd {
+			if _, judged := expect[name]; !judged {
+				diffs = append(diffs, fmt.Sprintf("%s: %s, not judged", name, r.Verdict))
+			}
+		}
+	}
 	cell.Note = strings.Join(diffs, "; ")
 	return cell
 }

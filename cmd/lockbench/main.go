@@ -351,6 +351,9 @@ func cmdList(args []string, stdout io.Writer) (int, error) {
 	if help, err := parse(fs, args); help || err != nil {
 		return exitPass, err
 	}
+	if fs.NArg() > 0 {
+		return exitUsage, usageError{fmt.Errorf("list takes no arguments, got %q: it lists every lock strategy and scenario", fs.Arg(0))}
+	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LOCK\tDESCRIPTION\tORIGIN")
 	for _, s := range locks.All() {

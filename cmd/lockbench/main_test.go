@@ -41,6 +41,8 @@ func TestBadInput(t *testing.T) {
 		args []string
 		want []string // substrings of stderr
 	}{
+		{[]string{"list", "foo"}, []string{"list takes no arguments", `"foo"`}},
+		{[]string{"run", "--out", out, "--scenario", writeScenario(t, "name: t9\nclients: 4\nduration: 2s\nworkload: {kind: hold}\nsteps:\n  - {at: 1s, fault: crash-client, target: \"client:9\"}\n")}, []string{".yaml:6", "client:9", "clients 0..3"}},
 		{[]string{"run", "--out", out, "--lock", "nope"}, []string{`unknown lock "nope"`, "mutex"}},
 		{[]string{"run", "--out", out, "--scenario", "nope"}, []string{`unknown scenario "nope"`, "contention"}},
 		{[]string{"run", "--out", out, "--clients", "0"}, []string{"--clients 0", "≥1"}},
@@ -268,4 +270,14 @@ func TestInterruptLeavesNothingBehind(t *testing.T) {
 			t.Errorf("something still listens on %s", u.Host)
 		}
 	}
+}
+
+// writeScenario writes a scenario file into a temporary folder.
+func writeScenario(t *testing.T, yaml string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "s.yaml")
+	if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
