@@ -165,7 +165,7 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 	rep := check.Check(out.Events, cfg.CheckOptions())
 	sum := report.Summarize(report.Run{
 		ID: runID, Lock: spec.Lock, Scenario: spec.Scenario.Name, Clients: spec.Scenario.Clients,
-		Seed: spec.Seed, Elapsed: out.Elapsed, Interrupted: out.Interrupted, Stopped: out.Stopped,
+		Seed: spec.Seed, Elapsed: out.Elapsed, Interrupted: out.Interrupted, Stopped: out.Stopped, Stuck: out.Stuck,
 		LeaseTTL: spec.Scenario.TTL(),
 	}, out.Events, rep)
 	dir, err := rundir.Write(spec.Out, cfg, out.Events, sum)

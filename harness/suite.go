@@ -177,6 +177,10 @@ func judge(sum report.Summary, expect map[string]verdict.Verdict) report.Cell {
 		cell.Matches = false
 		diffs = append(diffs, "interrupted")
 	}
+	if len(sum.Stuck) > 0 {
+		cell.Matches = false
+		diffs = append(diffs, "stuck: "+strings.Join(sum.Stuck, "; "))
+	}
 	if len(exp) > 0 {
 		cell.Expected = verdict.Worst(exp...)
 	}

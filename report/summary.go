@@ -123,6 +123,9 @@ type Summary struct {
 	Interrupted bool `json:"interrupted,omitempty"`
 	// Stopped says why the run stopped early, when not interrupted.
 	Stopped string `json:"stopped,omitempty"`
+	// Stuck names clients whose Lock, Unlock or critical section had not
+	// returned long after the run ended: the verdict is then unknown.
+	Stuck []string `json:"stuck,omitempty"`
 }
 
 // Key names a summary's cell in a suite: lock/scenario.
@@ -166,6 +169,9 @@ type Run struct {
 	Elapsed     time.Duration
 	Interrupted bool
 	Stopped     string
+	// Stuck names the clients whose call did not return in time after the
+	// run ended (see runner.Outcome.Stuck); it makes the verdict unknown.
+	Stuck []string
 	// LeaseTTL is the clients' lease TTL, for lease_overrun (0: not known).
 	LeaseTTL time.Duration
 }
@@ -209,6 +215,7 @@ func Summarize(run Run, events []history.Event, rep check.Report) Summary {
 		FaultsUnrecovered: unrecovered,
 		Interrupted:       run.Interrupted,
 		Stopped:           run.Stopped,
+		Stuck:             run.Stuck,
 	}
 	for n, h := range hs {
 		s.LatencyMS[n] = h.latency()
@@ -224,6 +231,9 @@ func Summarize(run Run, events []history.Event, rep check.Report) Summary {
 // check's headline figures into s.
 func addCheckReport(s *Summary, rep check.Report) {
 	s.Violations, s.Checks, s.Verdict = rep.Violations(), rep.Checks, rep.Verdict
+	if len(s.Stuck) > 0 {
+		s.Verdict = verdict.Worst(s.Verdict, verdict.Unknown)
+	}
 	for _, r := range rep.Checks {
 		s.ViolationCount += r.Count
 	}

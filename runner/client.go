@@ -61,6 +61,9 @@ type worker struct {
 	gen    int
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the worker has returned
+	// stuck is set when the worker did not return in time after the run
+	// (runner.waitWorkers): it is left behind, not waited for or closed.
+	stuck bool
 }
 
 // faultState is what process faults have done to the client.
@@ -171,13 +174,26 @@ func (c *client) startWorker(ctx context.Context) {
 	}()
 }
 
-// wait waits for the current worker to return.
+// wait waits for the current worker to return, unless it is stuck.
 func (c *client) wait() {
+	c.waitUntil(nil)
+}
+
+// waitUntil waits for the current worker to return or deadline to fire
+// (nil: no deadline); it reports whether the worker returned. A worker
+// found stuck is not waited for.
+func (c *client) waitUntil(deadline <-chan time.Time) bool {
 	c.mu.Lock()
-	done := c.worker.done
+	done, stuck := c.worker.done, c.worker.stuck
 	c.mu.Unlock()
-	if done != nil {
-		<-done
+	if done == nil || stuck {
+		return !stuck
+	}
+	select {
+	case <-done:
+		return true
+	case <-deadline:
+		return false
 	}
 }
 
@@ -352,13 +368,15 @@ func (c *client) close() {
 		close(c.faults.paused)
 		c.faults.paused = nil
 	}
-	cli, locker, cancel, crashed := c.conn.cli, c.conn.locker, c.worker.cancel, c.faults.crashed
+	cli, locker, cancel, crashed, stuck := c.conn.cli, c.conn.locker, c.worker.cancel, c.faults.crashed, c.worker.stuck
 	c.mu.Unlock()
 	if cancel != nil {
 		cancel()
 	}
 	c.wait()
-	if locker != nil && !crashed {
+	// A stuck worker may still be inside the Locker: its Close could hang
+	// too. Closing the connection is what ends its lease.
+	if locker != nil && !crashed && !stuck {
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 		locker.Close(ctx)
 		cancel()

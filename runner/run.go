@@ -21,9 +21,12 @@ import (
 
 // Config is everything a run needs beyond the scenario itself.
 type Config struct {
-	Scenario scenario.Scenario
-	Lock     string
-	Seed     int64
+	// StuckAfter bounds how long the run waits for its clients' calls to
+	// return once it has ended (0: the hold + 3 × the per-operation bound).
+	StuckAfter time.Duration
+	Scenario   scenario.Scenario
+	Lock       string
+	Seed       int64
 	// Prefix is the run's key namespace; nothing outside it is touched.
 	Prefix    string
 	Endpoints []string
@@ -60,6 +63,10 @@ type Outcome struct {
 	Elapsed time.Duration
 	// Interrupted is set when ctx ended the run before its duration.
 	Interrupted bool
+	// Stuck names each client whose call had not returned StuckAfter after
+	// the run ended, and which call it was in (e.g. "client 3: Lock"); the
+	// run was cut there and the verdict cannot be trusted.
+	Stuck []string
 	// Stopped says why the run ended early other than by interruption
 	// (e.g. the history limit), empty otherwise.
 	Stopped string
@@ -121,6 +128,9 @@ type runner struct {
 	acquisitions atomic.Int64
 	// held are the grants the observer watches over.
 	held heldGrants
+	// stuck are the clients whose worker did not return in time (see
+	// waitWorkers); they are not waited for again.
+	stuck []string
 
 	mu      sync.Mutex
 	stopped string
@@ -231,10 +241,35 @@ func (r *runner) run(ctx context.Context, plan []chaos.PlannedStep) error {
 	err := g.Wait()
 	// The workers are not in the group (a failing client is data, not an
 	// error): wait for each, the one a restart started included.
-	for _, c := range r.clients {
-		c.wait()
-	}
+	r.waitWorkers()
 	return err
+}
+
+// stuckAfter is how long workers get to return once the run has ended:
+// a holder finishes its hold, its counter write and its release, each
+// bounded by opTimeout; a waiter's Lock returns when cancelled.
+func (r *runner) stuckAfter() time.Duration {
+	if r.cfg.StuckAfter > 0 {
+		return r.cfg.StuckAfter
+	}
+	return r.cfg.Scenario.Workload.Hold.D() + 3*opTimeout
+}
+
+// waitWorkers waits for every worker, up to stuckAfter in all. A worker
+// still inside a call then (a Lock that ignores its context, an Unlock
+// that never returns) is recorded as stuck, named with its call, and left
+// behind: one stuck call must not hold a whole suite forever.
+func (r *runner) waitWorkers() {
+	deadline := time.After(r.stuckAfter())
+	for _, c := range r.clients {
+		if !c.waitUntil(deadline) {
+			c.mu.Lock()
+			c.worker.stuck = true
+			call := map[clientState]string{waiting: "Lock", holding: "its critical section", idle: "Unlock"}[c.queue.state]
+			c.mu.Unlock()
+			r.stuck = append(r.stuck, fmt.Sprintf("client %d: %s had not returned %s after the run ended", c.id, call, r.stuckAfter()))
+		}
+	}
 }
 
 // currentRevision is the store's revision now, read through the admin
@@ -266,6 +301,7 @@ func (r *runner) outcome(ctx context.Context) *Outcome {
 		Elapsed:      elapsed,
 		Interrupted:  ctx.Err() != nil,
 		Stopped:      r.stopped,
+		Stuck:        r.stuck,
 		Acquisitions: r.acquisitions.Load(),
 	}
 	for _, c := range r.clients {
