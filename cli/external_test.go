@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -134,7 +134,7 @@ func TestExternalTLSCluster(t *testing.T) {
 		args := append([]string{"run", "--lock", "mutex", "--scenario", "contention", "--clients", "2",
 			"--duration", "1s", "--out", out, "--user", "root", "--password", "s3cret-pw"}, tlsArgs...)
 		code, stdout, stderr := runCLI(t, args...)
-		if code != exitPass {
+		if code != ExitPass {
 			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 		}
 		cfg, dir := runFolder(t, out)
@@ -169,7 +169,7 @@ func TestExternalTLSCluster(t *testing.T) {
 		args := append([]string{"run", "--lock", "queue", "--scenario", "contention", "--clients", "2",
 			"--duration", "1s", "--out", out, "--prefix", "/lockbench/run1"}, tlsArgs...)
 		code, stdout, stderr := runCLI(t, args...)
-		if code != exitPass {
+		if code != ExitPass {
 			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 		}
 		cfg, _ := runFolder(t, out)
@@ -184,7 +184,7 @@ func TestExternalTLSCluster(t *testing.T) {
 		out := t.TempDir()
 		args := append([]string{"run", "--duration", "1s", "--out", out, "--prefix", "/lockbench/other-run/"}, tlsArgs...)
 		code, _, stderr := runCLI(t, args...)
-		if code != exitUsage || !strings.Contains(stderr, "/lockbench/other-run/ already holds 3 keys") {
+		if code != ExitUsage || !strings.Contains(stderr, "/lockbench/other-run/ already holds 3 keys") {
 			t.Errorf("exit %d, stderr %q", code, stderr)
 		}
 		if _, err := os.Stat(out); err == nil {
@@ -205,7 +205,7 @@ func TestExternalTLSCluster(t *testing.T) {
 		if el := time.Since(t0); el > 4*time.Second {
 			t.Errorf("took %s with a 1s dial timeout", el)
 		}
-		if code != exitUsage || !strings.Contains(stderr, "endpoint https://127.0.0.1:") || !strings.Contains(stderr, "unknown authority") {
+		if code != ExitUsage || !strings.Contains(stderr, "endpoint https://127.0.0.1:") || !strings.Contains(stderr, "unknown authority") {
 			t.Errorf("exit %d, stderr %q", code, stderr)
 		}
 		if _, err := os.Stat(out); !os.IsNotExist(err) {
@@ -217,7 +217,7 @@ func TestExternalTLSCluster(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "runs")
 		code, _, stderr := runCLI(t, "run", "--duration", "1s", "--out", out, "--dial-timeout", "1s",
 			"--endpoints", eps, "--cacert", ca)
-		if code != exitUsage || !strings.Contains(stderr, "endpoint https://127.0.0.1:") || !strings.Contains(stderr, "client certificate") {
+		if code != ExitUsage || !strings.Contains(stderr, "endpoint https://127.0.0.1:") || !strings.Contains(stderr, "client certificate") {
 			t.Errorf("exit %d, stderr %q", code, stderr)
 		}
 		if _, err := os.Stat(out); !os.IsNotExist(err) {
@@ -231,7 +231,7 @@ func TestExternalTLSCluster(t *testing.T) {
 		out := t.TempDir()
 		args := append([]string{"run", "--lock", "mutex", "--scenario", "lease-expiry-fenced", "--duration", "4s", "--out", out}, tlsArgs...)
 		code, stdout, stderr := runCLI(t, args...)
-		if code != exitPass && code != exitViolation {
+		if code != ExitPass && code != ExitViolation {
 			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 		}
 		cfg, dir := runFolder(t, out)
@@ -265,7 +265,7 @@ func TestExternalTLSCluster(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "runs")
 		code, _, stderr := runCLI(t, append([]string{"run", "--duration", "1s", "--out", out, "--dial-timeout", "10s",
 			"--user", "root", "--password", "wrong"}, tlsArgs...)...)
-		if code != exitUsage || !strings.Contains(stderr, "authentication failed") || strings.Contains(stderr, "wrong") {
+		if code != ExitUsage || !strings.Contains(stderr, "authentication failed") || strings.Contains(stderr, "wrong") {
 			t.Errorf("wrong password: exit %d, stderr %q", code, stderr)
 		}
 		if _, err := os.Stat(out); !os.IsNotExist(err) {
@@ -275,7 +275,7 @@ func TestExternalTLSCluster(t *testing.T) {
 		t.Setenv(passwordEnv, "s3cret-pw")
 		code, stdout, stderr := runCLI(t, append([]string{"run", "--clients", "2", "--duration", "1s", "--out", out,
 			"--user", "root"}, tlsArgs...)...)
-		if code != exitPass {
+		if code != ExitPass {
 			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 		}
 		cfg, _ := runFolder(t, out)
@@ -358,8 +358,8 @@ func TestExternalBadInput(t *testing.T) {
 			t0 := time.Now()
 			code, _, stderr := runCLI(t, append([]string{"run", "--out", out}, tc.args...)...)
 			el := time.Since(t0)
-			if code != exitUsage {
-				t.Errorf("exit %d, want %d; stderr: %s", code, exitUsage, stderr)
+			if code != ExitUsage {
+				t.Errorf("exit %d, want %d; stderr: %s", code, ExitUsage, stderr)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(stderr, w) {
@@ -399,7 +399,7 @@ func (b *syncBuffer) String() string {
 }
 
 // TestClusterCommand: `lockbench cluster --tls` prints endpoints and
-// certificate paths that work, and on cancel (Ctrl-C) exits 0 leaving no
+// certificate paths that work, and on cancel (Ctrl-C) exits 130 leaving no
 // listener and no data folder.
 func TestClusterCommand(t *testing.T) {
 	if testing.Short() {
@@ -414,8 +414,10 @@ func TestClusterCommand(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		code, err := cmdCluster(ctx, []string{"--members", "1", "--tls", "--unsafe-no-fsync"}, &stdout, &stderr)
-		done <- result{code, err}
+		e := &env{stdout: &stdout, stderr: &stderr, scratch: &scratch{}}
+		defer e.scratch.removeAll()
+		err := clusterCommand(ctx, e, []string{"--members", "1", "--tls", "--unsafe-no-fsync"})
+		done <- result{exitCode(err), err}
 	}()
 	deadline := time.After(time.Minute)
 	for !strings.Contains(stdout.String(), "Ctrl-C") {
@@ -459,8 +461,9 @@ func TestClusterCommand(t *testing.T) {
 	cancel()
 	select {
 	case r := <-done:
-		if r.code != exitPass || r.err != nil {
-			t.Errorf("exit %d, %v", r.code, r.err)
+		// Ctrl-C ends it as it ends every command: 130.
+		if r.code != ExitInterrupted || r.err != errInterrupted {
+			t.Errorf("exit %d, %v; want %d", r.code, r.err, ExitInterrupted)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("did not stop after cancel")
