@@ -224,8 +224,8 @@ func TestInterruptLeavesNothingBehind(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "run", "--duration", "60s", "--clients", "4", "--out", out, "--unsafe-no-fsync")
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
+	var stdout, stderr syncBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -243,6 +243,10 @@ func TestInterruptLeavesNothingBehind(t *testing.T) {
 	code := cmd.ProcessState.ExitCode()
 	if err == nil || code != ExitInterrupted {
 		t.Fatalf("exit %d (%v), want %d\n%s", code, err, ExitInterrupted, stderr.String())
+	}
+	// The console table says so too.
+	if !strings.Contains(stdout.String(), "(interrupted)") || !strings.Contains(stdout.String(), "interrupted after") {
+		t.Errorf("the table does not say interrupted:\n%s", stdout.String())
 	}
 	runs, _ := os.ReadDir(out)
 	if len(runs) != 1 {

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // checkDir checks, before anything runs, that dir (flag --name) is a
@@ -19,7 +20,7 @@ func checkDir(name, dir string, mustExist bool) error {
 		return badInputf("--%s %s: is a file, not a folder", name, dir)
 	case err == nil:
 		return writable(name, dir, dir)
-	case !errors.Is(err, fs.ErrNotExist):
+	case !missing(err):
 		return badInputf("--%s %s: %v", name, dir, err)
 	case mustExist:
 		return badInputf("--%s %s: no such folder", name, dir)
@@ -32,7 +33,7 @@ func checkDir(name, dir string, mustExist bool) error {
 			return badInputf("--%s %s: %s is a file, not a folder", name, dir, parent)
 		case err == nil:
 			return writable(name, dir, parent)
-		case !errors.Is(err, fs.ErrNotExist):
+		case !missing(err):
 			return badInputf("--%s %s: %v", name, dir, err)
 		}
 		next := filepath.Dir(parent)
@@ -41,6 +42,12 @@ func checkDir(name, dir string, mustExist bool) error {
 		}
 		parent = next
 	}
+}
+
+// missing reports a Stat error that means "not there": no such file, or
+// a file where a folder of the path should be (walk up to find it).
+func missing(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
 }
 
 // checkFile checks, before anything runs, that the file path (flag
