@@ -62,6 +62,7 @@ func benchCommand(ctx context.Context, e *env, args []string) error {
 	return runBench(ctx, e, &o)
 }
 
+// register adds bench's flags, the shared groups included, to fs.
 func (o *benchOptions) register(fs *flagSet) {
 	s := &o.spec
 	fs.StringVar(&o.clients, "clients", joinInts(harness.DefaultBenchClients), "comma-separated client counts")

@@ -119,7 +119,7 @@ func whatJSON(path string) string {
 	}
 	has := func(k string) bool { _, ok := keys[k]; return ok }
 	switch {
-	case has("run_id") && has("cluster") && !has("verdict"):
+	case has("run_id") && !has("verdict"):
 		return " (it looks like a run's config.json)"
 	case has("floor") || has("floor_put"):
 		return " (it looks like a bench.json)"

@@ -69,6 +69,7 @@ type panicError struct {
 	stack []byte
 }
 
+// Error is the panic, what to do about it, and the stack.
 func (p *panicError) Error() string {
 	return fmt.Sprintf("panic: %v (a bug in lockbench or in a lock strategy; please report it with this stack)\n%s", p.value, p.stack)
 }

@@ -27,6 +27,7 @@ const passwordEnv = "LOCKBENCH_PASSWORD"
 // extOnly are extFlags' names that need --endpoints.
 var extOnly = []string{"cacert", "cert", "key", "user", "password", "prefix", "dial-timeout"}
 
+// register adds the external-cluster flags to fs.
 func (e *extFlags) register(fs *flagSet) {
 	fs.StringVar(&e.endpoints, "endpoints", "", "comma-separated client URLs of an external etcd cluster (http:// or https://); no embedded cluster is started, member faults are refused")
 	fs.StringVar(&e.cacert, "cacert", "", "external cluster: CA certificate (PEM) that verifies the servers (https; default: the system roots)")

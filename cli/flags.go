@@ -96,6 +96,7 @@ type clusterFlags struct {
 // embeddedOnly are clusterFlags' names: with --endpoints they do not apply.
 var embeddedOnly = []string{"members", "tick", "election", "unsafe-no-fsync", "verbose", "data-dir"}
 
+// register adds the embedded-cluster flags to fs.
 func (c *clusterFlags) register(fs *flagSet) {
 	fs.IntVar(&c.members, "members", cluster.DefaultMembers, "etcd cluster members (1..9)")
 	fs.DurationVar(&c.tick, "tick", cluster.DefaultTick, "raft heartbeat interval of the embedded cluster (≥1ms)")
