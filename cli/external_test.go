@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -65,11 +65,46 @@ func TestExternalTLSCluster(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	f := newExtFixture(t, ctx)
+	for _, st := range []struct {
+		name string
+		fn   func(*testing.T, *extFixture)
+	}{
+		{"default prefix", extDefaultPrefix},
+		{"given prefix", extGivenPrefix},
+		{"prefix in use", extPrefixInUse},
+		{"wrong CA", extWrongCa},
+		{"no client certificate", extNoClientCertificate},
+		{"client faults through TLS proxies", extClientFaultsThroughTlsProxies},
+		{"auth", extAuth},
+	} {
+		// In order: "auth" turns auth on for the rest of the cluster's life.
+		t.Run(st.name, func(t *testing.T) { st.fn(t, f) })
+	}
+}
+
+// extFixture is a separate TLS cluster holding keys that a run must not
+// touch, and the checks the subtests of TestExternalTLSCluster share.
+type extFixture struct {
+	ctx                context.Context
+	c                  *cluster.Cluster
+	admin              *clientv3.Client
+	eps, ca, cert, key string
+	tlsCfg             *tls.Config
+	tlsArgs            []string
+	before             map[string]kv
+	unchanged          func(t *testing.T, cli *clientv3.Client)
+	runFolder          func(t *testing.T, out string) (rundir.Config, string)
+	noneUnder          func(t *testing.T, cli *clientv3.Client, prefix string)
+}
+
+// newExtFixture starts the cluster and writes the keys.
+func newExtFixture(t *testing.T, ctx context.Context) *extFixture {
 	c, err := cluster.Start(ctx, cluster.Options{TLS: true, UnsafeNoFsync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
 	ca, cert, key := c.TLSFiles()
 	tlsCfg, err := c.ClientTLSConfig()
 	if err != nil {
@@ -89,23 +124,24 @@ func TestExternalTLSCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	before := keyspace(t, admin)
-	tlsArgs := []string{"--endpoints", eps, "--cacert", ca, "--cert", cert, "--key", key}
-	unchanged := func(t *testing.T, cli *clientv3.Client) {
+	f := &extFixture{ctx: ctx, c: c, admin: admin, eps: eps, ca: ca, cert: cert, key: key, tlsCfg: tlsCfg}
+	f.before = keyspace(t, admin)
+	f.tlsArgs = []string{"--endpoints", eps, "--cacert", ca, "--cert", cert, "--key", key}
+	f.unchanged = func(t *testing.T, cli *clientv3.Client) {
 		t.Helper()
 		after := keyspace(t, cli)
-		for k, v := range before {
+		for k, v := range f.before {
 			if after[k] != v {
 				t.Errorf("key %q changed: before %+v, after %+v", k, v, after[k])
 			}
 		}
 		for k := range after {
-			if _, ok := before[k]; !ok {
+			if _, ok := f.before[k]; !ok {
 				t.Errorf("key %q left behind", k)
 			}
 		}
 	}
-	runFolder := func(t *testing.T, out string) (rundir.Config, string) {
+	f.runFolder = func(t *testing.T, out string) (rundir.Config, string) {
 		t.Helper()
 		runs, _ := os.ReadDir(out)
 		if len(runs) != 1 {
@@ -116,7 +152,7 @@ func TestExternalTLSCluster(t *testing.T) {
 		readJSON(t, filepath.Join(dir, rundir.ConfigFile), &cfg)
 		return cfg, dir
 	}
-	noneUnder := func(t *testing.T, cli *clientv3.Client, prefix string) {
+	f.noneUnder = func(t *testing.T, cli *clientv3.Client, prefix string) {
 		t.Helper()
 		resp, err := cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
 		if err != nil {
@@ -126,162 +162,182 @@ func TestExternalTLSCluster(t *testing.T) {
 			t.Errorf("%d keys left under %s", resp.Count, prefix)
 		}
 	}
+	return f
+}
 
-	t.Run("default prefix", func(t *testing.T) {
-		out := t.TempDir()
-		// Credentials on a cluster without auth are accepted (and unused):
-		// here they show that the password is never written.
-		args := append([]string{"run", "--lock", "mutex", "--scenario", "contention", "--clients", "2",
-			"--duration", "1s", "--out", out, "--user", "root", "--password", "s3cret-pw"}, tlsArgs...)
-		code, stdout, stderr := runCLI(t, args...)
-		if code != exitPass {
-			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+// extDefaultPrefix is TestExternalTLSCluster's subtest "default prefix".
+func extDefaultPrefix(t *testing.T, f *extFixture) {
+	admin, eps, ca, tlsArgs := f.admin, f.eps, f.ca, f.tlsArgs
+	unchanged, runFolder, noneUnder := f.unchanged, f.runFolder, f.noneUnder
+	out := t.TempDir()
+	// Credentials on a cluster without auth are accepted (and unused):
+	// here they show that the password is never written.
+	args := append([]string{"run", "--lock", "mutex", "--scenario", "contention", "--clients", "2",
+		"--duration", "1s", "--out", out, "--user", "root", "--password", "s3cret-pw"}, tlsArgs...)
+	code, stdout, stderr := runCLI(t, args...)
+	if code != ExitPass {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	cfg, dir := runFolder(t, out)
+	if !strings.HasPrefix(cfg.Prefix, "/lockbench/"+cfg.RunID) || !strings.HasSuffix(cfg.Prefix, "/") {
+		t.Errorf("prefix %q, want /lockbench/<run-id>/", cfg.Prefix)
+	}
+	cc := cfg.Cluster
+	if !cc.External || !cc.TLS || strings.Join(cc.Endpoints, ",") != eps || cc.Members != 3 || cc.User != "root" || cc.CACert != ca {
+		t.Errorf("config.json cluster: %+v", cc)
+	}
+	var sum report.Summary
+	readJSON(t, filepath.Join(dir, rundir.SummaryFile), &sum)
+	if sum.Acquisitions < 2 || sum.Verdict != "pass" {
+		t.Errorf("summary: %d acquisitions, verdict %s", sum.Acquisitions, sum.Verdict)
+	}
+	files, _ := os.ReadDir(dir)
+	for _, f := range files {
+		b, _ := os.ReadFile(filepath.Join(dir, f.Name()))
+		if bytes.Contains(b, []byte("s3cret-pw")) {
+			t.Errorf("%s contains the password", f.Name())
 		}
-		cfg, dir := runFolder(t, out)
-		if !strings.HasPrefix(cfg.Prefix, "/lockbench/"+cfg.RunID) || !strings.HasSuffix(cfg.Prefix, "/") {
-			t.Errorf("prefix %q, want /lockbench/<run-id>/", cfg.Prefix)
-		}
-		cc := cfg.Cluster
-		if !cc.External || !cc.TLS || strings.Join(cc.Endpoints, ",") != eps || cc.Members != 3 || cc.User != "root" || cc.CACert != ca {
-			t.Errorf("config.json cluster: %+v", cc)
-		}
-		var sum report.Summary
-		readJSON(t, filepath.Join(dir, rundir.SummaryFile), &sum)
-		if sum.Acquisitions < 2 || sum.Verdict != "pass" {
-			t.Errorf("summary: %d acquisitions, verdict %s", sum.Acquisitions, sum.Verdict)
-		}
-		files, _ := os.ReadDir(dir)
-		for _, f := range files {
-			b, _ := os.ReadFile(filepath.Join(dir, f.Name()))
-			if bytes.Contains(b, []byte("s3cret-pw")) {
-				t.Errorf("%s contains the password", f.Name())
-			}
-		}
-		noneUnder(t, admin, cfg.Prefix)
-		unchanged(t, admin)
-	})
+	}
+	noneUnder(t, admin, cfg.Prefix)
+	unchanged(t, admin)
+}
 
-	t.Run("given prefix", func(t *testing.T) {
-		out := t.TempDir()
-		// "/lockbench/run1" becomes "/lockbench/run1/": the keys
-		// /lockbench/run1, /lockbench/run1x and /lockbench/run10/x are
-		// outside it.
-		args := append([]string{"run", "--lock", "queue", "--scenario", "contention", "--clients", "2",
-			"--duration", "1s", "--out", out, "--prefix", "/lockbench/run1"}, tlsArgs...)
-		code, stdout, stderr := runCLI(t, args...)
-		if code != exitPass {
-			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
-		}
-		cfg, _ := runFolder(t, out)
-		if cfg.Prefix != "/lockbench/run1/" {
-			t.Errorf("prefix %q, want /lockbench/run1/", cfg.Prefix)
-		}
-		noneUnder(t, admin, cfg.Prefix)
-		unchanged(t, admin)
-	})
+// extGivenPrefix is TestExternalTLSCluster's subtest "given prefix".
+func extGivenPrefix(t *testing.T, f *extFixture) {
+	admin, tlsArgs := f.admin, f.tlsArgs
+	unchanged, runFolder, noneUnder := f.unchanged, f.runFolder, f.noneUnder
+	out := t.TempDir()
+	// "/lockbench/run1" becomes "/lockbench/run1/": the keys
+	// /lockbench/run1, /lockbench/run1x and /lockbench/run10/x are
+	// outside it.
+	args := append([]string{"run", "--lock", "queue", "--scenario", "contention", "--clients", "2",
+		"--duration", "1s", "--out", out, "--prefix", "/lockbench/run1"}, tlsArgs...)
+	code, stdout, stderr := runCLI(t, args...)
+	if code != ExitPass {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	cfg, _ := runFolder(t, out)
+	if cfg.Prefix != "/lockbench/run1/" {
+		t.Errorf("prefix %q, want /lockbench/run1/", cfg.Prefix)
+	}
+	noneUnder(t, admin, cfg.Prefix)
+	unchanged(t, admin)
+}
 
-	t.Run("prefix in use", func(t *testing.T) {
-		out := t.TempDir()
-		args := append([]string{"run", "--duration", "1s", "--out", out, "--prefix", "/lockbench/other-run/"}, tlsArgs...)
-		code, _, stderr := runCLI(t, args...)
-		if code != exitUsage || !strings.Contains(stderr, "/lockbench/other-run/ already holds 3 keys") {
-			t.Errorf("exit %d, stderr %q", code, stderr)
+// extPrefixInUse is TestExternalTLSCluster's subtest "prefix in use".
+func extPrefixInUse(t *testing.T, f *extFixture) {
+	admin, tlsArgs := f.admin, f.tlsArgs
+	unchanged := f.unchanged
+	out := t.TempDir()
+	args := append([]string{"run", "--duration", "1s", "--out", out, "--prefix", "/lockbench/other-run/"}, tlsArgs...)
+	code, _, stderr := runCLI(t, args...)
+	if code != ExitUsage || !strings.Contains(stderr, "/lockbench/other-run/ already holds 3 keys") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+	if _, err := os.Stat(out); err == nil {
+		if ents, _ := os.ReadDir(out); len(ents) > 0 {
+			t.Errorf("wrote %v", ents)
 		}
-		if _, err := os.Stat(out); err == nil {
-			if ents, _ := os.ReadDir(out); len(ents) > 0 {
-				t.Errorf("wrote %v", ents)
-			}
-		}
-		unchanged(t, admin)
-	})
+	}
+	unchanged(t, admin)
+}
 
-	t.Run("wrong CA", func(t *testing.T) {
-		// The client certificate is no CA: the servers' certificates do
-		// not verify against it.
-		out := filepath.Join(t.TempDir(), "runs")
-		t0 := time.Now()
-		code, _, stderr := runCLI(t, "run", "--duration", "1s", "--out", out, "--dial-timeout", "1s",
-			"--endpoints", eps, "--cacert", cert, "--cert", cert, "--key", key)
-		if el := time.Since(t0); el > 4*time.Second {
-			t.Errorf("took %s with a 1s dial timeout", el)
-		}
-		if code != exitUsage || !strings.Contains(stderr, "endpoint https://127.0.0.1:") || !strings.Contains(stderr, "unknown authority") {
-			t.Errorf("exit %d, stderr %q", code, stderr)
-		}
-		if _, err := os.Stat(out); !os.IsNotExist(err) {
-			t.Errorf("wrote %s", out)
-		}
-	})
+// extWrongCa is TestExternalTLSCluster's subtest "wrong CA".
+func extWrongCa(t *testing.T, f *extFixture) {
+	eps, cert, key := f.eps, f.cert, f.key
+	// The client certificate is no CA: the servers' certificates do
+	// not verify against it.
+	out := filepath.Join(t.TempDir(), "runs")
+	t0 := time.Now()
+	code, _, stderr := runCLI(t, "run", "--duration", "1s", "--out", out, "--dial-timeout", "1s",
+		"--endpoints", eps, "--cacert", cert, "--cert", cert, "--key", key)
+	if el := time.Since(t0); el > 4*time.Second {
+		t.Errorf("took %s with a 1s dial timeout", el)
+	}
+	if code != ExitUsage || !strings.Contains(stderr, "endpoint https://127.0.0.1:") || !strings.Contains(stderr, "unknown authority") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("wrote %s", out)
+	}
+}
 
-	t.Run("no client certificate", func(t *testing.T) {
-		out := filepath.Join(t.TempDir(), "runs")
-		code, _, stderr := runCLI(t, "run", "--duration", "1s", "--out", out, "--dial-timeout", "1s",
-			"--endpoints", eps, "--cacert", ca)
-		if code != exitUsage || !strings.Contains(stderr, "endpoint https://127.0.0.1:") || !strings.Contains(stderr, "client certificate") {
-			t.Errorf("exit %d, stderr %q", code, stderr)
-		}
-		if _, err := os.Stat(out); !os.IsNotExist(err) {
-			t.Errorf("wrote %s", out)
-		}
-	})
+// extNoClientCertificate is TestExternalTLSCluster's subtest "no client certificate".
+func extNoClientCertificate(t *testing.T, f *extFixture) {
+	eps, ca := f.eps, f.ca
+	out := filepath.Join(t.TempDir(), "runs")
+	code, _, stderr := runCLI(t, "run", "--duration", "1s", "--out", out, "--dial-timeout", "1s",
+		"--endpoints", eps, "--cacert", ca)
+	if code != ExitUsage || !strings.Contains(stderr, "endpoint https://127.0.0.1:") || !strings.Contains(stderr, "client certificate") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("wrote %s", out)
+	}
+}
 
-	t.Run("client faults through TLS proxies", func(t *testing.T) {
-		// Per-client proxies forward raw TCP: the clients must keep https
-		// (an http endpoint would make the etcd client drop TLS silently).
-		out := t.TempDir()
-		args := append([]string{"run", "--lock", "mutex", "--scenario", "lease-expiry-fenced", "--duration", "4s", "--out", out}, tlsArgs...)
-		code, stdout, stderr := runCLI(t, args...)
-		if code != exitPass && code != exitViolation {
-			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
-		}
-		cfg, dir := runFolder(t, out)
-		var sum report.Summary
-		readJSON(t, filepath.Join(dir, rundir.SummaryFile), &sum)
-		if sum.Acquisitions < 3 {
-			t.Errorf("%d acquisitions through the proxies\n%s", sum.Acquisitions, stdout)
-		}
-		hist, _ := os.ReadFile(filepath.Join(dir, rundir.HistoryFile))
-		if !bytes.Contains(hist, []byte(`"pause-client"`)) {
-			t.Error("history records no pause-client fault")
-		}
-		noneUnder(t, admin, cfg.Prefix)
-		unchanged(t, admin)
-	})
+// extClientFaultsThroughTlsProxies is TestExternalTLSCluster's subtest "client faults through TLS proxies".
+func extClientFaultsThroughTlsProxies(t *testing.T, f *extFixture) {
+	admin, tlsArgs := f.admin, f.tlsArgs
+	unchanged, runFolder, noneUnder := f.unchanged, f.runFolder, f.noneUnder
+	// Per-client proxies forward raw TCP: the clients must keep https
+	// (an http endpoint would make the etcd client drop TLS silently).
+	out := t.TempDir()
+	args := append([]string{"run", "--lock", "mutex", "--scenario", "lease-expiry-fenced", "--duration", "4s", "--out", out}, tlsArgs...)
+	code, stdout, stderr := runCLI(t, args...)
+	if code != ExitPass && code != ExitViolation {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	cfg, dir := runFolder(t, out)
+	var sum report.Summary
+	readJSON(t, filepath.Join(dir, rundir.SummaryFile), &sum)
+	if sum.Acquisitions < 3 {
+		t.Errorf("%d acquisitions through the proxies\n%s", sum.Acquisitions, stdout)
+	}
+	hist, _ := os.ReadFile(filepath.Join(dir, rundir.HistoryFile))
+	if !bytes.Contains(hist, []byte(`"pause-client"`)) {
+		t.Error("history records no pause-client fault")
+	}
+	noneUnder(t, admin, cfg.Prefix)
+	unchanged(t, admin)
+}
 
-	t.Run("auth", func(t *testing.T) {
-		// Last: it turns auth on for the rest of the cluster's life.
-		if _, err := admin.UserAdd(ctx, "root", "s3cret-pw"); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := admin.UserGrantRole(ctx, "root", "root"); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := admin.AuthEnable(ctx); err != nil {
-			t.Fatal(err)
-		}
-		root := tlsClient(t, c.Endpoints(), tlsCfg, "root", "s3cret-pw")
-		before = keyspace(t, root)
+// extAuth is TestExternalTLSCluster's subtest "auth".
+func extAuth(t *testing.T, f *extFixture) {
+	ctx, c, admin, tlsCfg, tlsArgs := f.ctx, f.c, f.admin, f.tlsCfg, f.tlsArgs
+	unchanged, runFolder, noneUnder := f.unchanged, f.runFolder, f.noneUnder
+	// Last: it turns auth on for the rest of the cluster's life.
+	if _, err := admin.UserAdd(ctx, "root", "s3cret-pw"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.UserGrantRole(ctx, "root", "root"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.AuthEnable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	root := tlsClient(t, c.Endpoints(), tlsCfg, "root", "s3cret-pw")
+	f.before = keyspace(t, root)
 
-		out := filepath.Join(t.TempDir(), "runs")
-		code, _, stderr := runCLI(t, append([]string{"run", "--duration", "1s", "--out", out, "--dial-timeout", "10s",
-			"--user", "root", "--password", "wrong"}, tlsArgs...)...)
-		if code != exitUsage || !strings.Contains(stderr, "authentication failed") || strings.Contains(stderr, "wrong") {
-			t.Errorf("wrong password: exit %d, stderr %q", code, stderr)
-		}
-		if _, err := os.Stat(out); !os.IsNotExist(err) {
-			t.Errorf("wrote %s", out)
-		}
-		// The password from the environment, where ps does not show it.
-		t.Setenv(passwordEnv, "s3cret-pw")
-		code, stdout, stderr := runCLI(t, append([]string{"run", "--clients", "2", "--duration", "1s", "--out", out,
-			"--user", "root"}, tlsArgs...)...)
-		if code != exitPass {
-			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
-		}
-		cfg, _ := runFolder(t, out)
-		noneUnder(t, root, cfg.Prefix)
-		unchanged(t, root)
-	})
+	out := filepath.Join(t.TempDir(), "runs")
+	code, _, stderr := runCLI(t, append([]string{"run", "--duration", "1s", "--out", out, "--dial-timeout", "10s",
+		"--user", "root", "--password", "wrong"}, tlsArgs...)...)
+	if code != ExitUsage || !strings.Contains(stderr, "authentication failed") || strings.Contains(stderr, "wrong") {
+		t.Errorf("wrong password: exit %d, stderr %q", code, stderr)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("wrote %s", out)
+	}
+	// The password from the environment, where ps does not show it.
+	t.Setenv(passwordEnv, "s3cret-pw")
+	code, stdout, stderr := runCLI(t, append([]string{"run", "--clients", "2", "--duration", "1s", "--out", out,
+		"--user", "root"}, tlsArgs...)...)
+	if code != ExitPass {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	cfg, _ := runFolder(t, out)
+	noneUnder(t, root, cfg.Prefix)
+	unchanged(t, root)
 }
 
 // TestExternalBadInput: bad external-cluster input exits 2 with one
@@ -358,8 +414,8 @@ func TestExternalBadInput(t *testing.T) {
 			t0 := time.Now()
 			code, _, stderr := runCLI(t, append([]string{"run", "--out", out}, tc.args...)...)
 			el := time.Since(t0)
-			if code != exitUsage {
-				t.Errorf("exit %d, want %d; stderr: %s", code, exitUsage, stderr)
+			if code != ExitUsage {
+				t.Errorf("exit %d, want %d; stderr: %s", code, ExitUsage, stderr)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(stderr, w) {
@@ -399,7 +455,7 @@ func (b *syncBuffer) String() string {
 }
 
 // TestClusterCommand: `lockbench cluster --tls` prints endpoints and
-// certificate paths that work, and on cancel (Ctrl-C) exits 0 leaving no
+// certificate paths that work, and on cancel (Ctrl-C) exits 130 leaving no
 // listener and no data folder.
 func TestClusterCommand(t *testing.T) {
 	if testing.Short() {
@@ -414,8 +470,10 @@ func TestClusterCommand(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		code, err := cmdCluster(ctx, []string{"--members", "1", "--tls", "--unsafe-no-fsync"}, &stdout, &stderr)
-		done <- result{code, err}
+		e := &env{stdout: &stdout, stderr: &stderr, scratch: &scratch{}}
+		defer e.scratch.removeAll()
+		err := clusterCommand(ctx, e, []string{"--members", "1", "--tls", "--unsafe-no-fsync"})
+		done <- result{exitCode(err), err}
 	}()
 	deadline := time.After(time.Minute)
 	for !strings.Contains(stdout.String(), "Ctrl-C") {
@@ -459,8 +517,9 @@ func TestClusterCommand(t *testing.T) {
 	cancel()
 	select {
 	case r := <-done:
-		if r.code != exitPass || r.err != nil {
-			t.Errorf("exit %d, %v", r.code, r.err)
+		// Ctrl-C ends it as it ends every command: 130.
+		if r.code != ExitInterrupted || r.err != errInterrupted {
+			t.Errorf("exit %d, %v; want %d", r.code, r.err, ExitInterrupted)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("did not stop after cancel")

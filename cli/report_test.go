@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 // known exclusion violation) to a temporary folder.
 func sampleRun(t *testing.T) string {
 	t.Helper()
-	src := filepath.Join("..", "..", "report", "testdata", "run-violation")
+	src := filepath.Join("..", "report", "testdata", "run-violation")
 	dst := filepath.Join(t.TempDir(), "run")
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		t.Fatal(err)
@@ -49,9 +49,9 @@ func TestReportCommand(t *testing.T) {
 	}
 
 	var stdout, stderr bytes.Buffer
-	code := realMain([]string{"report", dir}, &stdout, &stderr)
-	if code != exitViolation {
-		t.Errorf("exit %d, want %d (the run has a violation)\n%s%s", code, exitViolation, stdout.String(), stderr.String())
+	code := Run([]string{"report", dir}, &stdout, &stderr)
+	if code != ExitViolation {
+		t.Errorf("exit %d, want %d (the run has a violation)\n%s%s", code, ExitViolation, stdout.String(), stderr.String())
 	}
 	for _, w := range []string{"queue", "fixture", "handoff", "unavailability", "exclusion", "violation: ", "report: " + filepath.Join(dir, rundir.HTMLFile)} {
 		if !strings.Contains(stdout.String(), w) {
@@ -77,8 +77,8 @@ func TestReportCommand(t *testing.T) {
 	other := filepath.Join(t.TempDir(), "x.html")
 	stdout.Reset()
 	stderr.Reset()
-	code = realMain([]string{"report", dir, "--html", other, "--write-summary"}, &stdout, &stderr)
-	if code != exitViolation {
+	code = Run([]string{"report", dir, "--html", other, "--write-summary"}, &stdout, &stderr)
+	if code != ExitViolation {
 		t.Errorf("exit %d: %s", code, stderr.String())
 	}
 	if _, err := os.Stat(other); err != nil {
@@ -90,7 +90,7 @@ func TestReportCommand(t *testing.T) {
 	}
 
 	os.Remove(filepath.Join(dir, rundir.HTMLFile))
-	if code := realMain([]string{"report", "--no-html", dir}, &stdout, &stderr); code != exitViolation {
+	if code := Run([]string{"report", "--no-html", dir}, &stdout, &stderr); code != ExitViolation {
 		t.Errorf("--no-html: exit %d", code)
 	}
 	if _, err := os.Stat(filepath.Join(dir, rundir.HTMLFile)); err == nil {
@@ -119,9 +119,9 @@ func TestReportCommandBadInput(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			code := realMain(append([]string{"report"}, tc.args...), &stdout, &stderr)
-			if code != exitUsage {
-				t.Errorf("exit %d, want %d", code, exitUsage)
+			code := Run(append([]string{"report"}, tc.args...), &stdout, &stderr)
+			if code != ExitUsage {
+				t.Errorf("exit %d, want %d", code, ExitUsage)
 			}
 			msg := stderr.String()
 			if !strings.Contains(msg, tc.want) || strings.Count(msg, "\n") != 1 {
@@ -156,7 +156,7 @@ func TestReportBenchFolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := runCLI(t, "report", dir)
-	if code != exitPass || stdout != want.String() {
+	if code != ExitPass || stdout != want.String() {
 		t.Errorf("exit %d, stderr %q, stdout\n%s\nwant\n%s", code, stderr, stdout, want.String())
 	}
 	for _, w := range []string{"│ queue │       8 │ 1200.0 │   0.60 │   12.0 │", "floor: 2000 commits/s", "target queue at 8 clients: throughput ÷ mutex: 12.000 (>= 5.00) met"} {
@@ -173,15 +173,15 @@ func TestReportBenchFolder(t *testing.T) {
 	if err := rundir.WriteJSON(filepath.Join(dir, rundir.BenchFile), b); err != nil {
 		t.Fatal(err)
 	}
-	if code, stdout, _ := runCLI(t, "report", dir); code != exitViolation || !strings.Contains(stdout, "mutex × 8 clients: 1 violations") {
+	if code, stdout, _ := runCLI(t, "report", dir); code != ExitViolation || !strings.Contains(stdout, "mutex × 8 clients: 1 violations") {
 		t.Errorf("violation: exit %d\n%s", code, stdout)
 	}
 	// Run-folder flags do not apply; a broken bench.json is named.
-	if code, _, stderr := runCLI(t, "report", dir, "--write-summary"); code != exitUsage || !strings.Contains(stderr, "bench folder") {
+	if code, _, stderr := runCLI(t, "report", dir, "--write-summary"); code != ExitUsage || !strings.Contains(stderr, "bench folder") {
 		t.Errorf("--write-summary on a bench folder: exit %d, %q", code, stderr)
 	}
 	os.WriteFile(filepath.Join(dir, rundir.BenchFile), []byte("{"), 0o644)
-	if code, _, stderr := runCLI(t, "report", dir); code != exitUsage || !strings.Contains(stderr, rundir.BenchFile) {
+	if code, _, stderr := runCLI(t, "report", dir); code != ExitUsage || !strings.Contains(stderr, rundir.BenchFile) {
 		t.Errorf("broken bench.json: exit %d, %q", code, stderr)
 	}
 }

@@ -1,15 +1,17 @@
-package main
+package cli
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,7 +23,7 @@ import (
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var o, e bytes.Buffer
-	code = realMain(args, &o, &e)
+	code = Run(args, &o, &e)
 	return code, o.String(), e.String()
 }
 
@@ -72,8 +74,8 @@ func TestBadInput(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			code, _, stderr := runCLI(t, tc.args...)
-			if code != exitUsage {
-				t.Errorf("exit %d, want %d; stderr: %s", code, exitUsage, stderr)
+			if code != ExitUsage {
+				t.Errorf("exit %d, want %d; stderr: %s", code, ExitUsage, stderr)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(stderr, w) {
@@ -93,7 +95,7 @@ func TestBadInput(t *testing.T) {
 func TestHelpExitsZero(t *testing.T) {
 	for _, cmd := range []string{"run", "check", "list"} {
 		code, stdout, _ := runCLI(t, cmd, "--help")
-		if code != exitPass || !strings.Contains(stdout, "Usage: lockbench "+cmd) {
+		if code != ExitPass || !strings.Contains(stdout, "Usage: lockbench "+cmd) {
 			t.Errorf("%s --help: exit %d, stdout %q", cmd, code, stdout)
 		}
 	}
@@ -117,16 +119,16 @@ func TestCheckCleanAndViolatingHistories(t *testing.T) {
 		`{"time":1,"process":0,"type":"ok","f":"acquire","lock":"l","token":5}`,
 		`{"time":3,"process":1,"type":"invoke","f":"acquire","lock":"l"}`,
 		`{"time":4,"process":1,"type":"ok","f":"acquire","lock":"l","token":6}`)
-	if code, out, errs := runCLI(t, "check", clean); code != exitPass || !strings.Contains(out, "verdict pass") {
+	if code, out, errs := runCLI(t, "check", clean); code != ExitPass || !strings.Contains(out, "verdict pass") {
 		t.Errorf("clean: exit %d\n%s%s", code, out, errs)
 	}
 	code, out, _ := runCLI(t, "check", bad)
-	if code != exitViolation || !strings.Contains(out, "process 0") || !strings.Contains(out, "process 1") {
+	if code != ExitViolation || !strings.Contains(out, "process 0") || !strings.Contains(out, "process 1") {
 		t.Errorf("bad: exit %d\n%s", code, out)
 	}
 	code, out, _ = runCLI(t, "check", bad, "--json")
 	var rep struct{ Verdict string }
-	if code != exitViolation || json.Unmarshal([]byte(out), &rep) != nil || rep.Verdict != "fail" {
+	if code != ExitViolation || json.Unmarshal([]byte(out), &rep) != nil || rep.Verdict != "fail" {
 		t.Errorf("bad --json: exit %d\n%s", code, out)
 	}
 }
@@ -140,7 +142,7 @@ func TestRunWritesRunFolder(t *testing.T) {
 	out := t.TempDir()
 	code, stdout, stderr := runCLI(t, "run", "--lock", "mutex", "--scenario", "contention",
 		"--clients", "4", "--duration", "2s", "--out", out, "--unsafe-no-fsync")
-	if code != exitPass {
+	if code != ExitPass {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	for _, col := range []string{"acquisitions", "acq/s", "p50 ms", "p99 ms", "violations"} {
@@ -165,7 +167,7 @@ func TestRunWritesRunFolder(t *testing.T) {
 		t.Error(err)
 	}
 	// The saved history re-checks the same.
-	if code, out, _ := runCLI(t, "check", filepath.Join(dir, rundir.HistoryFile)); code != exitPass {
+	if code, out, _ := runCLI(t, "check", filepath.Join(dir, rundir.HistoryFile)); code != ExitPass {
 		t.Errorf("re-check: exit %d\n%s", code, out)
 	}
 }
@@ -177,9 +179,9 @@ func TestUserScenarioRunsUnchanged(t *testing.T) {
 		t.Skip("starts an etcd cluster")
 	}
 	out := t.TempDir()
-	code, stdout, stderr := runCLI(t, "run", "--lock", "queue", "--scenario", "../../examples/leader-crash-fenced.yaml",
+	code, stdout, stderr := runCLI(t, "run", "--lock", "queue", "--scenario", "../examples/leader-crash-fenced.yaml",
 		"--out", out, "--unsafe-no-fsync")
-	if code != exitPass {
+	if code != ExitPass {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	runs, _ := os.ReadDir(out)
@@ -216,17 +218,14 @@ func TestInterruptLeavesNothingBehind(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an etcd cluster")
 	}
-	bin := filepath.Join(t.TempDir(), "lockbench")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildLockbench(t)
 	tmp, out := t.TempDir(), t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "run", "--duration", "60s", "--clients", "4", "--out", out, "--unsafe-no-fsync")
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
+	var stdout, stderr syncBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -242,8 +241,12 @@ func TestInterruptLeavesNothingBehind(t *testing.T) {
 	cmd.Process.Signal(syscall.SIGINT)
 	err := cmd.Wait()
 	code := cmd.ProcessState.ExitCode()
-	if err == nil || code != exitInterrupted {
-		t.Fatalf("exit %d (%v), want %d\n%s", code, err, exitInterrupted, stderr.String())
+	if err == nil || code != ExitInterrupted {
+		t.Fatalf("exit %d (%v), want %d\n%s", code, err, ExitInterrupted, stderr.String())
+	}
+	// The console table says so too.
+	if !strings.Contains(stdout.String(), "(interrupted)") || !strings.Contains(stdout.String(), "interrupted after") {
+		t.Errorf("the table does not say interrupted:\n%s", stdout.String())
 	}
 	runs, _ := os.ReadDir(out)
 	if len(runs) != 1 {
@@ -272,6 +275,33 @@ func TestInterruptLeavesNothingBehind(t *testing.T) {
 	}
 }
 
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
+// buildLockbench builds cmd/lockbench once per test binary, for the tests
+// that send it signals.
+func buildLockbench(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "lockbench-test-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBin = filepath.Join(dir, "lockbench")
+		if out, err := exec.Command("go", "build", "-o", builtBin, "../cmd/lockbench").CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return builtBin
+}
+
 // writeScenario writes a scenario file into a temporary folder.
 func writeScenario(t *testing.T, yaml string) string {
 	t.Helper()
@@ -280,4 +310,12 @@ func writeScenario(t *testing.T, yaml string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtBin != "" {
+		os.RemoveAll(filepath.Dir(builtBin))
+	}
+	os.Exit(code)
 }

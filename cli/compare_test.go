@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -47,31 +47,31 @@ func TestCompareCommand(t *testing.T) {
 		// out must appear in stdout (or stderr for exit 2).
 		out []string
 	}{
-		{"identical", []string{base, same}, exitPass, []string{"no change past the threshold (20%)"}},
-		{"worse verdict", []string{base, worse}, exitViolation, []string{"queue/contention", "verdict", "pass", "fail", "REGRESSION"}},
-		{"2x acquire p99", []string{base, slower}, exitViolation, []string{"acquire p99", "10.0 ms", "20.0 ms", "+100%", "REGRESSION"}},
-		{"summary against a suite", []string{base, suite}, exitViolation, []string{"acquire p99"}},
-		{"a higher threshold, flag last", []string{base, slower, "--threshold", "150%"}, exitPass, []string{"threshold (150%)"}},
-		{"flag first", []string{"--threshold=150", base, slower}, exitPass, nil},
-		{"noise floor", []string{"--min-delta", "20ms", base, slower}, exitPass, nil},
-		{"json", []string{"--json", base, slower}, exitViolation, []string{`"regression": true`}},
-		{"one file", []string{base}, exitUsage, []string{"want two files"}},
-		{"three files", []string{base, same, worse}, exitUsage, []string{"want two files"}},
-		{"missing file", []string{base, filepath.Join(t.TempDir(), "nope.json")}, exitUsage, []string{"nope.json"}},
-		{"not a summary", []string{base, junk}, exitUsage, []string{"neither a summary.json nor a suite.json"}},
-		{"bad threshold", []string{base, same, "--threshold", "lots"}, exitUsage, []string{"threshold"}},
-		{"no common cell", []string{base, otherFile}, exitUsage, []string{"no cell in common"}},
-		{"help", []string{"--help"}, exitPass, []string{"Usage: lockbench compare"}},
+		{"identical", []string{base, same}, ExitPass, []string{"no change past the threshold (20%)"}},
+		{"worse verdict", []string{base, worse}, ExitViolation, []string{"queue/contention", "verdict", "pass", "fail", "REGRESSION"}},
+		{"2x acquire p99", []string{base, slower}, ExitViolation, []string{"acquire p99", "10.0 ms", "20.0 ms", "+100%", "REGRESSION"}},
+		{"summary against a suite", []string{base, suite}, ExitViolation, []string{"acquire p99"}},
+		{"a higher threshold, flag last", []string{base, slower, "--threshold", "150%"}, ExitPass, []string{"threshold (150%)"}},
+		{"flag first", []string{"--threshold=150", base, slower}, ExitPass, nil},
+		{"noise floor", []string{"--min-delta", "20ms", base, slower}, ExitPass, nil},
+		{"json", []string{"--json", base, slower}, ExitViolation, []string{`"regression": true`}},
+		{"one file", []string{base}, ExitUsage, []string{"want two files"}},
+		{"three files", []string{base, same, worse}, ExitUsage, []string{"want two files"}},
+		{"missing file", []string{base, filepath.Join(t.TempDir(), "nope.json")}, ExitUsage, []string{"nope.json"}},
+		{"not a summary", []string{base, junk}, ExitUsage, []string{"neither a summary.json nor a suite.json"}},
+		{"bad threshold", []string{base, same, "--threshold", "lots"}, ExitUsage, []string{"threshold"}},
+		{"no common cell", []string{base, otherFile}, ExitUsage, []string{"no cell in common"}},
+		{"help", []string{"--help"}, ExitPass, []string{"Usage: lockbench compare"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			code := realMain(append([]string{"compare"}, tc.args...), &stdout, &stderr)
+			code := Run(append([]string{"compare"}, tc.args...), &stdout, &stderr)
 			if code != tc.code {
 				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, stdout.String(), stderr.String())
 			}
 			out := stdout.String()
-			if tc.code == exitUsage {
+			if tc.code == ExitUsage {
 				out = stderr.String()
 				if strings.Count(out, "\n") != 1 {
 					t.Errorf("bad input should give one line, got %q", out)

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -40,8 +40,8 @@ func TestBenchBadInput(t *testing.T) {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			args := append([]string{"bench", "--out", out, "--bench-out", lines}, tc.args...)
 			code, _, stderr := runCLI(t, args...)
-			if code != exitUsage {
-				t.Errorf("exit %d, want %d; stderr: %s", code, exitUsage, stderr)
+			if code != ExitUsage {
+				t.Errorf("exit %d, want %d; stderr: %s", code, ExitUsage, stderr)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(stderr, w) {
@@ -62,7 +62,7 @@ func TestBenchBadInput(t *testing.T) {
 
 func TestBenchHelp(t *testing.T) {
 	code, stdout, _ := runCLI(t, "bench", "--help")
-	if code != exitPass || !strings.Contains(stdout, "Usage: lockbench bench") || !strings.Contains(stdout, "-unsafe-no-fsync") || !strings.Contains(stdout, "2,8,64") {
+	if code != ExitPass || !strings.Contains(stdout, "Usage: lockbench bench") || !strings.Contains(stdout, "-unsafe-no-fsync") || !strings.Contains(stdout, "2,8,64") {
 		t.Errorf("exit %d, stdout %q", code, stdout)
 	}
 }
@@ -77,7 +77,7 @@ func TestBenchEndToEnd(t *testing.T) {
 	lines := filepath.Join(dir, "lines.txt")
 	code, stdout, stderr := runCLI(t, "bench", "--locks", "queue,mutex", "--clients", "2", "--duration", "400ms",
 		"--floor-duration", "200ms", "--target-clients", "2", "--record-runs", "1", "--record-duration", "400ms", "--out", out, "--bench-out", lines, "--quiet")
-	if code != exitPass {
+	if code != ExitPass {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
 	for _, w := range []string{"×floor", "│ queue │       2 │", "│ mutex │       2 │", "floor: ", "recording: queue × 2 clients", "bench folder: " + out} {
@@ -94,7 +94,7 @@ func TestBenchEndToEnd(t *testing.T) {
 		t.Fatalf("bench.json: %v\n%s", err, raw)
 	}
 	// lockbench report redraws the same table from bench.json.
-	if code, redrawn, stderr := runCLI(t, "report", out); code != exitPass || redrawn == "" || !strings.HasPrefix(stdout, redrawn) {
+	if code, redrawn, stderr := runCLI(t, "report", out); code != ExitPass || redrawn == "" || !strings.HasPrefix(stdout, redrawn) {
 		t.Errorf("report of the bench folder: exit %d, stderr %s\n%s\nwant a prefix of\n%s", code, stderr, redrawn, stdout)
 	}
 	got, err := os.ReadFile(lines)

@@ -1,0 +1,209 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
+	"time"
+
+	"github.com/lockbench/lockbench/harness"
+	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/rundir"
+)
+
+const benchSynopsis = "bench [--clients 2,8,64] [--locks a,b] [--duration D] [flags]\n\n" +
+	"Measures, in one process on one embedded cluster: the commit floor (one client\n" +
+	"Putting one key in a loop) and the same with two writers at once (a lock's\n" +
+	"release commits beside another client's join: a handoff chain's ceiling),\n" +
+	"then every lock at every client count under contention with hold 0\n" +
+	"(throughput, handoff p50/p99, each as a ratio to the floor and to mutex),\n" +
+	"then the target cell with recording on and off. After a cell of a strategy\n" +
+	"on etcd's lock service (rpc) it probes that service on every member and\n" +
+	"replaces a cluster where it is stuck (an etcd bug: see the README).\n" +
+	"Writes bench.json and one run folder per cell into --out. etcd's data\n" +
+	"folder is made under --data-dir, else $TMPDIR."
+
+// benchOptions are bench's flags.
+type benchOptions struct {
+	clients, locks string
+	spec           harness.BenchSpec // durations, target, seed: filled by the flags
+	out, benchOut  string
+	quiet          bool
+	cpuProfile     string
+	cluster        clusterFlags
+	client         clientFlags
+}
+
+// benchFlags names the flag of each harness.BenchSpec field that Validate
+// may find wrong, so that errors name what the user typed.
+var benchFlags = map[string]string{
+	"Clients": "clients", "Duration": "duration", "Hold": "hold", "FloorDuration": "floor-duration",
+	"CellFloor": "cell-floor", "RecordRuns": "record-runs", "RecordDuration": "record-duration",
+	"TargetLock": "target-lock", "TargetClients": "target-clients",
+}
+
+// benchCommand is `lockbench bench`: throughput and handoff latency of
+// every strategy at several client counts, against the commit floor.
+func benchCommand(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "bench", benchSynopsis)
+	var o benchOptions
+	o.register(fs)
+	if err := fs.parseFlagsOnly(args); err != nil {
+		return err
+	}
+	if err := o.check(); err != nil {
+		return err
+	}
+	return runBench(ctx, e, &o)
+}
+
+// register adds bench's flags, the shared groups included, to fs.
+func (o *benchOptions) register(fs *flagSet) {
+	s := &o.spec
+	fs.StringVar(&o.clients, "clients", joinInts(harness.DefaultBenchClients), "comma-separated client counts")
+	fs.StringVar(&o.locks, "locks", strings.Join(locks.Names(), ","), "comma-separated lock strategies")
+	fs.DurationVar(&s.Duration, "duration", harness.DefaultBenchDuration, "run time of each cell")
+	fs.DurationVar(&s.Hold, "hold", 0, "how long each grant is held")
+	fs.DurationVar(&s.FloorDuration, "floor-duration", harness.DefaultFloorDuration, "how long the commit floor is measured")
+	fs.DurationVar(&s.CellFloor, "cell-floor", 0, "also measure a floor this long just before each cell, and compute that cell's ratios against it (e.g. 1s; 0: off)")
+	fs.StringVar(&s.TargetLock, "target-lock", harness.DefaultTargetLock, "lock of the cell held to the targets and measured with recording on and off")
+	fs.IntVar(&s.TargetClients, "target-clients", harness.DefaultTargetClients, "client count of that cell")
+	fs.IntVar(&s.RecordRuns, "record-runs", harness.DefaultRecordRuns, "recording on/off pairs of the target cell (0: skip)")
+	fs.DurationVar(&s.RecordDuration, "record-duration", harness.DefaultRecordDuration, "run time of each recording on/off run")
+	fs.Int64Var(&s.Seed, "seed", 1, "seed of every cell")
+	fs.StringVar(&o.out, "out", "", "the bench folder (default "+filepath.Join(harness.DefaultOut, "bench-<timestamp>")+")")
+	fs.StringVar(&o.benchOut, "bench-out", "", "also write Go benchmark-format lines to this file (- for stdout)")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole benchmark (clients and etcd members) to this file")
+	o.client.register(fs, false, true)
+	o.cluster.register(fs)
+}
+
+// check validates every flag and completes the spec, before anything
+// starts.
+func (o *benchOptions) check() error {
+	clients, err := parseInts("--clients", o.clients)
+	if err != nil {
+		return err
+	}
+	cl, err := o.cluster.options()
+	if err != nil {
+		return err
+	}
+	rpcT, err := o.client.rpcTimeoutSpec()
+	if err != nil {
+		return err
+	}
+	s := &o.spec
+	s.Locks, s.Clients, s.Cluster, s.RPCTimeout = splitList(o.locks), clients, cl, rpcT
+	s.KeepAlive, s.SharedConns = locks.KeepAlive(o.client.keepalive), o.client.sharedConns
+	s.Dir = o.out
+	if s.Dir == "" {
+		s.Dir = harness.NewBenchDir(harness.DefaultOut)
+	}
+	if err := s.Validate(); err != nil {
+		return badInput(flagError(err, benchFlags))
+	}
+	if err := checkDir("out", s.Dir, false); err != nil {
+		return err
+	}
+	if o.benchOut != "" && o.benchOut != "-" {
+		if err := checkFile("bench-out", o.benchOut); err != nil {
+			return err
+		}
+	}
+	if o.cpuProfile != "" {
+		return checkFile("cpuprofile", o.cpuProfile)
+	}
+	return nil
+}
+
+// runBench runs the checked benchmark and prints its table.
+func runBench(ctx context.Context, e *env, o *benchOptions) error {
+	spec := o.spec
+	var err error
+	if spec.Cluster, err = o.cluster.withData(e, spec.Cluster); err != nil {
+		return err
+	}
+	if o.cpuProfile != "" {
+		stop, err := startProfile(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	fsync := "fsync on"
+	if spec.Cluster.UnsafeNoFsync {
+		fsync = "fsync OFF"
+	}
+	fmt.Fprintf(e.stderr, "lockbench: bench %s × clients %s, %s per cell, hold %s, %d-member etcd, %s\n",
+		strings.Join(spec.Locks, ","), joinInts(spec.Clients), spec.Duration, spec.Hold, spec.Cluster.Members, fsync)
+	progress := report.NewProgress(e.stderr, report.IsTerminal(os.Stderr) && e.stderr == io.Writer(os.Stderr), o.quiet)
+	spec.Progress = progress.Update
+	b, err := harness.RunBench(ctx, spec)
+	progress.Done()
+	if b != nil {
+		if perr := printBench(e, b, spec.Dir, o.benchOut); perr != nil && err == nil {
+			err = perr
+		}
+	}
+	switch {
+	case ctx.Err() != nil:
+		return interrupted(err)
+	case err != nil:
+		return err
+	case b.HasViolations():
+		return errViolation
+	}
+	return nil
+}
+
+// startProfile starts the CPU profile; stop ends it.
+func startProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, badInputf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// printBench prints the benchmark's table and folder, and writes
+// --bench-out.
+func printBench(e *env, b *rundir.Bench, dir, benchOut string) error {
+	err := report.BenchTable(e.stdout, &b.Bench)
+	var lerr error
+	switch benchOut {
+	case "":
+	case "-":
+		lerr = report.WriteBenchResultLines(e.stdout, &b.Bench)
+	default:
+		lerr = writeBenchLines(benchOut, b)
+	}
+	if lerr != nil && err == nil {
+		err = fmt.Errorf("--bench-out: %w", lerr)
+	}
+	fmt.Fprintf(e.stdout, "bench folder: %s (%s)\n", dir, time.Duration(b.ElapsedS*float64(time.Second)).Round(time.Second))
+	return err
+}
+
+// writeBenchLines writes the benchmark's Go benchmark lines to path.
+func writeBenchLines(path string, b *rundir.Bench) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := report.WriteBenchResultLines(f, &b.Bench); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,128 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/lockbench/lockbench/report"
+)
+
+// thresholdFlag is --threshold: a percentage, "20%" or "20".
+type thresholdFlag struct{ v float64 }
+
+// String prints the threshold as a percentage, for --help.
+func (t *thresholdFlag) String() string {
+	if t == nil {
+		return ""
+	}
+	return fmt.Sprintf("%g%%", t.v*100)
+}
+
+// Set parses "20%" or "20".
+func (t *thresholdFlag) Set(s string) error {
+	v, err := report.ParseThreshold(s)
+	if err != nil {
+		return err
+	}
+	t.v = v
+	return nil
+}
+
+// compareOptions are compare's arguments.
+type compareOptions struct {
+	base, next string
+	threshold  thresholdFlag
+	minDelta   float64 // milliseconds
+	asJSON     bool
+}
+
+// compareCommand is `lockbench compare BASE.json NEW.json`: a worse
+// verdict, or throughput or acquire/handoff latency past the threshold,
+// is a regression (exit 1).
+func compareCommand(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "compare", "compare BASE.json NEW.json [--threshold 20%] [flags]")
+	o := compareOptions{threshold: thresholdFlag{v: report.DefaultThreshold}}
+	fs.Var(&o.threshold, "threshold", "a throughput drop or an acquire/handoff p50/p99 rise of more than this `percent` is a regression, e.g. 20%")
+	minDelta := fs.Duration("min-delta", 0, "noise floor: a latency rise smaller than this `duration` is never a regression, e.g. 1ms")
+	fs.BoolVar(&o.asJSON, "json", false, "print the comparison as JSON")
+	pos, err := fs.parseInterspersed(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return badInputf("want two files, BASE.json and NEW.json (each a summary.json or a suite.json), got %d", len(pos))
+	}
+	if *minDelta < 0 {
+		return badInputf("--min-delta %s: must be ≥0", *minDelta)
+	}
+	o.base, o.next, o.minDelta = pos[0], pos[1], float64(*minDelta)/1e6
+	return runCompare(ctx, e, o)
+}
+
+// runCompare compares the two files and prints the comparison.
+func runCompare(_ context.Context, e *env, o compareOptions) error {
+	var suites [2]report.Suite
+	for i, p := range []string{o.base, o.next} {
+		s, err := readCompared(p)
+		if err != nil {
+			return err
+		}
+		suites[i] = s
+	}
+	c := report.Compare(suites[0], suites[1], report.CompareOptions{Threshold: o.threshold.v, MinDeltaMS: o.minDelta})
+	if c.Cells == 0 && len(suites[0].Cells) > 0 && len(suites[1].Cells) > 0 {
+		return badInput(errors.New("no cell in common: the files compare different lock/scenario pairs"))
+	}
+	var err error
+	if o.asJSON {
+		err = writeJSON(e.stdout, c)
+	} else {
+		err = report.WriteComparison(e.stdout, c)
+	}
+	if err != nil {
+		return fmt.Errorf("print the comparison: %w", err)
+	}
+	if c.Regressed() {
+		return errViolation
+	}
+	return nil
+}
+
+// readCompared reads one of compare's files. A file that is some other
+// JSON (a config.json, a bench.json) gets a message that says what it is
+// not and what compare takes, not a decoder's complaint about a field.
+func readCompared(path string) (report.Suite, error) {
+	s, err := report.ReadSuiteFile(path)
+	if err == nil {
+		return s, nil
+	}
+	if errors.As(err, new(*fs.PathError)) {
+		return s, badInput(err)
+	}
+	return s, badInputf("%s is neither a summary.json nor a suite.json%s: compare takes two of those (a run folder's summary.json, a suite folder's suite.json)",
+		path, whatJSON(path))
+}
+
+// whatJSON guesses, for a message, what kind of file path is.
+func whatJSON(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(b, &keys); err != nil {
+		return " (it is not a JSON object)"
+	}
+	has := func(k string) bool { _, ok := keys[k]; return ok }
+	switch {
+	case has("run_id") && !has("verdict"):
+		return " (it looks like a run's config.json)"
+	case has("floor") || has("floor_put"):
+		return " (it looks like a bench.json)"
+	}
+	return ""
+}

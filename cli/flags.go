@@ -1,0 +1,184 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/locks"
+)
+
+// flagSet is a command's flags: errors are returned, not printed with the
+// whole usage, and --help prints the command's usage to stdout.
+type flagSet struct {
+	*flag.FlagSet
+	synopsis string
+	stdout   io.Writer
+}
+
+// newFlags makes the flag set of command name; synopsis follows
+// "Usage: lockbench" in its --help.
+func newFlags(e *env, name, synopsis string) *flagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	// flag's own error output repeats the whole usage; errors are reported
+	// once by Run instead.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return &flagSet{FlagSet: fs, synopsis: synopsis, stdout: e.stdout}
+}
+
+// parse parses args: --help prints the usage and returns errHelpShown;
+// any other problem is bad input that points at --help.
+func (fs *flagSet) parse(args []string) error {
+	err := fs.Parse(args)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprintf(fs.stdout, "Usage: lockbench %s\n\nFlags:\n", fs.synopsis)
+		fs.SetOutput(fs.stdout)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+		return errHelpShown
+	}
+	return badInputf("%v (see lockbench %s --help)", err, fs.Name())
+}
+
+// parseFlagsOnly parses args of a command that takes no positional
+// arguments.
+func (fs *flagSet) parseFlagsOnly(args []string) error {
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return badInputf("unexpected argument %q (flags only)", fs.Arg(0))
+	}
+	return nil
+}
+
+// parseInterspersed parses flags that may come before, between or after
+// positional arguments, and returns the positional ones in order.
+func (fs *flagSet) parseInterspersed(args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// given returns the names of the flags set on the command line.
+func (fs *flagSet) given() map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
+}
+
+// clusterFlags configure an embedded etcd cluster: run, suite, bench and
+// cluster share them, so they are defined once, here.
+type clusterFlags struct {
+	members        int
+	tick, election time.Duration
+	noFsync        bool
+	verbose        bool
+	dataDir        string
+}
+
+// embeddedOnly are clusterFlags' names: with --endpoints they do not apply.
+var embeddedOnly = []string{"members", "tick", "election", "unsafe-no-fsync", "verbose", "data-dir"}
+
+// register adds the embedded-cluster flags to fs.
+func (c *clusterFlags) register(fs *flagSet) {
+	fs.IntVar(&c.members, "members", cluster.DefaultMembers, "etcd cluster members (1..9)")
+	fs.DurationVar(&c.tick, "tick", cluster.DefaultTick, "raft heartbeat interval of the embedded cluster (≥1ms)")
+	fs.DurationVar(&c.election, "election", cluster.DefaultElection, "election timeout of the embedded cluster (≥5× --tick)")
+	fs.BoolVar(&c.noFsync, "unsafe-no-fsync", false, "disable fsync in etcd (faster; a member crash may lose data)")
+	fs.BoolVar(&c.verbose, "verbose", false, "show etcd's own logs")
+	fs.StringVar(&c.dataDir, "data-dir", "", "an existing folder to hold etcd's data folder, removed on exit (default $TMPDIR)")
+}
+
+// options checks the flags and returns the cluster's options; the data
+// folder is left for withData, once nothing else can be wrong.
+func (c *clusterFlags) options() (cluster.Options, error) {
+	switch {
+	case c.members < 1 || c.members > 9:
+		return cluster.Options{}, badInputf("--members %d: must be 1..9", c.members)
+	case c.tick < time.Millisecond:
+		return cluster.Options{}, badInputf("--tick %s: must be ≥1ms", c.tick)
+	case c.election < 5*c.tick:
+		return cluster.Options{}, badInputf("--election %s: must be ≥5× --tick (%s)", c.election, c.tick)
+	}
+	if c.dataDir != "" {
+		if err := checkDir("data-dir", c.dataDir, true); err != nil {
+			return cluster.Options{}, err
+		}
+	}
+	return cluster.Options{Members: c.members, Tick: c.tick, Election: c.election, UnsafeNoFsync: c.noFsync, Verbose: c.verbose}, nil
+}
+
+// withData puts the cluster's data folder inside a scratch folder of e
+// (under --data-dir, else $TMPDIR), which the CLI removes on every way
+// out.
+func (c *clusterFlags) withData(e *env, o cluster.Options) (cluster.Options, error) {
+	dir, err := e.scratch.make(c.dataDir)
+	if err != nil {
+		return o, err
+	}
+	o.DataParent = dir
+	return o, nil
+}
+
+// clientFlags configure the lock clients of run, suite and bench.
+type clientFlags struct {
+	keepalive   string
+	rpcTimeout  time.Duration
+	sharedConns int
+	leaseTTL    time.Duration
+}
+
+// register adds the lock-client flags to fs; --lease-ttl and
+// --shared-conns only where the command can honour them.
+func (c *clientFlags) register(fs *flagSet, leaseTTL, sharedConns bool) {
+	fs.StringVar(&c.keepalive, "keepalive", string(locks.KeepAliveAuto), "lease keepalive policy: auto (KeepAlive stream, TTL/3) or seed (KeepAliveOnce every 0.8×TTL)")
+	fs.DurationVar(&c.rpcTimeout, "rpc-timeout", locks.DefaultRPCTimeout,
+		"deadline of each etcd request of a lock client (not watches): a write stranded by a dead leader fails after it and is settled, instead of waiting out etcd's own ~6 s request timeout (0: none)")
+	if leaseTTL {
+		fs.DurationVar(&c.leaseTTL, "lease-ttl", 0, "lease TTL, whole seconds (default: the scenario's, else 5s)")
+	}
+	if sharedConns {
+		fs.IntVar(&c.sharedConns, "shared-conns", 0, "lock clients share this many etcd connections (client i uses connection i mod N), for client counts whose own connections would load the machine; not with client faults (0: one connection per client)")
+	}
+}
+
+// rpcTimeoutSpec is the harness's RPCTimeout for --rpc-timeout (0: none,
+// which the harness spells -1).
+func (c *clientFlags) rpcTimeoutSpec() (time.Duration, error) {
+	switch d := c.rpcTimeout; {
+	case d < 0:
+		return 0, badInputf("--rpc-timeout %s: must be ≥ 0 (0: none)", d)
+	case d == 0:
+		return -1, nil
+	}
+	return c.rpcTimeout, nil
+}
+
+// checkLeaseTTL checks --lease-ttl, when given, so that its error names
+// the flag rather than the scenario it would have been written into.
+func (c *clientFlags) checkLeaseTTL(set map[string]bool) error {
+	if !set["lease-ttl"] {
+		return nil
+	}
+	if d := c.leaseTTL; d < time.Second || d%time.Second != 0 {
+		return badInputf("--lease-ttl %s: must be a whole number of seconds ≥1s (etcd leases are whole seconds)", d)
+	}
+	return nil
+}

@@ -1,0 +1,109 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/rundir"
+	"github.com/lockbench/lockbench/verdict"
+)
+
+// reportOptions are report's arguments.
+type reportOptions struct {
+	dir          string
+	htmlOut      string
+	noHTML       bool
+	writeSummary bool
+}
+
+// reportCommand is `lockbench report RUN_DIR`: it re-checks a saved
+// run's history with today's checker, re-summarizes it (so old runs get
+// new figures), prints the run tables and writes RUN_DIR/report.html.
+// Given a bench folder (one holding bench.json) it prints the benchmark's
+// table again. No cluster is needed.
+func reportCommand(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "report", "report RUN_DIR|BENCH_DIR [flags]")
+	var o reportOptions
+	fs.StringVar(&o.htmlOut, "html", "", "write the HTML report here instead of RUN_DIR/"+rundir.HTMLFile)
+	fs.BoolVar(&o.noHTML, "no-html", false, "print the tables only; write no HTML")
+	fs.BoolVar(&o.writeSummary, "write-summary", false, "also rewrite RUN_DIR/"+rundir.SummaryFile+" with the new figures")
+	pos, err := fs.parseInterspersed(args)
+	if err != nil {
+		return err
+	}
+	switch len(pos) {
+	case 0:
+		return badInput(errors.New("no run folder given: lockbench report RUN_DIR"))
+	case 1:
+		o.dir = pos[0]
+	default:
+		return badInputf("unexpected argument %q: report takes one run folder", pos[1])
+	}
+	if rundir.IsBench(o.dir) {
+		if o.htmlOut != "" || o.writeSummary {
+			return badInputf("%s is a bench folder: --html and --write-summary apply to run folders", o.dir)
+		}
+		return reportBench(ctx, e, o.dir)
+	}
+	return runReport(ctx, e, o)
+}
+
+// runReport re-checks and re-renders one run folder.
+func runReport(_ context.Context, e *env, o reportOptions) error {
+	rf, err := rundir.Load(o.dir)
+	if err != nil {
+		return badInput(err)
+	}
+	sum := rf.Recheck()
+	if old := rf.Saved.Verdict; old != "" && old != sum.Verdict {
+		fmt.Fprintf(e.stderr, "lockbench report: verdict was %s when recorded, %s with today's checker\n", old, sum.Verdict)
+	}
+	if err := report.RunTable(e.stdout, sum); err != nil {
+		return fmt.Errorf("print the run's table: %w", err)
+	}
+	if err := report.ChecksTable(e.stdout, sum); err != nil {
+		return fmt.Errorf("print the checks' table: %w", err)
+	}
+	for _, v := range firstN(sum.Violations, 5) {
+		fmt.Fprintf(e.stdout, "violation: %s\n", v.Message)
+	}
+	if !o.noHTML {
+		path := o.htmlOut
+		if path == "" {
+			path = filepath.Join(rf.Dir, rundir.HTMLFile)
+		}
+		if err := rundir.WriteFile(path, func(w io.Writer) error { return report.WriteRunHTML(w, rf.Config, rf.Events, sum) }); err != nil {
+			return fmt.Errorf("write the HTML report: %w", err)
+		}
+		fmt.Fprintf(e.stdout, "report: %s\n", path)
+	}
+	if o.writeSummary {
+		if err := rundir.WriteJSON(filepath.Join(rf.Dir, rundir.SummaryFile), sum); err != nil {
+			return fmt.Errorf("rewrite the summary: %w", err)
+		}
+	}
+	if sum.Verdict == verdict.Fail {
+		return errViolation
+	}
+	return nil
+}
+
+// reportBench prints a saved benchmark's table from its bench.json; the
+// outcome says whether a cell found a violation, as the benchmark's did.
+func reportBench(_ context.Context, e *env, dir string) error {
+	b, err := rundir.LoadBench(dir)
+	if err != nil {
+		return badInput(err)
+	}
+	if err := report.BenchTable(e.stdout, &b.Bench); err != nil {
+		return fmt.Errorf("print the bench table: %w", err)
+	}
+	if b.HasViolations() {
+		return errViolation
+	}
+	return nil
+}

@@ -1,0 +1,223 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lockbench/lockbench/harness"
+	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/scenario"
+	"github.com/lockbench/lockbench/verdict"
+)
+
+// runOptions are run's flags.
+type runOptions struct {
+	lock, scenario string
+	clients        int
+	duration, hold time.Duration
+	seed           int64
+	out, benchOut  string
+	cluster        clusterFlags
+	client         clientFlags
+	ext            extFlags
+	set            map[string]bool // the flags given
+	spec           harness.RunSpec // built by check
+	external       *harness.External
+}
+
+// runCommand is `lockbench run`: one strategy × one scenario.
+func runCommand(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "run", "run --lock NAME --scenario NAME [flags]")
+	var o runOptions
+	fs.StringVar(&o.lock, "lock", "mutex", "lock strategy: "+strings.Join(locks.Names(), ", "))
+	fs.StringVar(&o.scenario, "scenario", "contention", "scenario: "+strings.Join(scenario.Names(), ", ")+", or a .yaml file")
+	fs.IntVar(&o.clients, "clients", 0, "number of clients, each with its own etcd connection (default: the scenario's)")
+	fs.DurationVar(&o.duration, "duration", 0, "how long clients run, e.g. 10s (default: the scenario's)")
+	fs.DurationVar(&o.hold, "hold", 0, "how long a client holds the lock, e.g. 1ms (default: the scenario's)")
+	fs.Int64Var(&o.seed, "seed", 1, "seed for every random choice: same seed, same schedule")
+	fs.StringVar(&o.out, "out", harness.DefaultOut, "parent folder of run folders")
+	fs.StringVar(&o.benchOut, "bench-out", "", "also write the run's figures as Go benchmark lines to this file (for benchstat)")
+	o.client.register(fs, true, true)
+	o.cluster.register(fs)
+	o.ext.register(fs)
+	if err := fs.parseFlagsOnly(args); err != nil {
+		return err
+	}
+	o.set = fs.given()
+	if err := o.check(); err != nil {
+		return err
+	}
+	return runRun(ctx, e, &o)
+}
+
+// check validates every flag and builds the spec, before anything
+// starts: bad input leaves nothing behind.
+func (o *runOptions) check() error {
+	ext, err := o.ext.parse(o.set)
+	if err != nil {
+		return err
+	}
+	o.external = ext
+	sc, err := o.scenarioSpec()
+	if err != nil {
+		return err
+	}
+	rpcT, err := o.client.rpcTimeoutSpec()
+	if err != nil {
+		return err
+	}
+	cl, err := o.cluster.options()
+	if err != nil {
+		return err
+	}
+	o.spec = harness.RunSpec{
+		Lock: o.lock, Scenario: sc, Seed: o.seed, KeepAlive: locks.KeepAlive(o.client.keepalive), RPCTimeout: rpcT,
+		SharedConns: o.client.sharedConns, Out: o.out, Cluster: cl,
+	}
+	if err := o.spec.Validate(); err != nil {
+		return badInput(err)
+	}
+	if ext != nil {
+		if sc.NeedsMembers() {
+			return badInputf("scenario %s injects member faults (crash, partition), which need the embedded cluster: run it without --endpoints; on an external cluster only client faults work", sc.Name)
+		}
+		if err := ext.Validate(); err != nil {
+			return badInput(err)
+		}
+	}
+	return checkOutputs(o.out, o.benchOut)
+}
+
+// checkOutputs checks --out (a folder) and --bench-out (a file, if given)
+// before anything runs.
+func checkOutputs(out, benchOut string) error {
+	if err := checkDir("out", out, false); err != nil {
+		return err
+	}
+	if benchOut != "" {
+		return checkFile("bench-out", benchOut)
+	}
+	return nil
+}
+
+// scenarioSpec is the scenario with the flags that override it.
+func (o *runOptions) scenarioSpec() (scenario.Scenario, error) {
+	sc, err := scenario.Lookup(o.scenario)
+	if err != nil {
+		return sc, badInput(err)
+	}
+	if err := o.client.checkLeaseTTL(o.set); err != nil {
+		return sc, err
+	}
+	switch {
+	case o.set["clients"] && o.clients < 1:
+		return sc, badInputf("--clients %d: must be ≥1", o.clients)
+	case o.set["duration"] && o.duration <= 0:
+		return sc, badInputf("--duration %s: must be > 0", o.duration)
+	case o.set["hold"] && o.hold < 0:
+		return sc, badInputf("--hold %s: must be ≥0", o.hold)
+	}
+	if o.set["clients"] {
+		sc.Clients = o.clients
+	}
+	if o.set["duration"] {
+		sc.Duration = scenario.Duration(o.duration)
+	}
+	if o.set["hold"] {
+		sc.Workload.Hold = scenario.Duration(o.hold)
+	}
+	if o.set["lease-ttl"] {
+		sc.LeaseTTL = scenario.Duration(o.client.leaseTTL)
+	}
+	return sc, nil
+}
+
+// runRun runs the checked options, prints the tables and returns the
+// outcome.
+func runRun(ctx context.Context, e *env, o *runOptions) error {
+	spec, sc := o.spec, o.spec.Scenario
+	var res *harness.Result
+	var err error
+	if o.external != nil {
+		if err := probeEtcd(ctx, o.external); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stderr, "lockbench: %s × %s, %d clients, %s, seed %d, %s\n",
+			spec.Lock, sc.Name, sc.Clients, sc.Duration, spec.Seed, o.ext.describe(o.external))
+		res, err = harness.RunExternal(ctx, *o.external, spec)
+	} else {
+		if spec.Cluster, err = o.cluster.withData(e, spec.Cluster); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stderr, "lockbench: %s × %s, %d clients, %s, seed %d, %d-member etcd\n",
+			spec.Lock, sc.Name, sc.Clients, sc.Duration, spec.Seed, spec.Cluster.Members)
+		spec.Started = func(endpoints []string) {
+			fmt.Fprintf(e.stderr, "lockbench: etcd up at %s; running\n", strings.Join(endpoints, ","))
+		}
+		res, err = harness.Run(ctx, spec)
+	}
+	if res == nil {
+		return harnessErr(ctx, err)
+	}
+	if perr := printRun(e, res, sc.Duration, o.benchOut); perr != nil && err == nil {
+		err = perr
+	}
+	return runOutcome(res.Summary, err)
+}
+
+// harnessErr is the outcome of a harness call that returned no result.
+func harnessErr(ctx context.Context, err error) error {
+	var ie *harness.InputError
+	switch {
+	case ctx.Err() != nil:
+		return interrupted(err)
+	case errors.As(err, &ie):
+		return badInput(err)
+	}
+	return err
+}
+
+// printRun prints a finished run: its tables (whose verdict says when
+// the run was interrupted), its first violations and its folder, and
+// writes --bench-out.
+func printRun(e *env, res *harness.Result, planned scenario.Duration, benchOut string) error {
+	shown := res.Summary
+	if shown.Interrupted {
+		shown.Verdict = verdict.Verdict(string(shown.Verdict) + " (interrupted)")
+	}
+	if err := report.RunTable(e.stdout, shown); err != nil {
+		return fmt.Errorf("print the run's table: %w", err)
+	}
+	for _, v := range firstN(res.Summary.Violations, 5) {
+		fmt.Fprintf(e.stdout, "violation: %s\n", v.Message)
+	}
+	if shown.Interrupted {
+		fmt.Fprintf(e.stdout, "interrupted after %.1fs of %s: what ran is checked and written, marked interrupted\n",
+			res.Summary.DurationS, planned)
+	}
+	fmt.Fprintf(e.stdout, "run folder: %s\n", res.Dir)
+	if benchOut != "" {
+		return writeBenchFile(benchOut, []report.Summary{res.Summary})
+	}
+	return nil
+}
+
+// runOutcome is a written run's outcome; err is a failure after it was
+// written (etcd's members did not stop).
+func runOutcome(sum report.Summary, err error) error {
+	switch {
+	case err != nil:
+		return fmt.Errorf("the run is written, but: %w", err)
+	case sum.Interrupted:
+		return errInterrupted
+	case sum.Stopped != "":
+		return fmt.Errorf("run stopped early: %s", sum.Stopped)
+	case sum.Verdict == verdict.Fail:
+		return errViolation
+	}
+	return nil
+}

@@ -1,0 +1,142 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/lockbench/lockbench/harness"
+	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/scenario"
+)
+
+// suiteOptions are suite's flags.
+type suiteOptions struct {
+	locks, scenarios string
+	seeds            int
+	out, benchOut    string
+	quick            time.Duration
+	quiet            bool
+	cluster          clusterFlags
+	client           clientFlags
+	set              map[string]bool
+}
+
+// suiteCommand is `lockbench suite`: the strategy × scenario × seed
+// matrix on one cluster.
+func suiteCommand(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "suite", "suite [--locks a,b] [--scenarios x,y] [--seeds N] [flags]")
+	var o suiteOptions
+	fs.StringVar(&o.locks, "locks", strings.Join(locks.Names(), ","), "comma-separated lock strategies")
+	fs.StringVar(&o.scenarios, "scenarios", strings.Join(scenario.Names(), ","), "comma-separated scenarios (built-in names or .yaml paths)")
+	fs.IntVar(&o.seeds, "seeds", 1, "run every cell with seeds 1..N")
+	fs.StringVar(&o.out, "out", harness.DefaultOut, "parent folder of the suite folder")
+	fs.DurationVar(&o.quick, "quick-duration", harness.DefaultQuickDuration, "cap on the duration of scenarios without fault steps (0: no cap)")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
+	fs.StringVar(&o.benchOut, "bench-out", "", "also write every cell's figures as Go benchmark lines to this file (for benchstat)")
+	o.client.register(fs, true, false)
+	o.cluster.register(fs)
+	if err := fs.parseFlagsOnly(args); err != nil {
+		return err
+	}
+	o.set = fs.given()
+	spec, err := o.spec()
+	if err != nil {
+		return err
+	}
+	return runSuite(ctx, e, &o, spec)
+}
+
+// spec checks the flags and builds the suite, before anything starts.
+func (o *suiteOptions) spec() (harness.SuiteSpec, error) {
+	rpcT, err := o.client.rpcTimeoutSpec()
+	if err != nil {
+		return harness.SuiteSpec{}, err
+	}
+	cl, err := o.cluster.options()
+	if err != nil {
+		return harness.SuiteSpec{}, err
+	}
+	if err := o.client.checkLeaseTTL(o.set); err != nil {
+		return harness.SuiteSpec{}, err
+	}
+	spec := harness.SuiteSpec{
+		Locks: splitList(o.locks), Seeds: o.seeds, KeepAlive: locks.KeepAlive(o.client.keepalive), RPCTimeout: rpcT, Out: o.out,
+		Cluster: cl, QuickDuration: o.quick,
+	}
+	if o.quick == 0 {
+		spec.QuickDuration = -1
+	}
+	for _, n := range splitList(o.scenarios) {
+		sc, err := scenario.Lookup(n)
+		if err != nil {
+			return spec, badInput(err)
+		}
+		if o.set["lease-ttl"] {
+			sc.LeaseTTL = scenario.Duration(o.client.leaseTTL)
+		}
+		if err := sc.CheckMembers(cl.Members); err != nil {
+			return spec, badInput(err)
+		}
+		spec.Scenarios = append(spec.Scenarios, sc)
+	}
+	if err := spec.Validate(); err != nil {
+		return spec, badInput(flagError(err, map[string]string{"Seeds": "seeds"}))
+	}
+	return spec, checkOutputs(o.out, o.benchOut)
+}
+
+// runSuite runs the checked suite and prints its table.
+func runSuite(ctx context.Context, e *env, o *suiteOptions, spec harness.SuiteSpec) error {
+	var err error
+	if spec.Cluster, err = o.cluster.withData(e, spec.Cluster); err != nil {
+		return err
+	}
+	progress := report.NewProgress(e.stderr, report.IsTerminal(os.Stderr) && e.stderr == io.Writer(os.Stderr), o.quiet)
+	start := time.Now()
+	spec.Progress = func(done, total int, cell string) {
+		progress.Update(fmt.Sprintf("cell %d/%d %s — %s elapsed", done+1, total, cell, time.Since(start).Round(time.Second)))
+	}
+	res, err := harness.Suite(ctx, spec)
+	progress.Done()
+	if res != nil {
+		if perr := printSuite(e, res, time.Since(start), o.benchOut, err == nil); perr != nil && err == nil {
+			err = perr
+		}
+	}
+	switch {
+	case ctx.Err() != nil:
+		return interrupted(err)
+	case err != nil:
+		return err
+	case res.Mismatches > 0:
+		return errViolation
+	}
+	return nil
+}
+
+// printSuite prints the suite's table, folder and notes, and writes
+// --bench-out when the suite finished.
+func printSuite(e *env, res *harness.SuiteResult, took time.Duration, benchOut string, finished bool) error {
+	if len(res.Cells) > 0 {
+		if err := report.SuiteTable(e.stdout, res.Cells); err != nil {
+			return fmt.Errorf("print the suite's table: %w", err)
+		}
+		fmt.Fprintf(e.stdout, "suite folder: %s (%d cells, %d not as expected, %s)\n", res.Dir, len(res.Cells), res.Mismatches, took.Round(time.Second))
+	}
+	for _, n := range res.Notes {
+		fmt.Fprintf(e.stderr, "lockbench: %s\n", n)
+	}
+	if benchOut == "" || !finished {
+		return nil
+	}
+	sums := make([]report.Summary, 0, len(res.Cells))
+	for _, c := range res.Cells {
+		sums = append(sums, c.Summary)
+	}
+	return writeBenchFile(benchOut, sums)
+}

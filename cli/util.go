@@ -1,0 +1,103 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/lockbench/lockbench/harness"
+	"github.com/lockbench/lockbench/report"
+)
+
+// writeBenchFile writes Go benchmark lines for benchstat.
+func writeBenchFile(path string, sums []report.Summary) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--bench-out: %w", err)
+	}
+	if err := report.WriteBenchLines(f, sums); err != nil {
+		f.Close()
+		return fmt.Errorf("--bench-out: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("--bench-out: %w", err)
+	}
+	return nil
+}
+
+// firstN is xs cut to at most n elements.
+func firstN[T any](xs []T, n int) []T {
+	if len(xs) > n {
+		return xs[:n]
+	}
+	return xs
+}
+
+// writeJSON prints v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// flagError restates a *harness.FieldError with the flag's name from
+// flags: "--floor-duration 0s: must be > 0" rather than "floor duration
+// 0s: must be > 0": the library names its fields, the CLI its flags.
+// Other errors are returned as they are.
+func flagError(err error, flags map[string]string) error {
+	var fe *harness.FieldError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	name, ok := flags[fe.Field]
+	if !ok {
+		return err
+	}
+	if fe.Value == nil {
+		return fmt.Errorf("--%s: %w", name, fe.Err)
+	}
+	return fmt.Errorf("--%s %v: %w", name, fe.Value, fe.Err)
+}
+
+// splitList reads "a, b,c" as [a b c].
+func splitList(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// parseInts reads flag's value "2,8,64".
+func parseInts(flag, s string) ([]int, error) {
+	var out []int
+	for _, x := range splitList(s) {
+		n, err := strconv.Atoi(x)
+		if err != nil {
+			return nil, badInputf("%s %q: %q is not a whole number (e.g. 2,8,64)", flag, s, x)
+		}
+		if n < 1 {
+			return nil, badInputf("%s %q: %d: must be ≥1", flag, s, n)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, badInputf("%s is empty: give client counts, e.g. 2,8,64", flag)
+	}
+	return out, nil
+}
+
+// joinInts writes [2 8 64] as "2,8,64".
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
