@@ -80,6 +80,8 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		Seed: *seed, KeepAlive: locks.KeepAlive(*keepalive), RPCTimeout: rpcT, SharedConns: *sharedConns, Dir: dir,
 		Cluster: cluster.Options{Members: *members, UnsafeNoFsync: *noFsync, Verbose: *verbose},
 	}
+	spec.Notice, spec.Cluster.OnStaleRemoved = noticeTo(stderr), staleTo(stderr)
+	reportFDLimit(stderr, *verbose)
 	if err := spec.Validate(); err != nil {
 		return 0, usageError{flagError(err, benchFlags)}
 	}

@@ -114,8 +114,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 }
 
 // onSignal cancels the work on the first SIGINT/SIGTERM so that it stops
-// cleanly (history written, cluster closed), and restores the default
-// action so that a second signal exits at once.
+// cleanly (history written, cluster closed); a second signal exits at
+// once, after removing the open clusters' data folders (exitNow).
 func onSignal(cancel context.CancelFunc, stderr io.Writer) (stop func()) {
 	sigs := make(chan os.Signal, 1)
 	done := make(chan struct{})
@@ -123,9 +123,14 @@ func onSignal(cancel context.CancelFunc, stderr io.Writer) (stop func()) {
 	go func() {
 		select {
 		case s := <-sigs:
-			signal.Reset(os.Interrupt, syscall.SIGTERM)
 			fmt.Fprintf(stderr, "lockbench: %s — finishing cleanly (signal again to exit at once)\n", s)
 			cancel()
+		case <-done:
+			return
+		}
+		select {
+		case s := <-sigs:
+			exitNow(stderr, s)
 		case <-done:
 		}
 	}()
@@ -231,8 +236,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		Lock: *lock, Scenario: sc, Seed: *seed, KeepAlive: locks.KeepAlive(*keepalive), RPCTimeout: rpcT, SharedConns: *sharedConns, Out: *out,
 		Cluster: cluster.Options{Members: *members, UnsafeNoFsync: *noFsync, Verbose: *verbose},
 	}
+	spec.Notice, spec.Cluster.OnStaleRemoved = noticeTo(stderr), staleTo(stderr)
+	reportFDLimit(stderr, *verbose)
 	if err := spec.Validate(); err != nil {
-		return 0, usageError{err}
+		return 0, usageError{flagError(err, runFlags)}
 	}
 	var res *harness.Result
 	if external != nil {
@@ -258,11 +265,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	}
 	if err != nil && res == nil {
 		var ie *harness.InputError
+		var fe *harness.FieldError
 		switch {
 		case ctx.Err() != nil:
 			return exitInterrupted, err
-		case errors.As(err, &ie):
-			return 0, usageError{err}
+		case errors.As(err, &ie), errors.As(err, &fe):
+			return 0, usageError{flagError(err, runFlags)}
 		}
 		return exitError, err
 	}
