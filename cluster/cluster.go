@@ -51,6 +51,10 @@ type Options struct {
 	// folder (see TLSFiles), and every client must present a certificate
 	// signed by that CA. Peers talk plain http among themselves.
 	TLS bool
+	// OnStaleRemoved, when set, hears of each data folder of a dead
+	// process that Start removed from DataParent (see RemoveStale), so
+	// that the user learns where the space came back from.
+	OnStaleRemoved func(Stale)
 }
 
 func (o *Options) defaults() error {
@@ -132,6 +136,11 @@ type Cluster struct {
 	members []*Member
 	initial string
 	tls     tlsFiles // set when opts.TLS
+	// owner holds the flock on the data folder's PIDFile while the
+	// cluster is open (see owner.go).
+	owner *os.File
+	// stale are the dead processes' data folders Start removed.
+	stale []Stale
 }
 
 // Start launches the cluster and waits until it has a leader. On any error
@@ -140,8 +149,18 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
+	// Best effort: a folder that cannot be removed is no reason not to run.
+	stale, _ := RemoveStale(opts.DataParent)
+	for _, s := range stale {
+		if opts.OnStaleRemoved != nil {
+			opts.OnStaleRemoved(s)
+		}
+	}
 	for attempt := 1; ; attempt++ {
 		c, err = start(ctx, opts)
+		if c != nil {
+			c.stale = stale
+		}
 		// Free ports are picked then released; another process may take one
 		// in between. Retry on that, not on anything else.
 		if err == nil || attempt == maxStartAttempts || !isAddrInUse(err) {
@@ -156,6 +175,11 @@ func start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return nil, fmt.Errorf("create data folder: %w", err)
 	}
 	c = &Cluster{opts: opts, dir: dir}
+	register(dir)
+	if c.owner, err = claim(dir); err != nil {
+		c.Close()
+		return nil, err
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			c.Close()
@@ -298,6 +322,10 @@ func (c *Cluster) Endpoints() []string {
 
 // DataDir is the cluster's temporary data folder, removed by Close.
 func (c *Cluster) DataDir() string { return c.dir }
+
+// StaleRemoved are the data folders of dead processes that Start removed
+// before it made this cluster's own, for the caller to report.
+func (c *Cluster) StaleRemoved() []Stale { return c.stale }
 
 // Tick is the cluster's raft heartbeat interval.
 func (c *Cluster) Tick() time.Duration { return c.opts.Tick }
@@ -548,8 +576,16 @@ func (c *Cluster) Close() error {
 	if c.dir == "" {
 		return stuck
 	}
+	// Removed even when members did not stop in time (stuck): their
+	// goroutines may still hold files, but the process exits soon after
+	// and nothing may stay behind in $TMPDIR.
 	err := os.RemoveAll(c.dir)
+	unregister(c.dir)
 	c.dir = ""
+	if c.owner != nil {
+		c.owner.Close() // drops the flock
+		c.owner = nil
+	}
 	if err != nil {
 		return errors.Join(stuck, fmt.Errorf("remove data folder: %w", err))
 	}

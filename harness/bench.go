@@ -84,6 +84,10 @@ type BenchSpec struct {
 	Dir string
 	// Progress, when set, hears what is running.
 	Progress func(status string)
+	// Notice is RunSpec.Notice, for every cell: a cell whose clients would
+	// not fit the open-file limit on their own connections runs on shared
+	// ones, and that changes its figures.
+	Notice func(msg string)
 }
 
 // Validate checks everything before a cluster starts, so that bad input
@@ -338,7 +342,7 @@ func (r *benchRun) cell(lock string, n int) report.BenchCell {
 	}
 	resetPeakRSS()
 	res, err := RunOn(r.ctx, r.c, RunSpec{Lock: lock, Scenario: r.spec.scenario(n), Seed: r.spec.Seed, KeepAlive: r.spec.KeepAlive,
-		RPCTimeout: r.spec.RPCTimeout, SharedConns: r.spec.SharedConns, Cluster: r.spec.Cluster, Out: r.spec.Dir})
+		RPCTimeout: r.spec.RPCTimeout, SharedConns: r.spec.SharedConns, Cluster: r.spec.Cluster, Out: r.spec.Dir, Notice: r.spec.Notice})
 	cell.PeakRSSMB = peakRSSMB()
 	if err != nil {
 		cell.Error = err.Error()

@@ -300,6 +300,9 @@ func RunExternal(ctx context.Context, ext External, spec RunSpec) (*Result, erro
 	if err != nil {
 		return nil, err
 	}
+	if err := spec.fitFDs(len(x.Endpoints), false); err != nil {
+		return nil, &InputError{err}
+	}
 	info, err := healthCheck(ctx, x, cc)
 	if err != nil {
 		return nil, err

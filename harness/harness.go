@@ -42,6 +42,10 @@ type RunSpec struct {
 	// Started, when set, is told once the cluster is up and the clients are
 	// about to connect.
 	Started func(endpoints []string)
+	// Notice, when set, hears decisions the harness took for the user,
+	// such as shared connections picked because a connection per client
+	// would not fit the open-file limit: they change what is measured.
+	Notice func(msg string)
 }
 
 // Validate checks everything that can be checked before a cluster starts,
@@ -61,6 +65,9 @@ func (s RunSpec) Validate() error {
 		return err
 	}
 	if err := runner.CheckSharedConns(s.Scenario, s.SharedConns); err != nil {
+		return err
+	}
+	if err := checkClients(s.Scenario.Clients, s.SharedConns); err != nil {
 		return err
 	}
 	if _, err := (locks.Options{TTL: s.Scenario.TTL(), KeepAlive: s.KeepAlive}).WithDefaults(); err != nil {
@@ -87,6 +94,14 @@ func Run(ctx context.Context, spec RunSpec) (res *Result, err error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
+	members := spec.Cluster.Members
+	if members == 0 {
+		members = cluster.DefaultMembers
+	}
+	// Before the cluster starts: a run that cannot fit costs nothing.
+	if err := spec.fitFDs(members, true); err != nil {
+		return nil, err
+	}
 	c, err := cluster.Start(ctx, spec.Cluster)
 	if err != nil {
 		return nil, fmt.Errorf("start etcd cluster: %w", err)
@@ -104,6 +119,9 @@ func Run(ctx context.Context, spec RunSpec) (res *Result, err error) {
 // a cluster.
 func RunOn(ctx context.Context, c *cluster.Cluster, spec RunSpec) (*Result, error) {
 	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if err := spec.fitFDs(len(c.Members()), true); err != nil {
 		return nil, err
 	}
 	tlsCfg, err := c.ClientTLSConfig()

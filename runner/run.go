@@ -84,6 +84,15 @@ const opTimeout = 5 * time.Second
 // namespace.
 func counterKey(prefix string) string { return prefix + "counter" }
 
+// counterLeaseTTL is the TTL of the admin client's lease that the counter
+// lives under, kept alive by the admin client for the whole run: the
+// counter of a killed run (SIGKILL, where close never deletes the prefix)
+// expires this long after, instead of staying on an external cluster
+// forever. Long enough to outlast a leader election or a member crash that
+// interrupts the keepalive stream; clients write the counter with
+// WithIgnoreLease, so their writes keep it under this lease.
+const counterLeaseTTL = 30 // seconds
+
 // Run drives Scenario.Clients clients against the lock for the scenario's
 // duration while injecting its fault steps, and returns the recorded
 // history. ctx ending stops the run early, cleanly: waiters are cancelled,
@@ -112,9 +121,12 @@ type runner struct {
 	strategy locks.Strategy
 	rec      *history.Recorder
 	admin    *clientv3.Client
-	clients  []*client
-	shared   []*sharedConn // Config.SharedConns connections, if any
-	stopRun  context.CancelFunc
+	// counterLease holds the counter; stopKeepAlive ends its keepalive.
+	counterLease  clientv3.LeaseID
+	stopKeepAlive context.CancelFunc
+	clients       []*client
+	shared        []*sharedConn // Config.SharedConns connections, if any
+	stopRun       context.CancelFunc
 	// life is the clients' run, from the start of the clock to the end of
 	// the duration (or an early stop): every worker runs within it, also
 	// one that a crash-client's undo restarts mid-run, whose own context
@@ -161,7 +173,7 @@ func newRunner(cfg Config) (*runner, []chaos.Step, error) {
 	if cfg.DialTimeout == 0 {
 		cfg.DialTimeout = 5 * time.Second
 	}
-	return &runner{cfg: cfg, strategy: strategy, stopRun: func() {}}, steps, nil
+	return &runner{cfg: cfg, strategy: strategy, stopRun: func() {}, stopKeepAlive: func() {}}, steps, nil
 }
 
 // connect connects the admin client and every lock client, and initialises
@@ -197,9 +209,30 @@ func (r *runner) connect(ctx context.Context) error {
 	if sc.Workload.Kind == scenario.WorkloadHold {
 		return nil
 	}
+	return r.initCounter(ctx)
+}
+
+// initCounter puts the counter under a lease of the admin client, kept
+// alive until close (see counterLeaseTTL).
+func (r *runner) initCounter(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	if _, err := admin.Put(cctx, counterKey(r.cfg.Prefix), "0"); err != nil {
+	lease, err := r.admin.Grant(cctx, counterLeaseTTL)
+	if err != nil {
+		return fmt.Errorf("initialise counter: lease: %w", err)
+	}
+	r.counterLease = lease.ID
+	kctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	r.stopKeepAlive = stop
+	ka, err := r.admin.KeepAlive(kctx, lease.ID)
+	if err != nil {
+		return fmt.Errorf("initialise counter: keep lease alive: %w", err)
+	}
+	go func() {
+		for range ka { // drained, or the client stops sending
+		}
+	}()
+	if _, err := r.admin.Put(cctx, counterKey(r.cfg.Prefix), "0", clientv3.WithLease(lease.ID)); err != nil {
 		return fmt.Errorf("initialise counter: %w", err)
 	}
 	return nil
@@ -363,7 +396,11 @@ func (r *runner) close() {
 	}
 	r.closing.Wait()
 	if r.admin != nil {
+		r.stopKeepAlive()
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		if r.counterLease != 0 {
+			r.admin.Revoke(ctx, r.counterLease)
+		}
 		if r.cfg.Prefix != "" {
 			r.admin.Delete(ctx, r.cfg.Prefix, clientv3.WithPrefix())
 		}

@@ -105,10 +105,11 @@ func (c *client) writeCounter(gen int, cli *clientv3.Client, g *locks.Grant, v i
 	if fenced {
 		var tr *clientv3.TxnResponse
 		tr, err = cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(g.Key), "=", g.Token)).
-			Then(clientv3.OpPut(key, strconv.FormatInt(v, 10))).Commit()
+			Then(clientv3.OpPut(key, strconv.FormatInt(v, 10), clientv3.WithIgnoreLease())).Commit()
 		rejected = err == nil && !tr.Succeeded
 	} else {
-		_, err = cli.Put(ctx, key, strconv.FormatInt(v, 10))
+		// The counter stays under the admin client's lease (run.go).
+		_, err = cli.Put(ctx, key, strconv.FormatInt(v, 10), clientv3.WithIgnoreLease())
 	}
 	switch {
 	case err != nil:

@@ -1,0 +1,73 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/lockbench/lockbench/cluster"
+)
+
+func TestCleanRefusesRootPrefix(t *testing.T) {
+	for _, p := range []string{"", "/", "lockbench/"} {
+		_, err := Clean(context.Background(), External{Endpoints: []string{"http://127.0.0.1:1"}}, p, true)
+		var ie *InputError
+		if !errors.As(err, &ie) {
+			t.Errorf("prefix %q: %v, want an InputError", p, err)
+		}
+	}
+}
+
+// A dry run lists and deletes nothing; with delete, everything under the
+// prefix goes and nothing outside it.
+func TestClean(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an etcd cluster")
+	}
+	ctx := context.Background()
+	c, err := cluster.Start(ctx, cluster.Options{Members: 1, UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	for _, k := range []string{"/lockbench/run-a/counter", "/lockbench/run-b/lock/1", "/other/keep"} {
+		if _, err := cli.Put(ctx, k, "0"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ext := External{Endpoints: c.Endpoints()}
+	res, err := Clean(ctx, ext, DefaultCleanPrefix, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Count != 2 || len(res.Keys) != 2 || res.Keys[0] != "/lockbench/run-a/counter" || res.Deleted != 0 {
+		t.Fatalf("dry run: %+v", res)
+	}
+	if n := count(t, cli, "/"); n != 3 {
+		t.Fatalf("dry run deleted keys: %d left of 3", n)
+	}
+	if res, err = Clean(ctx, ext, DefaultCleanPrefix, true); err != nil || res.Deleted != 2 {
+		t.Fatalf("clean: %+v, %v", res, err)
+	}
+	if n := count(t, cli, "/"); n != 1 {
+		t.Fatalf("%d keys left, want only /other/keep", n)
+	}
+}
+
+func count(t *testing.T, cli *clientv3.Client, prefix string) int64 {
+	t.Helper()
+	resp, err := cli.Get(context.Background(), prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Count
+}
