@@ -176,23 +176,29 @@ func (c *client) startWorker(ctx context.Context) {
 
 // wait waits for the current worker to return, unless it is stuck.
 func (c *client) wait() {
-	c.waitUntil(nil)
+	c.waitUntil(time.Time{})
 }
 
-// waitUntil waits for the current worker to return or deadline to fire
-// (nil: no deadline); it reports whether the worker returned. A worker
-// found stuck is not waited for.
-func (c *client) waitUntil(deadline <-chan time.Time) bool {
+// waitUntil waits for the current worker to return or the deadline to
+// pass (zero: no deadline); it reports whether the worker returned. A
+// worker found stuck is not waited for.
+func (c *client) waitUntil(deadline time.Time) bool {
 	c.mu.Lock()
 	done, stuck := c.worker.done, c.worker.stuck
 	c.mu.Unlock()
 	if done == nil || stuck {
 		return !stuck
 	}
+	var expired <-chan time.Time
+	if !deadline.IsZero() {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		expired = t.C
+	}
 	select {
 	case <-done:
 		return true
-	case <-deadline:
+	case <-expired:
 		return false
 	}
 }

@@ -293,7 +293,7 @@ func (r *runner) stuckAfter() time.Duration {
 // that never returns) is recorded as stuck, named with its call, and left
 // behind: one stuck call must not hold a whole suite forever.
 func (r *runner) waitWorkers() {
-	deadline := time.After(r.stuckAfter())
+	deadline := time.Now().Add(r.stuckAfter())
 	for _, c := range r.clients {
 		if !c.waitUntil(deadline) {
 			c.mu.Lock()
