@@ -51,25 +51,30 @@ func faultEffects(o *Ops) []faultEffect {
 // excuse is how long a fault may keep a lock from being granted, as
 // windows of history time, given the recovery bound r (lease TTL +
 // election timeout + slack). A fault frees the lock within r of its start
-// whatever it lasts — a crashed, paused or cut-off holder's lease expires
-// within a TTL, a lost leader is replaced within an election — and its end
-// may churn once more (a client reconnects, a member rejoins): [start,
-// start+r) and [end, end+r). A slowed client (delay-client) slows every
-// step while it lasts: [start, end+r). A fault that never ends excuses
-// only [start, start+r): a permanent fault is judged too.
+// whatever it lasts: a crashed, paused or cut-off client's lease expires
+// within a TTL, a lost leader is replaced within an election. So:
+//   - a client fault (crash, pause, isolation, revoked lease) excuses
+//     [start, start+r); its end (a restart, a resume) frees nothing more;
+//   - a member fault also excuses [end, end+r): a member that rejoins may
+//     cost another election;
+//   - a slowed client (delay-client) slows every step while it lasts:
+//     [start, end+r);
+//   - cancelled waits (cancel-waiters) excuse nothing: no lease is touched,
+//     and the lock must move on at once;
+//   - a fault that never ends excuses only [start, start+r): a permanent
+//     fault is judged too.
 func (f faultEffect) excuse(r int64) []window {
-	if f.name == "delay-client" {
-		stop := f.to
-		if stop < 0 {
-			return []window{{f.from, 1 << 62}}
-		}
-		return []window{{f.from, stop + r}}
+	switch {
+	case f.name == "cancel-waiters":
+		return nil
+	case f.name == "delay-client" && f.to < 0:
+		return []window{{f.from, 1 << 62}}
+	case f.name == "delay-client":
+		return []window{{f.from, f.to + r}}
+	case f.process >= 0 || f.to < 0:
+		return []window{{f.from, f.from + r}}
 	}
-	ws := []window{{f.from, f.from + r}}
-	if f.to >= 0 {
-		ws = append(ws, window{f.to, f.to + r})
-	}
-	return ws
+	return []window{{f.from, f.from + r}, {f.to, f.to + r}}
 }
 
 // mergeWindows sorts windows and joins those that overlap or touch.
