@@ -28,7 +28,9 @@ func (ignoreCtxLocker) Close(context.Context) error                { return nil 
 
 func init() {
 	locks.Register(locks.Strategy{Name: "test-ignores-ctx", Description: "test only: Lock ignores its context",
-		New: func(context.Context, *clientv3.Client, locks.Options) (locks.Locker, error) { return ignoreCtxLocker{}, nil }})
+		New: func(context.Context, *clientv3.Client, locks.Options) (locks.Locker, error) {
+			return ignoreCtxLocker{}, nil
+		}})
 }
 
 // TestStuckLockEndsTheRun: a Lock that never returns ends the run after
