@@ -126,6 +126,8 @@ func (o *benchOptions) check() error {
 // runBench runs the checked benchmark and prints its table.
 func runBench(ctx context.Context, e *env, o *benchOptions) error {
 	spec := o.spec
+	spec.Notice = noticeTo(e.stderr)
+	e.raiseFDLimit(o.cluster.verbose)
 	var err error
 	if spec.Cluster, err = o.cluster.withData(e, spec.Cluster); err != nil {
 		return err

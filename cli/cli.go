@@ -42,6 +42,7 @@ Usage:
   lockbench report  RUN_DIR                              re-render a run's tables and report.html
   lockbench compare BASE.json NEW.json [--threshold 20%] exit 1 on a worse verdict or a regression
   lockbench cluster [--members 3] [--tls]                keep an embedded cluster up for experiments until Ctrl-C
+  lockbench clean   --endpoints URLS [--yes]             list (--yes: delete) the keys a killed run left on an external cluster
   lockbench list                                         list lock strategies and scenarios
 
 Run 'lockbench COMMAND --help' for a command's flags.
@@ -65,6 +66,7 @@ var commands = map[string]command{
 	"report":  reportCommand,
 	"compare": compareCommand,
 	"cluster": clusterCommand,
+	"clean":   cleanCommand,
 	"list":    listCommand,
 }
 

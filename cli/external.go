@@ -27,15 +27,22 @@ const passwordEnv = "LOCKBENCH_PASSWORD"
 // extOnly are extFlags' names that need --endpoints.
 var extOnly = []string{"cacert", "cert", "key", "user", "password", "prefix", "dial-timeout"}
 
-// register adds the external-cluster flags to fs.
+// register adds the external-cluster flags of a run to fs.
 func (e *extFlags) register(fs *flagSet) {
 	fs.StringVar(&e.endpoints, "endpoints", "", "comma-separated client URLs of an external etcd cluster (http:// or https://); no embedded cluster is started, member faults are refused")
+	fs.StringVar(&e.prefix, "prefix", "", "external cluster: key namespace of the run, deleted at the end; must start with / and be empty (default /lockbench/<run-id>/)")
+	e.registerAccess(fs)
+}
+
+// registerAccess adds the flags that reach and authenticate to an
+// external cluster (all but --endpoints and --prefix, whose meaning is
+// the command's) to fs.
+func (e *extFlags) registerAccess(fs *flagSet) {
 	fs.StringVar(&e.cacert, "cacert", "", "external cluster: CA certificate (PEM) that verifies the servers (https; default: the system roots)")
 	fs.StringVar(&e.cert, "cert", "", "external cluster: client certificate (PEM), with --key")
 	fs.StringVar(&e.key, "key", "", "external cluster: client private key (PEM), with --cert")
 	fs.StringVar(&e.user, "user", "", "external cluster: user name (etcd auth), with --password")
 	fs.StringVar(&e.password, "password", "", "external cluster: password for --user (never written to the run folder); better in the environment as "+passwordEnv+", which ps does not show")
-	fs.StringVar(&e.prefix, "prefix", "", "external cluster: key namespace of the run, deleted at the end; must start with / and be empty (default /lockbench/<run-id>/)")
 	fs.DurationVar(&e.dial, "dial-timeout", harness.DefaultDialTimeout, "external cluster: how long to wait for each endpoint to answer")
 }
 
@@ -55,12 +62,23 @@ func (e *extFlags) parse(set map[string]bool) (*harness.External, error) {
 			return nil, badInputf("--%s configures the embedded cluster; it does not apply with --endpoints", name)
 		}
 	}
-	eps := splitList(e.endpoints)
-	if len(eps) == 0 {
-		return nil, badInputf("--endpoints %q: give at least one client URL, e.g. https://127.0.0.1:2379", e.endpoints)
+	x, err := e.access(set)
+	if err != nil {
+		return nil, err
 	}
 	if set["prefix"] && (!strings.HasPrefix(e.prefix, "/") || e.prefix == "/") {
 		return nil, badInputf("--prefix %q: must start with / and not be / (the run deletes its whole prefix at the end)", e.prefix)
+	}
+	x.Prefix = e.prefix
+	return x, nil
+}
+
+// access checks --endpoints (given) and the registerAccess flags, and
+// returns the external cluster without a prefix.
+func (e *extFlags) access(set map[string]bool) (*harness.External, error) {
+	eps := splitList(e.endpoints)
+	if len(eps) == 0 {
+		return nil, badInputf("--endpoints %q: give at least one client URL, e.g. https://127.0.0.1:2379", e.endpoints)
 	}
 	if e.dial <= 0 {
 		return nil, badInputf("--dial-timeout %s: must be > 0", e.dial)
@@ -71,7 +89,7 @@ func (e *extFlags) parse(set map[string]bool) (*harness.External, error) {
 	}
 	return &harness.External{
 		Endpoints: eps, CACert: e.cacert, Cert: e.cert, Key: e.key,
-		User: e.user, Password: password, Prefix: e.prefix, DialTimeout: e.dial,
+		User: e.user, Password: password, DialTimeout: e.dial,
 	}, nil
 }
 

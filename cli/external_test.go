@@ -76,6 +76,7 @@ func TestExternalTLSCluster(t *testing.T) {
 		{"wrong CA", extWrongCa},
 		{"no client certificate", extNoClientCertificate},
 		{"client faults through TLS proxies", extClientFaultsThroughTlsProxies},
+		{"clean", extClean},
 		{"auth", extAuth},
 	} {
 		// In order: "auth" turns auth on for the rest of the cluster's life.
@@ -533,5 +534,34 @@ func TestClusterCommand(t *testing.T) {
 			c.Close()
 			t.Errorf("something still listens on %s", u.Host)
 		}
+	}
+}
+
+// extClean is TestExternalTLSCluster's subtest "clean": without --yes it
+// only lists (the default prefix shows other runs' keys, untouched); with
+// --yes it deletes exactly the keys under --prefix.
+func extClean(t *testing.T, f *extFixture) {
+	code, stdout, stderr := runCLI(t, append([]string{"clean"}, f.tlsArgs...)...)
+	if code != ExitPass || !strings.Contains(stdout, "/lockbench/other-run/x\n") || !strings.Contains(stderr, "run again with --yes") {
+		t.Errorf("dry run: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if strings.Contains(stdout, "/lockbenchX") || strings.Contains(stdout, "/other/key") {
+		t.Errorf("dry run lists keys outside /lockbench/:\n%s", stdout)
+	}
+	f.unchanged(t, f.admin)
+	for _, k := range []string{"/lockbench/killed-run/counter", "/lockbench/killed-run/lock/1"} {
+		if _, err := f.admin.Put(f.ctx, k, "left"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, stdout, stderr = runCLI(t, append([]string{"clean", "--prefix", "/lockbench/killed-run/", "--yes"}, f.tlsArgs...)...)
+	if code != ExitPass || stdout != "/lockbench/killed-run/counter\n/lockbench/killed-run/lock/1\n" || !strings.Contains(stderr, "deleted 2 keys under /lockbench/killed-run/") {
+		t.Errorf("--yes: exit %d\n%s%s", code, stdout, stderr)
+	}
+	f.noneUnder(t, f.admin, "/lockbench/killed-run/")
+	f.unchanged(t, f.admin)
+	code, _, stderr = runCLI(t, append([]string{"clean", "--prefix", "/lockbench/killed-run/"}, f.tlsArgs...)...)
+	if code != ExitPass || !strings.Contains(stderr, "no keys under /lockbench/killed-run/") {
+		t.Errorf("after --yes: exit %d\n%s", code, stderr)
 	}
 }

@@ -127,8 +127,11 @@ func (c *clusterFlags) options() (cluster.Options, error) {
 
 // withData puts the cluster's data folder inside a scratch folder of e
 // (under --data-dir, else $TMPDIR), which the CLI removes on every way
-// out.
+// out. Dead runs' data folders there are removed first, and every one
+// removed (now or by the cluster's start) is printed.
 func (c *clusterFlags) withData(e *env, o cluster.Options) (cluster.Options, error) {
+	o.OnStaleRemoved = staleTo(e.stderr)
+	removeStale(c.dataDir, o.OnStaleRemoved)
 	dir, err := e.scratch.make(c.dataDir)
 	if err != nil {
 		return o, err

@@ -79,7 +79,7 @@ func (o *runOptions) check() error {
 		SharedConns: o.client.sharedConns, Out: o.out, Cluster: cl,
 	}
 	if err := o.spec.Validate(); err != nil {
-		return badInput(err)
+		return badInput(flagError(err, runFlags))
 	}
 	if ext != nil {
 		if sc.NeedsMembers() {
@@ -140,6 +140,8 @@ func (o *runOptions) scenarioSpec() (scenario.Scenario, error) {
 // outcome.
 func runRun(ctx context.Context, e *env, o *runOptions) error {
 	spec, sc := o.spec, o.spec.Scenario
+	spec.Notice = noticeTo(e.stderr)
+	e.raiseFDLimit(o.cluster.verbose)
 	var res *harness.Result
 	var err error
 	if o.external != nil {
@@ -161,7 +163,7 @@ func runRun(ctx context.Context, e *env, o *runOptions) error {
 		res, err = harness.Run(ctx, spec)
 	}
 	if res == nil {
-		return harnessErr(ctx, err)
+		return harnessErr(ctx, err, runFlags)
 	}
 	if perr := printRun(e, res, sc.Duration, o.benchOut); perr != nil && err == nil {
 		err = perr
@@ -169,14 +171,19 @@ func runRun(ctx context.Context, e *env, o *runOptions) error {
 	return runOutcome(res.Summary, err)
 }
 
-// harnessErr is the outcome of a harness call that returned no result.
-func harnessErr(ctx context.Context, err error) error {
+// harnessErr is the outcome of a harness call that returned no result:
+// its *InputError and *FieldError are bad input, the latter naming the
+// flag from flags (e.g. --clients over the machine's budget).
+func harnessErr(ctx context.Context, err error, flags map[string]string) error {
 	var ie *harness.InputError
+	var fe *harness.FieldError
 	switch {
 	case ctx.Err() != nil:
 		return interrupted(err)
 	case errors.As(err, &ie):
 		return badInput(err)
+	case errors.As(err, &fe):
+		return badInput(flagError(err, flags))
 	}
 	return err
 }

@@ -19,10 +19,13 @@ type scratch struct {
 	dirs []string
 }
 
+// scratchPrefix begins the name of every scratch folder.
+const scratchPrefix = "lockbench-cli-"
+
 // make creates a scratch folder under parent (os.TempDir when "") and
 // returns it.
 func (s *scratch) make(parent string) (string, error) {
-	dir, err := os.MkdirTemp(parent, "lockbench-cli-")
+	dir, err := os.MkdirTemp(parent, scratchPrefix)
 	if err != nil {
 		return "", fmt.Errorf("scratch folder for etcd's data: %w", err)
 	}
@@ -52,8 +55,9 @@ func (s *scratch) String() string {
 
 // onSignal cancels the work on the first SIGINT/SIGTERM, so that it stops
 // cleanly (history written, cluster closed); on a second one it removes
-// the scratch folders (etcd's data) and exits at once through exit with
-// ExitInterrupted. stop ends the watch.
+// etcd's data (removeDataNow: every open cluster's data folder and the
+// scratch folders) and exits at once through exit with ExitInterrupted.
+// stop ends the watch.
 func (e *env) onSignal(cancel context.CancelFunc, exit func(int)) (stop func()) {
 	sigs := make(chan os.Signal, 2)
 	done := make(chan struct{})
@@ -69,7 +73,7 @@ func (e *env) onSignal(cancel context.CancelFunc, exit func(int)) (stop func()) 
 		select {
 		case s := <-sigs:
 			fmt.Fprintf(e.stderr, "lockbench: %s again — exiting now, removing etcd's data (%s)\n", s, e.scratch)
-			e.scratch.removeAll()
+			e.removeDataNow()
 			exit(ExitInterrupted)
 		case <-done:
 		}

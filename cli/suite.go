@@ -92,6 +92,7 @@ func (o *suiteOptions) spec() (harness.SuiteSpec, error) {
 
 // runSuite runs the checked suite and prints its table.
 func runSuite(ctx context.Context, e *env, o *suiteOptions, spec harness.SuiteSpec) error {
+	e.raiseFDLimit(o.cluster.verbose)
 	var err error
 	if spec.Cluster, err = o.cluster.withData(e, spec.Cluster); err != nil {
 		return err

@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/lockbench/lockbench/harness"
+)
+
+const cleanSynopsis = "clean --endpoints URLS [--prefix /lockbench/] [--yes] [flags]\n\n" +
+	"Lists the keys under --prefix on an external etcd cluster; with --yes deletes\n" +
+	"them. A run's keys live under /lockbench/<run-id>/ and go at its end; a killed\n" +
+	"run's lock keys and counter expire with their leases, but a run of an older\n" +
+	"lockbench left its counter without one."
+
+// cleanOptions are clean's flags.
+type cleanOptions struct {
+	ext      extFlags // --endpoints, --prefix and the access flags
+	yes      bool
+	set      map[string]bool
+	external *harness.External // built by check
+}
+
+// cleanCommand is `lockbench clean`: the keys a killed run may have left
+// under a prefix of an external cluster, listed, and deleted with --yes.
+func cleanCommand(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "clean", cleanSynopsis)
+	var o cleanOptions
+	fs.StringVar(&o.ext.endpoints, "endpoints", "", "comma-separated client URLs of the etcd cluster (http:// or https://)")
+	fs.StringVar(&o.ext.prefix, "prefix", harness.DefaultCleanPrefix, "key prefix to list or delete; must start with / and not be /")
+	o.ext.registerAccess(fs)
+	fs.BoolVar(&o.yes, "yes", false, "delete the keys (default: only list them)")
+	if err := fs.parseFlagsOnly(args); err != nil {
+		return err
+	}
+	o.set = fs.given()
+	if err := o.check(); err != nil {
+		return err
+	}
+	return runClean(ctx, e, &o)
+}
+
+// check validates the flags and builds the cluster to clean.
+func (o *cleanOptions) check() error {
+	if !o.set["endpoints"] {
+		return badInputf("--endpoints is required: give the cluster's client URLs, e.g. http://127.0.0.1:2379")
+	}
+	x, err := o.ext.access(o.set)
+	if err != nil {
+		return err
+	}
+	if p := o.ext.prefix; p == "/" || !strings.HasPrefix(p, "/") {
+		return badInputf("--prefix %q: must start with / and not be / or empty (clean deletes everything under it)", p)
+	}
+	if err := x.Validate(); err != nil {
+		return badInput(err)
+	}
+	o.external = x
+	return nil
+}
+
+// runClean lists (and with --yes deletes) the keys and says what it did.
+func runClean(ctx context.Context, e *env, o *cleanOptions) error {
+	if err := probeEtcd(ctx, o.external); err != nil {
+		return err
+	}
+	res, err := harness.Clean(ctx, *o.external, o.ext.prefix, o.yes)
+	if res == nil {
+		return harnessErr(ctx, err, nil)
+	}
+	for _, k := range res.Keys {
+		fmt.Fprintln(e.stdout, k)
+	}
+	if more := res.Count - int64(len(res.Keys)); more > 0 {
+		fmt.Fprintf(e.stdout, "… and %d more\n", more)
+	}
+	switch {
+	case err != nil:
+		return harnessErr(ctx, err, nil)
+	case res.Count == 0:
+		fmt.Fprintf(e.stderr, "lockbench clean: no keys under %s\n", res.Prefix)
+	case o.yes:
+		fmt.Fprintf(e.stderr, "lockbench clean: deleted %d keys under %s\n", res.Deleted, res.Prefix)
+	default:
+		fmt.Fprintf(e.stderr, "lockbench clean: %d keys under %s; run again with --yes to delete them\n", res.Count, res.Prefix)
+	}
+	return nil
+}
