@@ -122,6 +122,10 @@ const (
 // false, leaving p in an unspecified state, for any line it is not sure to
 // decode exactly as encoding/json would: the caller must then decode the
 // line with decodeEventSlow. It never panics and does not keep or modify b.
+//
+// It is one function of ~150 lines on purpose: it is the hot loop of
+// reading a history (one call per line), and its key switch reads best as
+// one piece beside the encoder it mirrors (Write).
 func fastDecode(b []byte, p *parsedEvent) bool {
 	var spans [nStr]span
 	var strs uint8 // bit i set: spans[i] holds a string to make

@@ -1,4 +1,4 @@
-// Package history defines lockbench's event format (DESIGN.md §3) and a
+// Package history defines lockbench's event format (docs/design.md §3) and a
 // recorder that many client goroutines share.
 //
 // A history is the only thing the checker reads, so every fact a verdict
