@@ -117,7 +117,7 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 				if err != nil {
 					return res, fmt.Errorf("%s: %w", name, err)
 				}
-				cell := judge(r.Summary, sc.Expect.For(lock))
+				cell := judge(r.Summary, ExpectationsFor(sc, lock))
 				cell.Dir, _ = filepath.Rel(dir, r.Dir)
 				if found, replace := checkLockService(ctx, c, lock); found != "" {
 					note := fmt.Sprintf("after %s: %s", name, found)
@@ -153,6 +153,20 @@ func checkLockService(ctx context.Context, c *cluster.Cluster, lock string) (fou
 		return "", false
 	}
 	return err.Error(), errors.Is(err, cluster.ErrLockServiceStuck)
+}
+
+// ExpectationsFor is what a suite expects of lock in scenario sc: the
+// scenario's expectations for it, overlaid with the strategy's own for that
+// scenario (locks.Strategy.Expect), without the checks either leaves
+// unjudged ("any").
+func ExpectationsFor(sc scenario.Scenario, lock string) map[string]verdict.Verdict {
+	st, _ := locks.Lookup(lock)
+	own := st.Expect[sc.Name]
+	if len(own) == 0 {
+		return sc.Expect.For(lock)
+	}
+	e := verdict.Expectations{verdict.DefaultKey: sc.Expect.For(lock), lock: own}
+	return e.For(lock)
 }
 
 // judge compares a run's verdicts with what its scenario expects of the

@@ -45,6 +45,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // Grant is a held lock.
@@ -182,7 +184,12 @@ type Strategy struct {
 	// to wake waiters (see cluster.ErrLockServiceStuck): a harness that
 	// reuses a cluster checks the service after such a strategy's run.
 	LockService bool
-	New         Factory
+	// Expect, when set, is what this strategy expects of built-in (or any)
+	// scenarios by scenario name, check by check, over the scenario's own
+	// expectations: a user's strategy carries its known limits with it
+	// instead of copying scenario files (verdict "any" un-asserts a check).
+	Expect map[string]map[string]verdict.Verdict
+	New    Factory
 }
 
 var (
