@@ -202,15 +202,16 @@ func (l *locker) cachedLease(ctx context.Context, ttl int) (clientv3.LeaseID, <-
 	if l.stop == nil {
 		l.stop = make(chan struct{})
 	}
+	stop := l.stop
 	if l.bug == revokeOnUnlock {
 		kctx, cancel := context.WithCancel(context.Background())
-		go func() { <-l.stop; cancel() }()
+		go func() { <-stop; cancel() }()
 		if _, err := l.cli.KeepAlive(kctx, g.ID); err != nil {
 			return 0, nil, fmt.Errorf("keepalive: %w", err)
 		}
 		return g.ID, nil, nil
 	}
-	go l.refreshEveryTTL(g.ID, time.Duration(ttl)*time.Second, l.stop)
+	go l.refreshEveryTTL(g.ID, time.Duration(ttl)*time.Second, stop)
 	return g.ID, nil, nil
 }
 
