@@ -402,15 +402,6 @@ func Lookup(name string) (Scenario, error) {
 	return s, nil
 }
 
-// Builtin returns the YAML source of a built-in scenario.
-func Builtin(name string) ([]byte, error) {
-	s, ok := builtins[name]
-	if !ok {
-		return nil, fmt.Errorf("unknown scenario %q", name)
-	}
-	return builtinFS.ReadFile(path.Join("builtin", strings.TrimPrefix(s.Source, "builtin:")))
-}
-
 func contains(xs []string, x string) bool {
 	for _, y := range xs {
 		if x == y {
