@@ -48,21 +48,27 @@ type deletion struct {
 
 // deletionsUnderHolders lists the key deletions observed while the key's
 // holder still held, and whether the history has key-deleted events.
-func (p *prepared) deletionsUnderHolders(o *Ops) ([]deletion, bool) {
+func (p *prepared) deletionsUnderHolders() ([]deletion, bool) {
+	var dels []int
+	for k := range p.n() {
+		if i := p.at(k); p.op(i) == opKeyDeleted {
+			dels = append(dels, i)
+		}
+	}
+	if len(dels) == 0 {
+		return nil, false
+	}
 	byToken := map[int64][]Hold{}
-	for _, h := range o.Holds {
-		if h.Certain && h.Token != 0 {
+	for _, i := range dels {
+		byToken[p.ev[i].Token] = nil
+	}
+	for _, h := range p.ops().Holds {
+		if _, deleted := byToken[h.Token]; deleted && h.Certain && h.Token != 0 {
 			byToken[h.Token] = append(byToken[h.Token], h)
 		}
 	}
 	var out []deletion
-	seen := false
-	for k := range p.n() {
-		i := p.at(k)
-		if p.op(i) != opKeyDeleted {
-			continue
-		}
-		seen = true
+	for _, i := range dels {
 		e := &p.ev[i]
 		var d history.KeyDeletion
 		_ = json.Unmarshal(e.Value, &d) // unknown cause: not "delete"
@@ -72,13 +78,12 @@ func (p *prepared) deletionsUnderHolders(o *Ops) ([]deletion, bool) {
 			}
 		}
 	}
-	return out, seen
+	return out, true
 }
 
 func (p *prepared) symmetry(opts Options) Result {
 	res := Result{Verdict: verdict.Pass}
-	o := p.ops()
-	dels, seen := p.deletionsUnderHolders(o)
+	dels, seen := p.deletionsUnderHolders()
 	for _, d := range dels {
 		if d.cause != history.CauseDelete {
 			continue
@@ -98,6 +103,11 @@ func (p *prepared) symmetry(opts Options) Result {
 
 func (p *prepared) lease(opts Options) Result {
 	res := Result{Verdict: verdict.Pass}
+	dels, _ := p.deletionsUnderHolders()
+	if len(dels) == 0 && !p.has(opLeaseLost) {
+		res.metric("losses", 0)
+		return res
+	}
 	o := p.ops()
 	r := int64(opts.LivenessBound + opts.RecoverySlack)
 	effects := faultEffects(o)
@@ -113,7 +123,6 @@ func (p *prepared) lease(opts Options) Result {
 				m.Process, fmtNS(m.Time), time.Duration(r)), Lines: lines(m.Event + 1)}, opts.MaxViolations)
 		}
 	}
-	dels, _ := p.deletionsUnderHolders(o)
 	var overruns []int64
 	for _, d := range dels {
 		if d.cause != history.CauseLease {

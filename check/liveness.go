@@ -122,7 +122,7 @@ func newLiveWalk(p *prepared, opts Options) *liveWalk {
 	if w.bound >= 0 {
 		r := w.bound + int64(opts.RecoverySlack)
 		var ws []window
-		for _, f := range faultEffects(p.ops()) {
+		for _, f := range faultEffects(p.faultOps()) {
 			ws = append(ws, f.excuse(r)...)
 		}
 		w.excused = mergeWindows(ws)

@@ -153,8 +153,17 @@ func (o *Ops) Grants() []Op {
 	return out
 }
 
-// ops builds the exported pairing from the index.
+// ops is the exported pairing of the index, built once: several checks
+// read it.
 func (p *prepared) ops() *Ops {
+	if p.paired == nil {
+		p.paired = p.pairOps()
+	}
+	return p.paired
+}
+
+// pairOps builds the exported pairing from the index.
+func (p *prepared) pairOps() *Ops {
 	o := &Ops{Events: p.ev, End: p.endTime}
 	for _, id := range p.procs {
 		if id >= 0 {
@@ -162,15 +171,11 @@ func (p *prepared) ops() *Ops {
 		}
 	}
 	o.Holds = p.holds()
-	pausedAt := make([]int32, len(p.procs)) // index+1 of the open pause span
-	var openFaults []openFault
+	f := p.faultOps()
+	o.Faults, o.Pauses = f.Faults, f.Pauses
 	for k := range p.n() {
 		i := p.at(k)
 		op, ty := p.op(i), p.ty(i)
-		if op == opFault {
-			openFaults = o.pairFault(openFaults, i, ty)
-			continue
-		}
 		if p.ev[i].Process < 0 {
 			continue
 		}
@@ -183,6 +188,24 @@ func (p *prepared) ops() *Ops {
 			o.Crashes = append(o.Crashes, p.mark(i))
 		case op == opLeaseLost && ty != tyInvoke && ty != tyFail:
 			o.LeaseLost = append(o.LeaseLost, p.mark(i))
+		}
+	}
+	return o
+}
+
+// faultOps pairs only the faults and pauses (Ops.Faults, Ops.Pauses): what
+// the checks that weigh faults need, without pairing every operation.
+func (p *prepared) faultOps() *Ops {
+	o := &Ops{Events: p.ev, End: p.endTime}
+	pausedAt := make([]int32, len(p.procs)) // index+1 of the open pause span
+	var openFaults []openFault
+	for k := range p.n() {
+		i := p.at(k)
+		op, ty := p.op(i), p.ty(i)
+		switch {
+		case op == opFault:
+			openFaults = o.pairFault(openFaults, i, ty)
+		case p.ev[i].Process < 0:
 		case op == opPause && ty != tyFail:
 			if pi := p.procOf(i); pausedAt[pi] == 0 {
 				o.Pauses = append(o.Pauses, Span{Process: p.ev[i].Process, Start: i, Stop: -1, From: p.ev[i].Time, To: -1})

@@ -116,10 +116,21 @@ type prepared struct {
 	nGrant   []int32 // acquire ok events per lock
 	endTime  int64   // time of the last event in time order
 
-	ws *writeScan // memoized by writes
+	ws     *writeScan // memoized by writes
+	paired *Ops       // memoized by ops
 }
 
 func (p *prepared) n() int { return len(p.ev) }
+
+// has reports whether any event is of operation op.
+func (p *prepared) has(op uint8) bool {
+	for i := range p.n() {
+		if p.op(i) == op {
+			return true
+		}
+	}
+	return false
+}
 
 // at is the event index of the k-th event in time order.
 func (p *prepared) at(k int) int {

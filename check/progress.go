@@ -31,29 +31,36 @@ func (p *prepared) progress(opts Options) Result {
 	var grants, failed, unknown, cancelled, requests int
 	var firstErrs []string
 	var firstLines []int
-	for _, a := range p.ops().Acquires {
+	for i := range p.n() {
+		if p.op(i) != opAcquire || p.ev[i].Process < 0 || (p.ty(i) != tyInvoke && p.ended[i] >= 0) {
+			continue // not an acquire's start (an invoke, or a completion without one)
+		}
 		requests++
+		done, outcome := i, outcomeOfType(p.ty(i))
+		if p.ty(i) == tyInvoke {
+			done, outcome = int(p.pair[i]), p.outcome(i)
+		}
 		var errText string
-		if a.Done >= 0 {
-			errText = p.ev[a.Done].Error
+		if done >= 0 {
+			errText = p.ev[done].Error
 		}
 		switch {
-		case a.Outcome == OutcomeOK:
+		case outcome == OutcomeOK:
 			grants++
 			continue
-		case a.Outcome == OutcomePending:
+		case outcome == OutcomePending:
 			continue
 		case strings.Contains(errText, "context canceled"):
 			cancelled++
 			continue
-		case a.Outcome == OutcomeFail:
+		case outcome == OutcomeFail:
 			failed++
 		default:
 			unknown++
 		}
 		if len(firstErrs) < 3 && errText != "" && !containsStr(firstErrs, errText) {
 			firstErrs = append(firstErrs, errText)
-			firstLines = append(firstLines, a.Done+1)
+			firstLines = append(firstLines, done+1)
 		}
 	}
 	if requests > 0 && (grants == 0 && failed+unknown+cancelled > 0 || unknown > grants && unknown >= 3) {

@@ -462,10 +462,13 @@ func (p *prepared) duplicateWrites(oks []int32, max int) [][2]int32 {
 // must hold both ways (e.g. a token that is not the key's create
 // revision is rejected every time).
 func (p *prepared) wronglyRejected(res *Result, opts Options) int {
+	if p.writes(opts).rejected == 0 {
+		return 0
+	}
 	o := p.ops()
 	r := int64(opts.LivenessBound + opts.RecoverySlack)
 	effects := faultEffects(o)
-	dels, _ := p.deletionsUnderHolders(o)
+	dels, _ := p.deletionsUnderHolders()
 	n := 0
 	for _, wr := range o.Writes {
 		if wr.Outcome != OutcomeFail {
