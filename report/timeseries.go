@@ -19,6 +19,9 @@ const SeriesIntervals = 60
 // since the run's start.
 type TimeSeries struct {
 	IntervalS float64 `json:"interval_s"`
+	// SpanS is the run's span: the last interval covers only its part up
+	// to SpanS.
+	SpanS float64 `json:"span_s"`
 	// Grants counts the acquires granted in each interval.
 	Grants []int `json:"grants"`
 	// Acquire (invoke → ok) and Handoff (release invoke → next grant) are
@@ -50,7 +53,17 @@ type FaultSpan struct {
 }
 
 // EndS is the series' span in seconds.
-func (t TimeSeries) EndS() float64 { return float64(len(t.Grants)) * t.IntervalS }
+func (t TimeSeries) EndS() float64 {
+	if t.SpanS > 0 {
+		return t.SpanS
+	}
+	return float64(len(t.Grants)) * t.IntervalS
+}
+
+// covered is how much of interval i lies within the run, in seconds.
+func (t TimeSeries) covered(i int) float64 {
+	return min(t.IntervalS, t.EndS()-float64(i)*t.IntervalS)
+}
 
 // Series computes a run's TimeSeries from its paired history: a pure
 // function of ops (see check.Pair), so figures, checks and charts speak of
@@ -58,7 +71,7 @@ func (t TimeSeries) EndS() float64 { return float64(len(t.Grants)) * t.IntervalS
 func Series(ops *check.Ops) TimeSeries {
 	iv := seriesInterval(ops.End)
 	n := int(ops.End/iv) + 1
-	ts := TimeSeries{IntervalS: float64(iv) / 1e9, Grants: make([]int, n)}
+	ts := TimeSeries{IntervalS: float64(iv) / 1e9, SpanS: float64(ops.End) / 1e9, Grants: make([]int, n)}
 	grants := ops.Grants()
 	for _, g := range grants {
 		ts.Grants[min(int(g.To/iv), n-1)]++

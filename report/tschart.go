@@ -179,12 +179,18 @@ func tsPlot(b *strings.Builder, g tsGeom, l tsLine, color string, log bool) {
 }
 
 // throughputLine is a run's grants per second in each interval, at the
-// interval's middle.
+// interval's middle, over the part of it the run covered; a last interval
+// the run covers less than half of is left out (too short for a rate).
 func throughputLine(name string, ts TimeSeries) tsLine {
 	l := tsLine{Name: name}
 	for i, n := range ts.Grants {
+		c := ts.covered(i)
 		l.X = append(l.X, (float64(i)+0.5)*ts.IntervalS)
-		l.Y = append(l.Y, float64(n)/ts.IntervalS)
+		if c < ts.IntervalS/2 {
+			l.Y = append(l.Y, math.NaN())
+			continue
+		}
+		l.Y = append(l.Y, float64(n)/c)
 	}
 	return l
 }
