@@ -330,7 +330,10 @@
     var m = /^#v=(\d+)$/.exec(window.location.hash);
     if (m && showViolation(+m[1])) {
       var sec = document.getElementById('timeline-section');
-      if (sec && sec.scrollIntoView) { sec.scrollIntoView(); }
+      // Scroll only when the timeline is not already in the upper half of
+      // the window: a page opened at #v=N keeps its header in view.
+      var top = sec ? sec.getBoundingClientRect().top : 0;
+      if (sec && sec.scrollIntoView && (top < 0 || top > window.innerHeight / 2)) { sec.scrollIntoView(); }
     }
   }
   window.addEventListener('hashchange', fromHash);
