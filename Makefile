@@ -41,7 +41,7 @@ bench:
 # Run the default suite and compare it with the committed baseline: exit 1
 # when a verdict worsens or throughput/latency regresses past the threshold.
 regress: build
-	./$(BIN) suite --quiet --out $(OUT)
+	./$(BIN) suite --quiet --out $(OUT) $(SUITE_FLAGS)
 	./$(BIN) compare results/baseline.json $$(ls -td $(OUT)/suite-* | head -1)/suite.json --threshold 50% --min-delta 20ms
 
 # Refresh the baseline from a new default suite run (commit the result).

@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -19,6 +21,7 @@ type suiteOptions struct {
 	locks, scenarios string
 	seeds            int
 	out, benchOut    string
+	junit            string
 	quick            time.Duration
 	quiet            bool
 	cluster          clusterFlags
@@ -38,6 +41,7 @@ func suiteCommand(ctx context.Context, e *env, args []string) error {
 	fs.DurationVar(&o.quick, "quick-duration", harness.DefaultQuickDuration, "cap on the duration of scenarios without fault steps (0: no cap)")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
 	fs.StringVar(&o.benchOut, "bench-out", "", "also write every cell's figures as Go benchmark lines to this file (for benchstat)")
+	fs.StringVar(&o.junit, "junit", "", "also write the suite as JUnit XML to this file (a testcase per cell, lock/scenario/seed; a failure per cell not as expected)")
 	o.client.register(fs, true, false)
 	o.cluster.register(fs)
 	if err := fs.parseFlagsOnly(args); err != nil {
@@ -87,7 +91,13 @@ func (o *suiteOptions) spec() (harness.SuiteSpec, error) {
 	if err := spec.Validate(); err != nil {
 		return spec, badInput(flagError(err, map[string]string{"Seeds": "seeds"}))
 	}
-	return spec, checkOutputs(o.out, o.benchOut)
+	if err := checkOutputs(o.out, o.benchOut); err != nil {
+		return spec, err
+	}
+	if o.junit != "" {
+		return spec, checkFile("junit", o.junit)
+	}
+	return spec, nil
 }
 
 // runSuite runs the checked suite and prints its table.
@@ -107,6 +117,9 @@ func runSuite(ctx context.Context, e *env, o *suiteOptions, spec harness.SuiteSp
 	if res != nil {
 		if perr := printSuite(e, res, time.Since(start), o.benchOut, err == nil); perr != nil && err == nil {
 			err = perr
+		}
+		if jerr := writeJUnitFile(o.junit, res); jerr != nil && err == nil {
+			err = jerr
 		}
 	}
 	switch {
@@ -140,4 +153,20 @@ func printSuite(e *env, res *harness.SuiteResult, took time.Duration, benchOut s
 		sums = append(sums, c.Summary)
 	}
 	return writeBenchFile(benchOut, sums)
+}
+
+// writeJUnitFile writes --junit (nothing when it is ""): the cells run so
+// far, also when the suite stopped early, so CI shows what ran.
+func writeJUnitFile(path string, res *harness.SuiteResult) error {
+	if path == "" {
+		return nil
+	}
+	var b bytes.Buffer
+	if err := report.WriteJUnit(&b, filepath.Base(res.Dir), res.Dir, res.Cells); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("--junit: %w", err)
+	}
+	return nil
 }

@@ -3,6 +3,8 @@ package report
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -106,6 +108,7 @@ func renderInBrowser(t *testing.T, f fixture) (page string) {
 		t.Fatal(err)
 	}
 	checkRunDOM(t, doc, f.Clients, p, q)
+	checkPageInBrowser(t, doc, dir)
 	// The script ran: it marks the body and counts what it drew per lane.
 	var drawn string
 	walk(doc, func(n *html.Node) {
@@ -177,6 +180,154 @@ func TestBrowserRunReport(t *testing.T) {
 	})
 	if strings.HasPrefix(rng, "0 –") {
 		t.Errorf("the view still starts at 0: %q", rng)
+	}
+	checkZoomedToOverlap(t, doc)
+}
+
+// checkZoomedToOverlap: at #v=0 the view spans < 10% of the run, and each
+// focused mark is drawn over exactly the holders' overlap (its data-from –
+// data-to, which TestTimelineConflictView ties to the overlap): its left
+// and width in % of the view match.
+func checkZoomedToOverlap(t *testing.T, doc *html.Node) {
+	t.Helper()
+	a, b, end := drawnView(t, doc)
+	if span := (b - a) / end; span >= 0.1 {
+		t.Errorf("zoomed to violation 0, the view spans %.1f%% of the run, want < 10%%", span*100)
+	}
+	for _, m := range byClass(doc, "violation") {
+		if !hasClass(m, "focus") {
+			continue
+		}
+		from, _ := attr(m, "data-from")
+		to, _ := attr(m, "data-to")
+		f, _ := strconv.ParseFloat(from, 64)
+		e, _ := strconv.ParseFloat(to, 64)
+		st, _ := attr(m, "style")
+		left, width := stylePct(st, "left"), stylePct(st, "width")
+		wantL, wantW := (f-a)/(b-a)*100, (e-f)/(b-a)*100
+		if math.Abs(left-wantL) > 0.5 || math.Abs(width-wantW) > 0.5 {
+			t.Errorf("mark drawn at left %.2f%% width %.2f%%, the overlap %s–%s is at %.2f%% width %.2f%% (style %q)", left, width, from, to, wantL, wantW, st)
+		}
+		if wantW < 20 {
+			t.Errorf("the overlap is %.1f%% of the zoomed view, want it plainly visible (≥ 20%%)", wantW)
+		}
+	}
+}
+
+// drawnView reads the view the script drew (data-view "a,b,end").
+func drawnView(t *testing.T, doc *html.Node) (a, b, end float64) {
+	t.Helper()
+	var v string
+	walk(doc, func(n *html.Node) {
+		if id, _ := attr(n, "id"); id == "timeline" {
+			v, _ = attr(n, "data-view")
+		}
+	})
+	parts := strings.Split(v, ",")
+	if len(parts) != 3 {
+		t.Fatalf("timeline data-view = %q", v)
+	}
+	xs := make([]float64, 3)
+	for i, p := range parts {
+		xs[i], _ = strconv.ParseFloat(p, 64)
+	}
+	return xs[0], xs[1], xs[2]
+}
+
+// stylePct reads "prop: N%" from an inline style.
+func stylePct(style, prop string) float64 {
+	for _, decl := range strings.Split(style, ";") {
+		k, v, ok := strings.Cut(decl, ":")
+		if ok && strings.TrimSpace(k) == prop {
+			f, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), "%"), 64)
+			return f
+		}
+	}
+	return math.NaN()
+}
+
+// checkPageInBrowser checks what every page must do once its script ran
+// at 1400 px: no script error, the page no wider than the window, every
+// chart legend inside its SVG, and the two "over time" sections with
+// points drawn.
+func checkPageInBrowser(t *testing.T, doc *html.Node, dir string) {
+	t.Helper()
+	var body *html.Node
+	walk(doc, func(n *html.Node) {
+		if n.Type == html.ElementNode && n.Data == "body" {
+			body = n
+		}
+	})
+	if e, ok := attr(body, "data-errors"); ok {
+		t.Errorf("%s script errors in the page (DOM in %s)", e, dir)
+	}
+	pw, _ := attr(body, "data-page-width")
+	ww, _ := attr(body, "data-window-width")
+	p, err1 := strconv.Atoi(pw)
+	w, err2 := strconv.Atoi(ww)
+	if err1 != nil || err2 != nil || p > w || w > 1400 {
+		t.Errorf("page width %q, window width %q: want the page no wider than the 1400 px window", pw, ww)
+	}
+	svgs := byClass(doc, "cdf")
+	if len(svgs) == 0 {
+		t.Error("no charts")
+	}
+	for _, s := range svgs {
+		if fits, _ := attr(s, "data-legend-fits"); fits != "yes" {
+			label, _ := attr(s, "aria-label")
+			t.Errorf("chart %q: legend fits = %q, want every legend box inside the SVG", label, fits)
+		}
+	}
+	for _, id := range []string{"throughput-time", "latency-time"} {
+		var sec *html.Node
+		walk(doc, func(n *html.Node) {
+			if v, _ := attr(n, "id"); v == id {
+				sec = n
+			}
+		})
+		if sec == nil {
+			t.Errorf("no section #%s", id)
+			continue
+		}
+		if n := len(byClass(sec, "ts-point")); n == 0 {
+			t.Errorf("section #%s: no points drawn", id)
+		}
+	}
+}
+
+// TestBrowserSuiteReport renders a suite of 4 strategies × 15 scenarios
+// at 1400 px: the matrix scrolls in its own box, so the page is no wider
+// than the window; legends fit; the time series are drawn.
+func TestBrowserSuiteReport(t *testing.T) {
+	bin := chromium(t)
+	dir := artifacts(t)
+	base := suiteCells()
+	var cells []Cell
+	for i := range 15 {
+		for _, c := range base[:3] {
+			c.Summary.Scenario = fmt.Sprintf("scenario-with-a-long-name-%02d", i)
+			cells = append(cells, c)
+		}
+	}
+	page := filepath.Join(dir, "suite.html")
+	var b bytes.Buffer
+	if err := WriteSuiteHTML(&b, cells); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom := headless(t, bin, page, "--dump-dom")
+	if err := os.WriteFile(filepath.Join(dir, "dom.html"), dom, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := html.Parse(bytes.NewReader(dom))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPageInBrowser(t, doc, dir)
+	if n := len(byClass(doc, "scroll-x")); n == 0 {
+		t.Error("the matrix is not in a scrolling box")
 	}
 }
 

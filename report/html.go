@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -27,16 +28,38 @@ const (
 )
 
 var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
-	"ms": func(v float64) string { return FormatMS(v) },
-	"f1": func(v float64) string { return fmt.Sprintf("%.1f", v) },
-	"metric": func(v float64) string {
-		if v == float64(int64(v)) && v < 1e15 && v > -1e15 {
-			return fmt.Sprint(int64(v))
-		}
-		return fmt.Sprintf("%.3g", v)
-	},
-	"pct": func(v float64) template.CSS { return template.CSS(fmt.Sprintf("%.4f%%", v)) },
+	"ms":     func(v float64) string { return FormatMS(v) },
+	"f1":     func(v float64) string { return fmt.Sprintf("%.1f", v) },
+	"metric": metricText,
+	"count":  countNoun,
+	"pct":    func(v float64) template.CSS { return template.CSS(fmt.Sprintf("%.4f%%", v)) },
 }).ParseFS(assets, "assets/*.tmpl"))
+
+// metricText renders a check's figure without exponents (3651, 1.05,
+// 0.00123): integers as they are, else to three significant digits.
+func metricText(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case v == float64(int64(v)) && a < 1e15:
+		return fmt.Sprint(int64(v))
+	case a >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 1:
+		return trimFloat(v)
+	case a >= 0.001:
+		return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.4f", v), "0"), ".")
+	}
+	return fmt.Sprintf("%.2g", v)
+}
+
+// countNoun is "1 overlap", "2 overlaps": n and the noun, with an s
+// unless n is 1.
+func countNoun(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
 
 // WriteRunHTML writes report.html for one run: a single self-contained file
 // (inline CSS, script and data; nothing fetched) with
@@ -69,7 +92,12 @@ func WriteRunHTML(w io.Writer, cfg any, events []history.Event, sum Summary) err
 	}
 	var cdf []cdfSeries
 	for _, n := range LatencyNames {
-		cdf = append(cdf, cdfSeries{Name: n, Points: sum.LatencyMS[n].Points()})
+		cdf = append(cdf, latencySeries(n, sum.LatencyMS[n]))
+	}
+	ts := sum.Series
+	if ts == nil { // a summary written before Series existed
+		s := Series(check.Pair(events))
+		ts = &s
 	}
 	p := runPage{
 		page:    newPage("lockbench run " + orDash(sum.RunID)),
@@ -81,6 +109,12 @@ func WriteRunHTML(w io.Writer, cfg any, events []history.Event, sum Summary) err
 		Data:    template.JS(data),
 		Config:  cfgText,
 		Wakeups: wakeupsString(sum),
+		Through: tsSVG(tsChart{Title: "grants per second", YLabel: "grants/s " + intervalText(ts.IntervalS),
+			EndS: ts.EndS(), Faults: ts.Faults, Lines: []tsLine{throughputLine("grants/s", *ts)}}),
+		LatTime: tsSVG(tsChart{Title: "acquire and handoff latency, p50 and p99", YLabel: "ms " + intervalText(ts.IntervalS),
+			Log: true, EndS: ts.EndS(), Faults: ts.Faults, Lines: []tsLine{
+				latencyLine("acquire p50", *ts, ts.Acquire, p50, true), latencyLine("acquire p99", *ts, ts.Acquire, p99, false),
+				latencyLine("handoff p50", *ts, ts.Handoff, p50, true), latencyLine("handoff p99", *ts, ts.Handoff, p99, false)}}),
 	}
 	return render(w, "run.html.tmpl", p)
 }
@@ -127,16 +161,7 @@ func WriteSuiteHTML(w io.Writer, cells []Cell) error {
 		p.Cells = append(p.Cells, newCellView(c))
 	}
 	for _, sc := range scens {
-		var acq, hand []cdfSeries
-		for _, c := range cells {
-			if c.Summary.Scenario != sc {
-				continue
-			}
-			acq = append(acq, cdfSeries{Name: c.Summary.Lock, Points: c.Summary.LatencyMS[LatAcquire].Points()})
-			hand = append(hand, cdfSeries{Name: c.Summary.Lock, Points: c.Summary.LatencyMS[LatHandoff].Points()})
-		}
-		p.CDFs = append(p.CDFs, scenarioCDF{Scenario: sc,
-			Acquire: cdfSVG(sc+": acquire latency", acq), Handoff: cdfSVG(sc+": handoff gap", hand)})
+		p.CDFs = append(p.CDFs, newScenarioCharts(sc, cells))
 	}
 	return render(w, "suite.html.tmpl", p)
 }
@@ -173,6 +198,8 @@ type runPage struct {
 	Data    template.JS
 	Config  string
 	Wakeups string
+	// Through and LatTime are the "over time" charts.
+	Through, LatTime template.HTML
 }
 
 type latRow struct {
@@ -207,8 +234,11 @@ type violView struct {
 	// Index is the violation's number on the timeline.
 	Index   int
 	Message string
-	Events  []lineView
-	More    int
+	// Who names the holders and their overlap, when the violation has
+	// holders.
+	Who    string
+	Events []lineView
+	More   int
 }
 
 type lineView struct {
@@ -229,6 +259,26 @@ func summaryViolations(s Summary) []check.Violation {
 	return out
 }
 
+// violationWho names a violation's holders and, for two or more that
+// overlap, the overlap ("" without holders).
+func violationWho(v check.Violation) string {
+	if len(v.Holders) == 0 {
+		return ""
+	}
+	hs := make([]tlHolder, len(v.Holders))
+	for i, h := range v.Holders {
+		hs[i] = tlHolder{Process: h.Process, From: h.From, To: h.To}
+		if h.To < 0 {
+			hs[i].To = max(h.From, 0) // still held: the overlap starts at the last grant
+		}
+	}
+	who := "held by " + holdersText(v.Holders)
+	if from, to := overlap(hs); len(hs) > 1 && to >= from {
+		who += fmt.Sprintf("; overlap %s – %s (%s)", fmtNS(from), fmtNS(to), fmtNS(to-from))
+	}
+	return who
+}
+
 func checkViews(s Summary, events []history.Event) []checkView {
 	var out []checkView
 	idx := 0
@@ -242,7 +292,7 @@ func checkViews(s Summary, events []history.Event) []checkView {
 			if j >= htmlViolationsPerCheck {
 				break
 			}
-			vv := violView{Index: idx + j, Message: v.Message}
+			vv := violView{Index: idx + j, Message: v.Message, Who: violationWho(v)}
 			for k, ln := range v.Lines {
 				if k >= htmlEventsPerViolation {
 					vv.More = len(v.Lines) - k
@@ -315,20 +365,37 @@ func timelineView(d tlData) tlView {
 		v.Faults = append(v.Faults, bandView{Left: l, Width: w, From: f.From, To: f.To, Label: f.Label, Open: f.Open})
 	}
 	for i, tv := range d.Viols {
-		for _, h := range append(slices.Clone(tv.Holders), tv.At...) {
+		label := violationLabel(i, tv, d.Unit)
+		marks := tv.At
+		if len(tv.Holders) > 0 { // each holder's lane, over the overlap only
+			marks = nil
+			for _, h := range tv.Holders {
+				marks = append(marks, tlHolder{Process: h.Process, From: tv.From, To: tv.To, Token: h.Token})
+			}
+		}
+		for _, h := range marks {
 			li, ok := byProc[h.Process]
 			if !ok {
 				continue
 			}
 			l, w := band(h.From, h.To)
-			label := fmt.Sprintf("%s violation #%d: process %d", tv.Check, i+1, h.Process)
-			if h.Token != 0 {
-				label += fmt.Sprintf(", token %d", h.Token)
-			}
 			v.Lanes[li].Marks = append(v.Lanes[li].Marks, bandView{Left: l, Width: w, From: h.From, To: h.To, Label: label, V: i})
 		}
 	}
 	return v
+}
+
+// violationLabel is a violation mark's tooltip: which violation, when,
+// and who was involved (both holders with their tokens and history lines).
+func violationLabel(i int, tv tlViol, unit int64) string {
+	label := fmt.Sprintf("%s violation #%d", tv.Check, i+1)
+	if len(tv.Holders) > 1 {
+		label += fmt.Sprintf(": overlap %s – %s (%s)", fmtNS(tv.From*unit), fmtNS(tv.To*unit), fmtNS((tv.To-tv.From)*unit))
+	}
+	if tv.Who != "" {
+		label += " between " + tv.Who
+	}
+	return label + "\n" + tv.Message
 }
 
 // fmtNS renders nanoseconds briefly: 1.5s, 250ms, 12µs.
@@ -379,7 +446,7 @@ type suitePage struct {
 	Scenarios []string
 	Matrix    []matrixRow
 	Cells     []cellView
-	CDFs      []scenarioCDF
+	CDFs      []scenarioCharts
 }
 
 type matrixRow struct {
@@ -387,9 +454,48 @@ type matrixRow struct {
 	Cells []*cellView // per scenario; nil where the suite has no such cell
 }
 
-type scenarioCDF struct {
-	Scenario         string
-	Acquire, Handoff template.HTML
+// scenarioCharts are a scenario's charts in the suite page, a line per
+// strategy: latency CDFs, throughput and latency over time.
+type scenarioCharts struct {
+	Scenario                 string
+	Acquire, Handoff         template.HTML
+	Through, AcqTime, HoTime template.HTML
+}
+
+// newScenarioCharts draws scenario sc's charts from its cells. The time
+// charts span the longest cell; cells without a Series are left out.
+func newScenarioCharts(sc string, cells []Cell) scenarioCharts {
+	var acq, hand []cdfSeries
+	var through, acqT, hoT []tsLine
+	var faults []FaultSpan
+	end := 0.0
+	for _, c := range cells {
+		s := c.Summary
+		if s.Scenario != sc {
+			continue
+		}
+		acq = append(acq, latencySeries(s.Lock, s.LatencyMS[LatAcquire]))
+		hand = append(hand, latencySeries(s.Lock, s.LatencyMS[LatHandoff]))
+		if s.Series == nil {
+			continue
+		}
+		ts := *s.Series
+		if ts.EndS() > end {
+			end, faults = ts.EndS(), ts.Faults
+		}
+		through = append(through, throughputLine(s.Lock, ts))
+		acqT = append(acqT, latencyLine(s.Lock, ts, ts.Acquire, p99, false))
+		hoT = append(hoT, latencyLine(s.Lock, ts, ts.Handoff, p99, false))
+	}
+	chart := func(title, y string, log bool, lines []tsLine) template.HTML {
+		return tsSVG(tsChart{Title: sc + ": " + title, YLabel: y, Log: log, EndS: end, Faults: faults, Lines: lines})
+	}
+	return scenarioCharts{Scenario: sc,
+		Acquire: cdfSVG(sc+": acquire latency", acq), Handoff: cdfSVG(sc+": handoff latency", hand),
+		Through: chart("grants per second", "grants/s per interval", false, through),
+		AcqTime: chart("acquire latency p99", "ms, p99 per interval", true, acqT),
+		HoTime:  chart("handoff latency p99", "ms, p99 per interval", true, hoT),
+	}
 }
 
 type cellView struct {

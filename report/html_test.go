@@ -272,8 +272,21 @@ func TestWriteSuiteHTML(t *testing.T) {
 	if n := len(byClass(doc, "mismatch")); n != 2 { // the matrix cell and the table row
 		t.Errorf("%d mismatch marks, want 2", n)
 	}
-	if n := len(byClass(doc, "cdf")); n != 4 { // acquire and handoff for each scenario
-		t.Errorf("%d CDF charts, want 4", n)
+	cdfs, ts := 0, 0
+	for _, svg := range byClass(doc, "cdf") {
+		if hasClass(svg, "ts") {
+			ts++
+		} else {
+			cdfs++
+		}
+	}
+	if cdfs != 4 || ts != 6 { // for each scenario: acquire and handoff CDFs; throughput, acquire and handoff over time
+		t.Errorf("%d CDF charts and %d time series, want 4 and 6", cdfs, ts)
+	}
+	for _, want := range []string{"<h2>Throughput over time</h2>", "<h2>Latency over time</h2>", "handoff p50/p99 ", "1 violation ·", "contention: handoff latency"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("suite page lacks %q", want)
+		}
 	}
 	if !strings.Contains(b.String(), `href="runs/queue-contention/report.html"`) {
 		t.Error("no link to a cell's run report")
@@ -284,13 +297,34 @@ func TestWriteSuiteHTML(t *testing.T) {
 }
 
 func TestCDFSVG(t *testing.T) {
-	svg := string(cdfSVG("t <x>", []cdfSeries{{Name: "a", Points: []Quantile{{0, 0}, {0.5, 1}, {1, 2500}}}, {Name: "b"}}))
-	for _, want := range []string{`class="cdf"`, "t &lt;x&gt;", "b (no samples)", ">1µs<", ">10s<", "<path"} {
+	svg := string(cdfSVG("t <x>", []cdfSeries{{Name: "a", Points: []Quantile{{0, 0}, {0.5, 1}, {1, 2500}}, N: 1000}, {Name: "b"}}))
+	for _, want := range []string{`class="cdf"`, "t &lt;x&gt;", "b (no samples)", "a (n=1000, min ≤ 0 ms at the left edge)", ">1ms<", ">10s<", "<path"} {
 		if !strings.Contains(svg, want) {
 			t.Errorf("svg lacks %q:\n%s", want, svg)
 		}
 	}
 	if empty := string(cdfSVG("e", nil)); !strings.Contains(empty, "no samples") {
 		t.Error("empty chart")
+	}
+	// Few samples: a step CDF through every sample, n in the legend.
+	step := string(cdfSVG("s", []cdfSeries{latencySeries("lease_overrun", Latency{Count: 4, P50: 2, Max: 8, Samples: []float64{-3, 1, 2, 8},
+		CDF: []Quantile{{0, -3}, {0.5, 2}, {1, 8}}})}))
+	if strings.Count(step, `class="cdf-sample"`) != 4 || !strings.Contains(step, `class="cdf-step"`) ||
+		!strings.Contains(step, "lease_overrun (n=4, 1 ≤ 0 ms at the left edge)") || !strings.Contains(step, "H") {
+		t.Errorf("step CDF:\n%s", step)
+	}
+}
+
+func TestMetricTextAndCounts(t *testing.T) {
+	for v, want := range map[float64]string{3650: "3650", 3651.4: "3651", 1.05: "1.05", 0.995: "0.995", 0.00012: "0.00012", 12.345: "12.35", -2: "-2"} {
+		if got := metricText(v); got != want {
+			t.Errorf("metricText(%v) = %q, want %q", v, got, want)
+		}
+	}
+	if countNoun(1, "overlap") != "1 overlap" || countNoun(2, "acquire") != "2 acquires" || countNoun(0, "violation") != "0 violations" {
+		t.Error("countNoun")
+	}
+	if FormatMS(-1000.4) != "-1000" || FormatMS(-12.34) != "-12.3" {
+		t.Errorf("FormatMS of negatives: %s %s", FormatMS(-1000.4), FormatMS(-12.34))
 	}
 }

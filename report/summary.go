@@ -34,7 +34,10 @@ const (
 	// LatLeaseOverrun is how long a crashed holder's lease kept the lock
 	// past its TTL: the crash → the next grant of that lock, minus the TTL
 	// (a leader change extends leases by up to an election timeout plus the
-	// TTL). Only with Run.LeaseTTL set.
+	// TTL). Only with Run.LeaseTTL set. It is negative when the lock came
+	// free sooner than the TTL after the crash (the lease was granted before
+	// the crash, so it expires less than a TTL after it): such values are
+	// kept, not clamped to 0, because an early expiry is worth seeing.
 	LatLeaseOverrun = "lease_overrun"
 )
 
@@ -55,7 +58,16 @@ type Latency struct {
 	// CDF samples the distribution at fixed quantiles (0 = min, 1 = max),
 	// enough to draw it; summaries written before it existed lack it.
 	CDF []Quantile `json:"cdf,omitempty"`
+	// Samples are every sample in ascending order (ms, at the histogram's
+	// resolution) when there are at most SampleLimit of them: with few
+	// samples, fixed quantiles joined by lines would suggest a continuum
+	// that was never measured, so the report draws these as a step CDF.
+	Samples []float64 `json:"samples,omitempty"`
 }
+
+// SampleLimit is the largest sample count for which Latency.Samples keeps
+// every sample.
+const SampleLimit = 64
 
 // Quantile is one point of a CDF: the fraction Q of samples are ≤ MS.
 type Quantile struct {
@@ -82,7 +94,7 @@ func (l Latency) Points() []Quantile {
 	// points that are missing (0 past the first) or go backwards.
 	out := make([]Quantile, 0, len(pts))
 	for _, p := range pts {
-		if n := len(out); n > 0 && (p.MS < out[n-1].MS || p.Q < out[n-1].Q || p.MS == 0) {
+		if n := len(out); n > 0 && (p.MS < out[n-1].MS || p.Q < out[n-1].Q || p.MS == 0 && out[n-1].MS >= 0) {
 			continue
 		}
 		out = append(out, p)
@@ -126,6 +138,10 @@ type Summary struct {
 	// Stuck names clients whose Lock, Unlock or critical section had not
 	// returned long after the run ended: the verdict is then unknown.
 	Stuck []string `json:"stuck,omitempty"`
+	// Series is throughput and latency per interval of the run, with its
+	// faults, for the reports' "over time" charts (absent in summaries
+	// written before it existed).
+	Series *TimeSeries `json:"series,omitempty"`
 }
 
 // Key names a summary's cell in a suite: lock/scenario.
@@ -199,7 +215,8 @@ func Summarize(run Run, events []history.Event, rep check.Report) Summary {
 	recordHandoffs(hs[LatHandoff], grants, ops.Holds)
 	unrecovered := recordUnavailability(hs[LatUnavailability], grants, ops.Faults)
 	if run.LeaseTTL > 0 {
-		recordLeaseOverrun(hs[LatLeaseOverrun], grants, ops.Holds, run.LeaseTTL)
+		hs[LatLeaseOverrun] = newOffsetHist(run.LeaseTTL)
+		recordLeaseOverrun(hs[LatLeaseOverrun], grants, ops.Holds)
 	}
 	elapsed := run.Elapsed
 	if elapsed == 0 {
@@ -223,6 +240,8 @@ func Summarize(run Run, events []history.Event, rep check.Report) Summary {
 	if elapsed > 0 {
 		s.ThroughputPerS = float64(len(grants)) / elapsed.Seconds()
 	}
+	series := Series(ops)
+	s.Series = &series
 	addCheckReport(&s, rep)
 	return s
 }
@@ -286,10 +305,23 @@ func nextGrant(grants []check.Op, a at) int {
 	return i
 }
 
-// recordHandoffs records, for each grant of a lock, the gap since the
-// latest release invoke that ended a hold of that lock after the lock's
-// previous grant.
+// recordHandoffs records every handoff gap (see handoffGaps).
 func recordHandoffs(h hist, grants []check.Op, holds []check.Hold) {
+	for _, g := range handoffGaps(grants, holds) {
+		h.record(g.NS)
+	}
+}
+
+// timed is a duration sample and when it was taken (ns since the start).
+type timed struct {
+	At, NS int64
+}
+
+// handoffGaps lists, for each grant of a lock (in grant order), the gap
+// since the latest release invoke that ended a hold of that lock after the
+// lock's previous grant; At is the grant's time. A grant no release
+// preceded (the first, or one after a crash) has no gap.
+func handoffGaps(grants []check.Op, holds []check.Hold) []timed {
 	released := map[string][]at{}
 	for _, x := range holds {
 		if x.Certain && x.End == check.EndRelease {
@@ -299,6 +331,7 @@ func recordHandoffs(h hist, grants []check.Op, holds []check.Hold) {
 	for _, rs := range released {
 		slices.SortFunc(rs, func(a, b at) int { return cmp.Or(cmp.Compare(a.t, b.t), cmp.Compare(a.line, b.line)) })
 	}
+	var out []timed
 	next := map[string]int{} // lock → its first release not yet used
 	for _, g := range grants {
 		rs, j := released[g.Lock], next[g.Lock]
@@ -308,9 +341,10 @@ func recordHandoffs(h hist, grants []check.Op, holds []check.Hold) {
 		}
 		next[g.Lock] = j
 		if latest >= 0 {
-			h.record(g.To - rs[latest].t)
+			out = append(out, timed{At: g.To, NS: g.To - rs[latest].t})
 		}
 	}
+	return out
 }
 
 // recordUnavailability records each fault invoke → the first grant after
@@ -328,9 +362,11 @@ func recordUnavailability(h hist, grants []check.Op, faults []check.Span) int {
 	return unrecovered
 }
 
-// recordLeaseOverrun records, for each hold a crash ended, how long past
-// the lease TTL the next grant of its lock came (0 when within it).
-func recordLeaseOverrun(h hist, grants []check.Op, holds []check.Hold, ttl time.Duration) {
+// recordLeaseOverrun records, for each hold a crash ended, the crash →
+// the next grant of its lock. h is an offset histogram (newOffsetHist) that
+// subtracts the lease TTL when it reports, so the distribution is the
+// overrun past the TTL, negative when the lock came free sooner.
+func recordLeaseOverrun(h hist, grants []check.Op, holds []check.Hold) {
 	byLock := map[string][]check.Op{}
 	for _, g := range grants {
 		byLock[g.Lock] = append(byLock[g.Lock], g)
@@ -341,24 +377,45 @@ func recordLeaseOverrun(h hist, grants []check.Op, holds []check.Hold, ttl time.
 		}
 		gs := byLock[x.Lock]
 		if i := nextGrant(gs, at{x.To, x.ToLine}); i < len(gs) {
-			h.record(max(0, gs[i].To-x.To-int64(ttl)))
+			h.record(gs[i].To - x.To)
 		}
 	}
 }
 
 // hist records nanosecond durations at microsecond resolution, 3
-// significant digits, up to an hour.
-type hist struct{ h *hdrhistogram.Histogram }
+// significant digits, up to an hour. HdrHistogram holds no negative
+// values: a distribution that can go below zero (lease_overrun) records
+// value + offset, which is never negative, and reports value − offset.
+// It also keeps the first SampleLimit+1 samples, for Latency.Samples.
+type hist struct {
+	h *hdrhistogram.Histogram
+	// offset is in µs, subtracted from every value reported.
+	offset  int64
+	samples *[]int64
+}
 
-func newHist() hist { return hist{hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)} }
+func newHist() hist {
+	return hist{h: hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3), samples: new([]int64)}
+}
+
+// newOffsetHist is a histogram whose samples are recorded as they are and
+// reported minus off.
+func newOffsetHist(off time.Duration) hist {
+	h := newHist()
+	h.offset = int64(off / time.Microsecond)
+	return h
+}
 
 func (h hist) record(ns int64) {
 	us := min(max(ns/int64(time.Microsecond), 1), h.h.HighestTrackableValue())
 	_ = h.h.RecordValue(us) // in range by construction
+	if len(*h.samples) <= SampleLimit {
+		*h.samples = append(*h.samples, us)
+	}
 }
 
 func (h hist) latency() Latency {
-	ms := func(us int64) float64 { return float64(us) / 1000 }
+	ms := func(us int64) float64 { return float64(us-h.offset) / 1000 }
 	if h.h.TotalCount() == 0 {
 		return Latency{}
 	}
@@ -369,7 +426,7 @@ func (h hist) latency() Latency {
 		P99:   ms(h.h.ValueAtQuantile(99)),
 		P999:  ms(h.h.ValueAtQuantile(99.9)),
 		Max:   ms(h.h.Max()),
-		Mean:  math.Round(h.h.Mean()) / 1000,
+		Mean:  math.Round(h.h.Mean()-float64(h.offset)) / 1000,
 	}
 	for _, q := range cdfQuantiles {
 		var v int64
@@ -382,6 +439,11 @@ func (h hist) latency() Latency {
 			v = h.h.ValueAtQuantile(q * 100)
 		}
 		l.CDF = append(l.CDF, Quantile{Q: q, MS: ms(v)})
+	}
+	if n := len(*h.samples); n > 0 && n <= SampleLimit {
+		for _, us := range slices.Sorted(slices.Values(*h.samples)) {
+			l.Samples = append(l.Samples, ms(us))
+		}
 	}
 	return l
 }

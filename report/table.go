@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -204,10 +205,10 @@ func newTable(w io.Writer, align string) *tablewriter.Table {
 // so that the same latency reads the same everywhere (the bench's text
 // report should use it too).
 func FormatMS(v float64) string {
-	switch {
-	case v >= 100:
+	switch a := math.Abs(v); {
+	case a >= 100:
 		return fmt.Sprintf("%.0f", v)
-	case v >= 10:
+	case a >= 10:
 		return fmt.Sprintf("%.1f", v)
 	}
 	return fmt.Sprintf("%.2f", v)

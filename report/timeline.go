@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/lockbench/lockbench/check"
@@ -40,9 +41,13 @@ type tlData struct {
 type tlLane struct {
 	Process int `json:"p"`
 	// Wait are acquire invoke → ok; WaitX acquire invoke → fail or info
-	// (or cut short).
+	// (or cut short); WaitC are waits the caller cancelled ("context
+	// canceled") as (start, end, kind) triples, kind cancelRunEnd or
+	// cancelFault: giving up is not a failure of the lock, so they are
+	// drawn apart.
 	Wait  []int64 `json:"w"`
 	WaitX []int64 `json:"wx"`
+	WaitC []int64 `json:"wc"`
 	// Hold are certain holding intervals as (start, end, token) triples;
 	// Poss possible ones (an acquire that ended info) as pairs.
 	Hold []int64 `json:"h"`
@@ -51,7 +56,23 @@ type tlLane struct {
 	Pause []int64 `json:"pz"`
 	// Marks are (time, kind) pairs: crash, lease-lost.
 	Marks []int64 `json:"m"`
+	// Reads are counter reads as (time, value) pairs (the read's end);
+	// Writes are counter writes as (time, token, outcome) triples, outcome
+	// writeAccepted, writeRejected or writeUnknown.
+	Reads  []int64 `json:"rd"`
+	Writes []int64 `json:"wr"`
 }
+
+// Kinds of a cancelled wait (tlLane.WaitC) and outcomes of a write
+// (tlLane.Writes).
+const (
+	cancelRunEnd = 0
+	cancelFault  = 1
+
+	writeAccepted = 1
+	writeRejected = 2
+	writeUnknown  = 3
+)
 
 type tlSpan struct {
 	From  int64  `json:"from"`
@@ -68,8 +89,15 @@ type tlHolder struct {
 }
 
 type tlViol struct {
-	Check   string     `json:"check"`
-	Message string     `json:"message"`
+	Check   string `json:"check"`
+	Message string `json:"message"`
+	// From and To are what the violation is about in time: the overlap of
+	// its holders when they overlap, else the span of its marks. "#v=N"
+	// zooms to it.
+	From int64 `json:"from"`
+	To   int64 `json:"to"`
+	// Who names the holders: process, token and history lines.
+	Who     string     `json:"who,omitempty"`
 	Holders []tlHolder `json:"holders,omitempty"`
 	// At are events that show a violation without holders.
 	At []tlHolder `json:"at,omitempty"`
@@ -88,8 +116,9 @@ func buildTimeline(events []history.Event, viols []check.Violation, clients int)
 		d.Unit = 1000 // µs: a third fewer bytes, and no loss a screen can show
 	}
 	lanes := newLanes(clients, ops.Processes)
-	addWaits(lanes, ops.Acquires, end)
+	addWaits(lanes, ops, end)
 	addPausesAndMarks(lanes, ops)
+	addResourceOps(lanes, ops)
 	addHolds(lanes, ops.Holds, end)
 	d.Faults = faultSpans(ops, end)
 	for _, v := range viols {
@@ -134,6 +163,7 @@ func (ls laneSet) sorted() []tlLane {
 		l := ls[p]
 		sortPairs(l.Wait, 2)
 		sortPairs(l.WaitX, 2)
+		sortPairs(l.WaitC, 3)
 		sortPairs(l.Hold, 3)
 		sortPairs(l.Poss, 2)
 		sortPairs(l.Pause, 2)
@@ -143,21 +173,76 @@ func (ls laneSet) sorted() []tlLane {
 }
 
 // addWaits draws each acquire from its invoke: to its ok (Wait), to its
-// fail, info, crash or next invoke (WaitX), or, still waiting, to the end.
-func addWaits(ls laneSet, acquires []check.Op, end int64) {
-	for _, a := range acquires {
+// fail, info, crash or next invoke (WaitX), to its cancellation by the
+// caller (WaitC), or, still waiting, to the end.
+func addWaits(ls laneSet, ops *check.Ops, end int64) {
+	cw := cancelWaiterFaults(ops)
+	for _, a := range ops.Acquires {
 		if a.Invoke < 0 {
 			continue
 		}
 		l := ls.of(a.Process)
-		switch a.Outcome {
-		case check.OutcomeOK:
+		switch {
+		case a.Outcome == check.OutcomeOK:
 			l.Wait = append(l.Wait, a.From, a.To)
-		case check.OutcomePending:
+		case a.Outcome == check.OutcomePending:
 			l.Wait = append(l.Wait, a.From, end)
+		case a.Done >= 0 && strings.Contains(ops.Events[a.Done].Error, "context canceled"):
+			kind := int64(cancelRunEnd)
+			if slices.ContainsFunc(cw, func(f check.Span) bool { return f.From <= a.To && (f.To < 0 || a.To <= f.To) }) {
+				kind = cancelFault
+			}
+			l.WaitC = append(l.WaitC, a.From, a.To, kind)
 		default:
 			l.WaitX = append(l.WaitX, a.From, a.To)
 		}
+	}
+}
+
+// cancelWaiterFaults are the cancel-waiters faults: a wait cancelled while
+// one is on was cancelled by it, any other by the run's end.
+func cancelWaiterFaults(ops *check.Ops) []check.Span {
+	var out []check.Span
+	for _, f := range ops.Faults {
+		var v history.Fault
+		_ = json.Unmarshal(ops.Events[f.Start].Value, &v) // best effort: a label only
+		if v.Fault == "cancel-waiters" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// addResourceOps draws the counter workloads' reads (ok, with the value
+// read) and writes (accepted, rejected as stale, or unknown), at their end.
+func addResourceOps(ls laneSet, ops *check.Ops) {
+	for _, r := range ops.Reads {
+		if r.Outcome != check.OutcomeOK || r.Process < 0 {
+			continue
+		}
+		var v int64
+		_ = json.Unmarshal(ops.Events[r.Done].Value, &v) // shown only
+		l := ls.of(r.Process)
+		l.Reads = append(l.Reads, r.To, v)
+	}
+	for _, w := range ops.Writes {
+		if w.Process < 0 || w.Outcome == check.OutcomePending {
+			continue
+		}
+		out := int64(writeUnknown)
+		switch w.Outcome {
+		case check.OutcomeOK:
+			out = writeAccepted
+		case check.OutcomeFail:
+			out = writeRejected
+		}
+		at := ops.Events[max(w.Done, 0)]
+		l := ls.of(w.Process)
+		l.Writes = append(l.Writes, w.To, at.Token, out)
+	}
+	for _, l := range ls {
+		sortPairs(l.Reads, 2)
+		sortPairs(l.Writes, 3)
 	}
 }
 
@@ -222,7 +307,9 @@ func faultSpans(ops *check.Ops, end int64) []tlSpan {
 }
 
 // timelineViolation places a violation: on its holders, or, without
-// holders, on the first four client events it cites.
+// holders, on the first four client events it cites. From–To is the
+// holders' overlap when they overlap (what is wrong is only that part of
+// their holds), else the span of its marks.
 func timelineViolation(v check.Violation, events []history.Event, end int64) tlViol {
 	tv := tlViol{Check: v.Check, Message: v.Message}
 	for _, h := range v.Holders {
@@ -233,6 +320,8 @@ func timelineViolation(v check.Violation, events []history.Event, end int64) tlV
 		tv.Holders = append(tv.Holders, tlHolder{Process: h.Process, From: h.From, To: to, Token: h.Token})
 	}
 	if len(tv.Holders) > 0 {
+		tv.From, tv.To = overlap(tv.Holders)
+		tv.Who = holdersText(v.Holders)
 		return tv
 	}
 	for _, ln := range v.Lines {
@@ -245,7 +334,54 @@ func timelineViolation(v check.Violation, events []history.Event, end int64) tlV
 			break
 		}
 	}
+	tv.From, tv.To = span(tv.At)
 	return tv
+}
+
+// overlap is the interval all holders share, or, when they share none
+// (or there is one), the span of their holds.
+func overlap(hs []tlHolder) (int64, int64) {
+	from, to := hs[0].From, hs[0].To
+	for _, h := range hs[1:] {
+		from, to = max(from, h.From), min(to, h.To)
+	}
+	if len(hs) < 2 || to < from {
+		return span(hs)
+	}
+	return from, to
+}
+
+// span is the earliest start to the latest end of hs (0, 0 if none).
+func span(hs []tlHolder) (int64, int64) {
+	if len(hs) == 0 {
+		return 0, 0
+	}
+	from, to := hs[0].From, hs[0].To
+	for _, h := range hs[1:] {
+		from, to = min(from, h.From), max(to, h.To)
+	}
+	return from, to
+}
+
+// holdersText names a violation's holders for a reader: "p4 (token 120,
+// history lines 2–4) and p5 (token 121, lines 3–6)".
+func holdersText(hs []check.Holder) string {
+	parts := make([]string, len(hs))
+	for i, h := range hs {
+		s := fmt.Sprintf("p%d (", h.Process)
+		if h.Token != 0 {
+			s += fmt.Sprintf("token %d, ", h.Token)
+		}
+		s += fmt.Sprintf("history line %d", h.FromLine)
+		if h.ToLine > 0 {
+			s = strings.Replace(s, "history line", "history lines", 1) + fmt.Sprintf("–%d", h.ToLine)
+		}
+		parts[i] = s + ")"
+	}
+	if len(parts) <= 2 {
+		return strings.Join(parts, " and ")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }
 
 func sign(x int64) int64 {
@@ -301,7 +437,7 @@ func sortPairs(xs []int64, n int) {
 func (d *tlData) intervals() int {
 	n := 0
 	for _, l := range d.Lanes {
-		n += len(l.Wait)/2 + len(l.WaitX)/2 + len(l.Hold)/3 + len(l.Poss)/2 + len(l.Pause)/2
+		n += len(l.Wait)/2 + len(l.WaitX)/2 + len(l.WaitC)/3 + len(l.Hold)/3 + len(l.Poss)/2 + len(l.Pause)/2
 	}
 	return n
 }
@@ -318,6 +454,7 @@ func (d *tlData) downsample(budget int) {
 			l := &d.Lanes[i]
 			l.Wait = mergeTuples(l.Wait, 2, res)
 			l.WaitX = mergeTuples(l.WaitX, 2, res)
+			l.WaitC = mergeTuples(l.WaitC, 3, res)
 			l.Hold = mergeTuples(l.Hold, 3, res)
 			l.Poss = mergeTuples(l.Poss, 2, res)
 			l.Pause = mergeTuples(l.Pause, 2, res)
@@ -363,7 +500,14 @@ func (d *tlData) scale() {
 		l := &d.Lanes[i]
 		down(l.Wait, 2)
 		down(l.WaitX, 2)
+		down(l.WaitC, 3)
 		down(l.Hold, 3)
+		for j := 0; j < len(l.Reads); j += 2 { // (time, value)
+			l.Reads[j] /= u
+		}
+		for j := 0; j < len(l.Writes); j += 3 { // (time, token, outcome)
+			l.Writes[j] /= u
+		}
 		down(l.Poss, 2)
 		down(l.Pause, 2)
 		for j := 0; j < len(l.Marks); j += 2 { // (time, kind)
@@ -375,6 +519,8 @@ func (d *tlData) scale() {
 		d.Faults[i].To /= u
 	}
 	for i := range d.Viols {
+		d.Viols[i].From /= u
+		d.Viols[i].To /= u
 		for j := range d.Viols[i].Holders {
 			h := &d.Viols[i].Holders[j]
 			h.From /= u

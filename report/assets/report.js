@@ -5,6 +5,35 @@
 // merging what falls within a pixel, and re-places the bands on zoom.
 (function () {
   'use strict';
+  // Script errors are counted on the body (data-errors) for the browser
+  // tests; a page must have none.
+  var errors = 0;
+  window.addEventListener('error', function () {
+    errors++;
+    document.body.setAttribute('data-errors', String(errors));
+  });
+
+  // Layout self-check, for the browser tests and for anyone reading the
+  // DOM: the page's width against the window's, and whether every chart's
+  // legend lies inside its SVG.
+  function checkLayout() {
+    var de = document.documentElement;
+    document.body.setAttribute('data-page-width', String(de.scrollWidth));
+    document.body.setAttribute('data-window-width', String(window.innerWidth));
+    Array.prototype.forEach.call(document.querySelectorAll('svg.cdf'), function (svg) {
+      var vb = svg.viewBox.baseVal, fits = true;
+      Array.prototype.forEach.call(svg.querySelectorAll('.legend-item'), function (g) {
+        var b = g.getBBox();
+        if (b.x < 0 || b.y < 0 || b.x + b.width > vb.width + 0.5 || b.y + b.height > vb.height + 0.5) { fits = false; }
+      });
+      svg.setAttribute('data-legend-fits', fits ? 'yes' : 'no');
+    });
+  }
+  window.addEventListener('resize', checkLayout);
+  timeline();
+  checkLayout();
+
+  function timeline() {
   var dataEl = document.getElementById('lockbench-data');
   var root = document.getElementById('timeline');
   if (!dataEl || !root) { return; }
@@ -23,9 +52,20 @@
   var css = getComputedStyle(document.documentElement);
   function color(name) { return css.getPropertyValue(name).trim() || '#888'; }
   var C = {
-    wait: color('--wait'), waitx: color('--waitx'), hold: color('--hold'), poss: color('--poss'),
-    pause: 'rgba(90,90,90,0.3)', crash: '#000', lost: '#8a2be2'
+    wait: color('--wait'), waitx: color('--waitx'), waitc: color('--waitc'), hold: color('--hold'), poss: color('--poss'),
+    pause: 'rgba(90,90,90,0.3)', crash: '#000', lost: '#8a2be2',
+    read: color('--read'), wok: color('--wok'), wrej: color('--wrej'), wunk: color('--wunk')
   };
+  // Layers the reader can switch off (checkboxes data-layer).
+  var layers = { holds: true, faults: true, resource: true, violations: true };
+  Array.prototype.forEach.call(document.querySelectorAll('input[data-layer]'), function (cb) {
+    cb.addEventListener('change', function () {
+      var name = cb.getAttribute('data-layer');
+      layers[name] = cb.checked;
+      root.classList.toggle('hide-' + name, !cb.checked);
+      schedule();
+    });
+  });
 
   function fmt(t) { // t in data units → text
     var ns = t * unit, a = Math.abs(ns);
@@ -86,20 +126,39 @@
     var c = sizeCanvas(cv), ctx = c.ctx, W = c.w, H = c.h, n = 0;
     if (!l || W <= 0) { el.setAttribute('data-drawn', '0'); return; }
     var mid = H / 2;
-    n += layer(ctx, l.pz, 2, W, 0, H, C.pause);
-    n += layer(ctx, l.w, 2, W, mid - 1, 2, C.wait);
-    n += layer(ctx, l.wx, 2, W, mid - 1, 2, C.waitx);
-    n += layer(ctx, l.ph, 2, W, 2, H - 4, hatch(ctx));
-    n += layer(ctx, l.h, 3, W, 2, H - 4, C.hold);
+    if (layers.holds) {
+      n += layer(ctx, l.pz, 2, W, 0, H, C.pause);
+      n += layer(ctx, l.w, 2, W, mid - 1, 2, C.wait);
+      n += layer(ctx, l.wx, 2, W, mid - 1, 2, C.waitx);
+      n += layer(ctx, l.wc, 3, W, mid - 1, 2, C.waitc);
+      n += layer(ctx, l.ph, 2, W, 2, H - 4, hatch(ctx));
+      n += layer(ctx, l.h, 3, W, 2, H - 4, C.hold);
+    }
     var k = W / (view.b - view.a);
-    for (var i = 0; l.m && i < l.m.length; i += 2) {
-      var t = l.m[i];
-      if (t < view.a || t > view.b) { continue; }
-      ctx.fillStyle = l.m[i + 1] === 1 ? C.crash : C.lost;
-      ctx.fillRect((t - view.a) * k - 1, 0, 3, H);
-      n++;
+    n += ticks(ctx, l.m, 2, k, function (i) { return [l.m[i + 1] === 1 ? C.crash : C.lost, 0, H, 3]; });
+    if (layers.resource) {
+      n += ticks(ctx, l.rd, 2, k, function () { return [C.read, 0, H * 0.45, 2]; });
+      n += ticks(ctx, l.wr, 3, k, function (i) {
+        var o = l.wr[i + 2];
+        return [o === 1 ? C.wok : o === 2 ? C.wrej : C.wunk, H * 0.4, H, 3];
+      });
     }
     el.setAttribute('data-drawn', String(n));
+  }
+
+  // ticks draws point events (flat array, `stride` numbers each, time
+  // first) in view as vertical ticks; style(i) gives [color, y0, y1, width].
+  function ticks(ctx, arr, stride, k, style) {
+    var n = 0;
+    for (var i = 0; arr && i < arr.length; i += stride) {
+      var t = arr[i];
+      if (t < view.a || t > view.b) { continue; }
+      var st = style(i);
+      ctx.fillStyle = st[0];
+      ctx.fillRect((t - view.a) * k - st[3] / 2, st[1], st[3], st[2] - st[1]);
+      n++;
+    }
+    return n;
   }
 
   function niceStep(span, px) {
@@ -140,6 +199,7 @@
     drawAxis();
     place();
     if (range) { range.textContent = fmt(view.a) + ' – ' + fmt(view.b); }
+    root.setAttribute('data-view', view.a + ',' + view.b + ',' + END);
     document.body.setAttribute('data-timeline', 'drawn');
   }
   function schedule() {
@@ -216,7 +276,11 @@
       lines.push('waiting ' + fmt(l.w[i]) + ' – ' + fmt(l.w[i + 1]) + ' (' + fmt(l.w[i + 1] - l.w[i]) + ')');
     } else if (l && (i = find(l.wx, 2, t, tol)) >= 0) {
       lines.push('waiting, then failed or unknown ' + fmt(l.wx[i]) + ' – ' + fmt(l.wx[i + 1]));
+    } else if (l && (i = find(l.wc, 3, t, tol)) >= 0) {
+      lines.push('waiting ' + fmt(l.wc[i]) + ' – ' + fmt(l.wc[i + 1]) + ', ' +
+        (l.wc[i + 2] === 1 ? 'cancelled by a cancel-waiters fault' : 'cancelled at run end'));
     }
+    lines = lines.concat(pointsNear(l, t, tol));
     if (e.target.classList.contains('violation')) { lines.push(e.target.title); }
     tip.textContent = lines.join('\n');
     var r = root.getBoundingClientRect();
@@ -226,16 +290,36 @@
   });
   body.addEventListener('mouseleave', function () { if (tip) { tip.hidden = true; } });
 
+  // pointsNear describes the resource operations and marks near t.
+  function pointsNear(l, t, tol) {
+    var out = [];
+    if (!l) { return out; }
+    var i;
+    for (i = 0; layers.resource && l.rd && i < l.rd.length; i += 2) {
+      if (Math.abs(l.rd[i] - t) <= tol) { out.push('counter read ' + l.rd[i + 1] + ' at ' + fmt(l.rd[i])); }
+    }
+    for (i = 0; layers.resource && l.wr && i < l.wr.length; i += 3) {
+      if (Math.abs(l.wr[i] - t) <= tol) {
+        var o = l.wr[i + 2];
+        out.push('write with token ' + l.wr[i + 1] + (o === 1 ? ' accepted' : o === 2 ? ' rejected (stale token)' : ', outcome unknown') + ' at ' + fmt(l.wr[i]));
+      }
+    }
+    for (i = 0; l.m && i < l.m.length; i += 2) {
+      if (Math.abs(l.m[i] - t) <= tol) { out.push((l.m[i + 1] === 1 ? 'crash' : 'lease lost') + ' at ' + fmt(l.m[i])); }
+    }
+    return out;
+  }
+
   // "show on timeline" links are #v=N: zoom to violation N and highlight
   // its marks. The same works on load, so a link can point at a violation.
   function showViolation(i) {
     var v = D.violations[i];
     if (!v) { return false; }
-    var xs = (v.holders || []).concat(v.at || []);
-    if (!xs.length) { return false; }
-    var lo = Infinity, hi = -Infinity;
-    xs.forEach(function (h) { lo = Math.min(lo, h.from); hi = Math.max(hi, h.to); });
-    var pad = Math.max((hi - lo) * 2, END * 0.0002, 10);
+    var lo = v.from, hi = v.to;
+    if (lo === undefined || hi === undefined) { return false; }
+    // Small padding: the overlap fills half the view, at least 2% of the
+    // run, so a short violation is always zoomed to.
+    var pad = Math.max((hi - lo) / 2, END * 0.01, 5);
     setView(lo - pad, hi + pad);
     Array.prototype.forEach.call(root.querySelectorAll('.violation'), function (m) {
       m.classList.toggle('focus', m.getAttribute('data-v') === String(i));
@@ -246,7 +330,10 @@
     var m = /^#v=(\d+)$/.exec(window.location.hash);
     if (m && showViolation(+m[1])) {
       var sec = document.getElementById('timeline-section');
-      if (sec && sec.scrollIntoView) { sec.scrollIntoView(); }
+      // Scroll only when the timeline is not already in the upper half of
+      // the window: a page opened at #v=N keeps its header in view.
+      var top = sec ? sec.getBoundingClientRect().top : 0;
+      if (sec && sec.scrollIntoView && (top < 0 || top > window.innerHeight / 2)) { sec.scrollIntoView(); }
     }
   }
   window.addEventListener('hashchange', fromHash);
@@ -257,4 +344,5 @@
   window.addEventListener('resize', schedule);
   draw();
   fromHash();
+  }
 })();

@@ -1,0 +1,60 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/harness"
+	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/verdict"
+)
+
+// TestSuiteJUnitBadPath: --junit in a missing folder, or naming a folder,
+// is refused before the suite starts (exit 2, nothing written).
+func TestSuiteJUnitBadPath(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "runs")
+	for _, tc := range []struct {
+		path, want string
+	}{
+		{filepath.Join(dir, "nope", "junit.xml"), "does not exist"},
+		{dir, "is a folder"},
+	} {
+		t0 := time.Now()
+		code, _, stderr := runCLI(t, "suite", "--out", out, "--locks", "queue", "--scenarios", "contention", "--junit", tc.path)
+		if code != ExitUsage || !strings.Contains(stderr, "--junit") || !strings.Contains(stderr, tc.want) {
+			t.Errorf("--junit %s: exit %d, stderr %q; want %d naming --junit and %q", tc.path, code, stderr, ExitUsage, tc.want)
+		}
+		if el := time.Since(t0); el > 2*time.Second {
+			t.Errorf("--junit %s: refused after %s, not before the suite", tc.path, el)
+		}
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("a refused suite wrote %s", out)
+	}
+}
+
+func TestWriteJUnitFile(t *testing.T) {
+	if err := writeJUnitFile("", nil); err != nil {
+		t.Errorf("no --junit: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "junit.xml")
+	res := &harness.SuiteResult{Dir: "/r/suite-1", Cells: []report.Cell{{
+		Summary:  report.Summary{Lock: "queue", Scenario: "contention", Seed: 1, Verdict: verdict.Fail},
+		Expected: verdict.Pass, Dir: "queue-contention-s1"}}}
+	if err := writeJUnitFile(path, res); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`<testsuite name="suite-1"`, `<testcase name="queue/contention/1"`, `<failure message="expected pass, got fail`, `value="/r/suite-1/queue-contention-s1"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("junit.xml lacks %q:\n%s", want, b)
+		}
+	}
+}
