@@ -291,7 +291,7 @@ func (p *prepared) exclusion(opts Options) Result {
 	}
 	res.finish()
 	if possibleOverlaps > 0 {
-		res.Note = fmt.Sprintf("%d overlaps involve an acquire of unknown outcome (info) and are not counted", possibleOverlaps)
+		res.Note = fmt.Sprintf("%s involve an acquire of unknown outcome (info) and are not counted", count(possibleOverlaps, "overlap", "overlaps"))
 	}
 	res.metric("holds", float64(holds))
 	res.metric("possible_holds", float64(possibleHolds))

@@ -327,7 +327,7 @@ func (w *liveWalk) result() Result {
 	if w.requests == 0 {
 		res.Note = "no acquire operations"
 	} else if len(p.poss) > 0 {
-		res.Note = fmt.Sprintf("%d acquires of unknown outcome count as holding their lock", len(p.poss))
+		res.Note = fmt.Sprintf("%s of unknown outcome %s as holding their lock", count(len(p.poss), "acquire", "acquires"), plural(len(p.poss), "counts", "count"))
 	}
 	res.metric("stalls", float64(res.Count))
 	res.metric("max_stall_ms", ms(w.maxStall))
@@ -362,6 +362,11 @@ func (p *prepared) stallViolation(l int32, lk *liveLock, slots []liveSlot, remov
 	}
 	msg += fmt.Sprintf("; the bound is %s, plus the windows faults excuse", bound)
 	return Violation{Check: verdict.Liveness, Lock: name, Message: msg, Lines: lines(ls...)}
+}
+
+// count is "1 thing" or "n things".
+func count(n int, one, many string) string {
+	return fmt.Sprintf("%d %s", n, plural(n, one, many))
 }
 
 func plural(n int, one, many string) string {

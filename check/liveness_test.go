@@ -106,7 +106,7 @@ func TestLiveness(t *testing.T) {
 			events: with(ev(sec(1)+msec(500), 2, inv, acq, 0), ev(sec(2), 2, info, acq, 0),
 				ev(sec(7), 2, inv, rel, 0), ev(sec(8), 1, ok, acq, 11)),
 			verdict: verdict.Pass,
-			note:    "1 acquires of unknown outcome count as holding their lock",
+			note:    "1 acquire of unknown outcome counts as holding their lock",
 			metrics: map[string]float64{"max_stall_ms": 1000},
 		},
 		{

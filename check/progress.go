@@ -64,8 +64,8 @@ func (p *prepared) progress(opts Options) Result {
 		}
 	}
 	if requests > 0 && (grants == 0 && failed+unknown+cancelled > 0 || unknown > grants && unknown >= 3) {
-		msg := fmt.Sprintf("%d acquires granted, %d failed and %d of unknown outcome (of %d requests, %d cancelled by the caller)",
-			grants, failed, unknown, requests, cancelled)
+		msg := fmt.Sprintf("%s granted, %d failed and %d of unknown outcome (of %s, %d cancelled by the caller)",
+			count(grants, "acquire", "acquires"), failed, unknown, count(requests, "request", "requests"), cancelled)
 		if len(firstErrs) > 0 {
 			msg += "; first errors: " + strings.Join(firstErrs, " | ")
 		}
