@@ -1,0 +1,71 @@
+package verdict
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestWorst(t *testing.T) {
+	for _, tc := range []struct {
+		in   []Verdict
+		want Verdict
+	}{
+		{nil, Pass},
+		{[]Verdict{Pass, Unknown}, Unknown},
+		{[]Verdict{Unknown, Fail, Pass}, Fail},
+	} {
+		if got := Worst(tc.in...); got != tc.want {
+			t.Errorf("Worst(%v) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestExpectationsFor: the baseline under the defaults under the lock's
+// own entries; "any" un-asserts a check at any level.
+func TestExpectationsFor(t *testing.T) {
+	e := Expectations{
+		DefaultKey: {Exclusion: Pass, Liveness: Pass},
+		"naive":    {Exclusion: Fail, Liveness: Any},
+		"racy":     {Symmetry: Any},
+	}
+	got := e.For("naive")
+	if got[Exclusion] != Fail || got[Progress] != Pass {
+		t.Errorf("naive: %v", got)
+	}
+	if _, judged := got[Liveness]; judged {
+		t.Errorf("naive: liveness is un-asserted, got %v", got)
+	}
+	if _, judged := e.For("racy")[Symmetry]; judged {
+		t.Errorf("racy: the baseline's symmetry is un-asserted")
+	}
+	if got := e.For("other"); got[Exclusion] != Pass || got[Lease] != Pass {
+		t.Errorf("other: %v", got)
+	}
+}
+
+func TestExpectationsValidate(t *testing.T) {
+	isLock := func(l string) error {
+		if l == "queue" {
+			return nil
+		}
+		return errors.New("unknown lock " + l)
+	}
+	for _, tc := range []struct {
+		e    Expectations
+		want string
+	}{
+		{Expectations{"queue": {Exclusion: Pass}}, ""},
+		{Expectations{"nolock": {Exclusion: Pass}}, "unknown lock nolock"},
+		{Expectations{DefaultKey: {"safety": Pass}}, `unknown check "safety"`},
+		{Expectations{DefaultKey: {Exclusion: "ok"}}, `verdict "ok"`},
+	} {
+		err := tc.e.Validate("f.yaml:3", isLock)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: %v", tc.e, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "f.yaml:3")):
+			t.Errorf("%v: %v, want %q and the place", tc.e, err, tc.want)
+		}
+	}
+}
