@@ -15,7 +15,7 @@ import (
 )
 
 func TestBuiltinsParse(t *testing.T) {
-	want := []string{"cancel-waiters", "client-isolation", "contention", "herd", "herd-hold", "holder-crash", "late-unlock", "leader-kill",
+	want := []string{"cancel-waiters", "client-isolation", "contention", "herd", "herd-hold", "holder-crash", "keepalive-delay", "late-unlock", "leader-kill",
 		"leader-kill-holder-crash", "lease-expiry", "lease-expiry-fenced", "partition-leader", "slow-clients", "waiter-crash", "waiter-isolation"}
 
 	if got := Names(); !reflect.DeepEqual(got, want) {
@@ -35,10 +35,10 @@ func TestBuiltinsParse(t *testing.T) {
 		t.Errorf("herd: %+v", herd)
 	}
 	wc, _ := Lookup("waiter-crash")
-	if got := wc.Expect.For("queue-naive")[verdict.Exclusion]; got != verdict.Fail {
+	if got := wc.Expect.For("queue-naive", "auto")[verdict.Exclusion]; got != verdict.Fail {
 		t.Errorf("waiter-crash expects queue-naive exclusion %s, want fail", got)
 	}
-	if got := wc.Expect.For("queue")[verdict.Exclusion]; got != verdict.Pass {
+	if got := wc.Expect.For("queue", "auto")[verdict.Exclusion]; got != verdict.Pass {
 		t.Errorf("waiter-crash expects queue exclusion %s, want pass", got)
 	}
 }

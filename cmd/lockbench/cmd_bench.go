@@ -45,7 +45,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	seed := fs.Int64("seed", 1, "seed of every cell")
 	out := fs.String("out", "", "the bench folder (default "+filepath.Join(harness.DefaultOut, "bench-<timestamp>")+")")
 	benchOut := fs.String("bench-out", "", "also write Go benchmark-format lines to this file (- for stdout)")
-	keepalive := fs.String("keepalive", string(locks.KeepAliveAuto), "lease keepalive policy: auto or seed")
+	keepalive := fs.String("keepalive", string(locks.KeepAliveAuto), "lease keepalive policy: auto, seed or safe (see docs/leases.md)")
 	rpcTimeout := rpcTimeoutFlag(fs)
 	sharedConns := sharedConnsFlag(fs)
 	members := fs.Int("members", cluster.DefaultMembers, "etcd cluster members")

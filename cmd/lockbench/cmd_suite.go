@@ -24,7 +24,7 @@ func cmdSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	seeds := fs.Int("seeds", 1, "run every cell with seeds 1..N")
 	out := fs.String("out", harness.DefaultOut, "parent folder of the suite folder")
 	quick := fs.Duration("quick-duration", harness.DefaultQuickDuration, "cap on the duration of scenarios without fault steps (0: no cap)")
-	keepalive := fs.String("keepalive", string(locks.KeepAliveAuto), "lease keepalive policy: auto or seed")
+	keepalive := fs.String("keepalive", string(locks.KeepAliveAuto), "lease keepalive policies, comma-separated (auto, seed, safe): each is a dimension of the matrix")
 	rpcTimeout := rpcTimeoutFlag(fs)
 	noFsync := fs.Bool("unsafe-no-fsync", false, "disable fsync in etcd (faster; a member crash may lose data)")
 	verbose := fs.Bool("verbose", false, "show etcd's own logs")
@@ -40,8 +40,16 @@ func cmdSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if err != nil {
 		return 0, err
 	}
+	var kas []locks.KeepAlive
+	for _, k := range splitList(*keepalive) {
+		ka, err := locks.ParseKeepAlive(k)
+		if err != nil {
+			return 0, usageError{err}
+		}
+		kas = append(kas, ka)
+	}
 	spec := harness.SuiteSpec{
-		Locks: splitList(*lockList), Seeds: *seeds, KeepAlive: locks.KeepAlive(*keepalive), RPCTimeout: rpcT, Out: *out,
+		Locks: splitList(*lockList), Seeds: *seeds, KeepAlives: kas, RPCTimeout: rpcT, Out: *out,
 		Cluster: cluster.Options{UnsafeNoFsync: *noFsync, Verbose: *verbose}, QuickDuration: *quick,
 	}
 	if *quick == 0 {

@@ -178,7 +178,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	seed := fs.Int64("seed", 1, "seed for every random choice: same seed, same schedule")
 	out := fs.String("out", harness.DefaultOut, "parent folder of run folders")
 	ttl := fs.Duration("lease-ttl", 0, "lease TTL, whole seconds (default: the scenario's, else 5s)")
-	keepalive := fs.String("keepalive", string(locks.KeepAliveAuto), "lease keepalive policy: auto (KeepAlive stream, TTL/3) or seed (KeepAliveOnce every 0.8×TTL)")
+	keepalive := fs.String("keepalive", string(locks.KeepAliveAuto), "lease keepalive policy: auto (KeepAlive stream, TTL/3), seed (KeepAliveOnce every 0.8×TTL) or safe (deadline from each refresh's send time; docs/leases.md)")
 	rpcTimeout := rpcTimeoutFlag(fs)
 	sharedConns := sharedConnsFlag(fs)
 	members := fs.Int("members", cluster.DefaultMembers, "etcd cluster members")
