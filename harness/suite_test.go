@@ -29,7 +29,7 @@ func TestSuite(t *testing.T) {
 	var seen []string
 	res, err := Suite(ctx, SuiteSpec{Locks: []string{"queue", "rpc"}, Scenarios: []scenario.Scenario{sc}, Seeds: 1,
 		KeepAlives: []locks.KeepAlive{locks.KeepAliveAuto, locks.KeepAliveSafe},
-		Out: t.TempDir(), QuickDuration: 300 * time.Millisecond,
+		Out:        t.TempDir(), QuickDuration: 300 * time.Millisecond,
 		Progress: func(done, total int, cell string) { seen = append(seen, cell) }})
 	if err != nil {
 		t.Fatal(err)
