@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/scenario"
 )
@@ -50,5 +51,13 @@ func TestSuite(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(res.Dir, rundir.SuiteFile)); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestDefaultKeepAliveAgrees: report keys summaries by the default policy
+// without importing package locks, so the two must name the same one.
+func TestDefaultKeepAliveAgrees(t *testing.T) {
+	if string(locks.DefaultKeepAlive) != report.DefaultKeepAlive {
+		t.Fatalf("locks.DefaultKeepAlive %q, report.DefaultKeepAlive %q", locks.DefaultKeepAlive, report.DefaultKeepAlive)
 	}
 }

@@ -128,12 +128,16 @@ type Summary struct {
 	Stopped string `json:"stopped,omitempty"`
 }
 
+// DefaultKeepAlive is locks.DefaultKeepAlive (a test in package harness
+// keeps them equal; report does not import the lock strategies).
+const DefaultKeepAlive = "auto"
+
 // Key names a summary's cell in a suite: lock/scenario, and
-// "/keepalive=POLICY" for a policy other than auto (so a suite that runs
-// policies as a dimension has distinct keys, while the default keeps the
-// key that summaries without the field have).
+// "/keepalive=POLICY" for a policy other than the default (so a suite that
+// runs policies as a dimension has distinct keys, while a default run
+// keeps the key of summaries written before the field existed).
 func (s Summary) Key() string {
-	if s.KeepAlive != "" && s.KeepAlive != "auto" {
+	if s.KeepAlive != "" && s.KeepAlive != DefaultKeepAlive {
 		return s.Lock + "/" + s.Scenario + "/keepalive=" + s.KeepAlive
 	}
 	return s.Lock + "/" + s.Scenario
