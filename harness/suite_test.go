@@ -11,6 +11,7 @@ import (
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/scenario"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // TestSuite runs a 2 × 1 × 2 matrix (strategies × scenario × keepalive
@@ -43,7 +44,7 @@ func TestSuite(t *testing.T) {
 			t.Errorf("cell %d: keepalive %q, want %q", i, c.Summary.KeepAlive, want)
 		}
 		if !c.Matches || c.Summary.Acquisitions == 0 {
-			t.Errorf("%s × %s: matches %v, %d acquisitions, note %q", c.Summary.Lock, c.Summary.Scenario, c.Matches, c.Summary.Acquisitions, c.Note)
+			t.Errorf("%s × %s (%s): matches %v, %d acquisitions, note %q, checks %v", c.Summary.Lock, c.Summary.Scenario, c.Summary.KeepAlive, c.Matches, c.Summary.Acquisitions, c.Note, c.Summary.Checks[verdict.Progress])
 		}
 	}
 	if res.Mismatches != 0 || len(res.Notes) != 0 {
