@@ -68,8 +68,17 @@ func (o *suiteOptions) spec() (harness.SuiteSpec, error) {
 	if err := o.client.checkLeaseTTL(o.set); err != nil {
 		return harness.SuiteSpec{}, err
 	}
+	// Each keepalive policy given is a dimension of the matrix.
+	var kas []locks.KeepAlive
+	for _, k := range splitList(o.client.keepalive) {
+		ka, err := locks.ParseKeepAlive(k)
+		if err != nil {
+			return harness.SuiteSpec{}, badInput(fmt.Errorf("--keepalive: %w", err))
+		}
+		kas = append(kas, ka)
+	}
 	spec := harness.SuiteSpec{
-		Locks: splitList(o.locks), Seeds: o.seeds, KeepAlive: locks.KeepAlive(o.client.keepalive), RPCTimeout: rpcT, Out: o.out,
+		Locks: splitList(o.locks), Seeds: o.seeds, KeepAlives: kas, RPCTimeout: rpcT, Out: o.out,
 		Cluster: cl, QuickDuration: o.quick,
 	}
 	if o.quick == 0 {

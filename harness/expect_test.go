@@ -23,18 +23,18 @@ func TestStrategyCarriesItsExpectations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := ExpectationsFor(wc, "test-carries-expect")
+	got := ExpectationsFor(wc, "test-carries-expect", "auto")
 	if _, judged := got[verdict.Exclusion]; judged {
 		t.Errorf("exclusion still judged: %v", got)
 	}
 	if got[verdict.Liveness] != verdict.Fail || got[verdict.Progress] != verdict.Pass {
 		t.Errorf("expectations %v: want liveness fail (own) and progress pass (baseline)", got)
 	}
-	if got := ExpectationsFor(wc, "queue"); got[verdict.Exclusion] != verdict.Pass {
+	if got := ExpectationsFor(wc, "queue", "auto"); got[verdict.Exclusion] != verdict.Pass {
 		t.Errorf("queue's expectations changed: %v", got)
 	}
 	hc, _ := scenario.Lookup("holder-crash")
-	if got := ExpectationsFor(hc, "test-carries-expect"); got[verdict.Exclusion] != verdict.Pass {
+	if got := ExpectationsFor(hc, "test-carries-expect", "auto"); got[verdict.Exclusion] != verdict.Pass {
 		t.Errorf("another scenario changed: %v", got)
 	}
 }

@@ -184,7 +184,7 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 	sum := report.Summarize(report.Run{
 		ID: runID, Lock: spec.Lock, Scenario: spec.Scenario.Name, Clients: spec.Scenario.Clients,
 		Seed: spec.Seed, Elapsed: out.Elapsed, Interrupted: out.Interrupted, Stopped: out.Stopped, Stuck: out.Stuck,
-		LeaseTTL: spec.Scenario.TTL(),
+		LeaseTTL: spec.Scenario.TTL(), KeepAlive: string(locks.KeepAliveOrDefault(spec.KeepAlive)),
 	}, out.Events, rep)
 	dir, err := rundir.Write(spec.Out, cfg, out.Events, sum)
 	if err != nil {

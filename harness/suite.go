@@ -24,13 +24,18 @@ import (
 // need seconds, not the 10 s a benchmark run takes.
 const DefaultQuickDuration = 2 * time.Second
 
-// SuiteSpec is a matrix of strategies × scenarios × seeds.
+// SuiteSpec is a matrix of strategies × scenarios × keepalive policies ×
+// seeds.
 type SuiteSpec struct {
 	Locks     []string
 	Scenarios []scenario.Scenario
 	// Seeds runs every cell with seeds 1..Seeds.
-	Seeds     int
-	KeepAlive locks.KeepAlive
+	Seeds int
+	// KeepAlives are the keepalive policies every cell runs under, one
+	// after the other (none: locks.DefaultKeepAlive): how long a cut-off
+	// holder believes is the policy's doing, and scenarios expect per
+	// policy (verdict.KeepAlivePrefix).
+	KeepAlives []locks.KeepAlive
 	// RPCTimeout is RunSpec.RPCTimeout of every cell.
 	RPCTimeout time.Duration
 	Cluster    cluster.Options
@@ -63,12 +68,22 @@ func (s SuiteSpec) Validate() error {
 	}
 	for _, l := range s.Locks {
 		for _, sc := range s.Scenarios {
-			if err := (RunSpec{Lock: l, Scenario: sc, KeepAlive: s.KeepAlive, Out: s.Out}).Validate(); err != nil {
-				return err
+			for _, ka := range s.keepAlives() {
+				if err := (RunSpec{Lock: l, Scenario: sc, KeepAlive: ka, Out: s.Out}).Validate(); err != nil {
+					return err
+				}
 			}
 		}
 	}
 	return nil
+}
+
+// keepAlives is KeepAlives, or the default policy alone.
+func (s SuiteSpec) keepAlives() []locks.KeepAlive {
+	if len(s.KeepAlives) == 0 {
+		return []locks.KeepAlive{locks.DefaultKeepAlive}
+	}
+	return s.KeepAlives
 }
 
 // Suite runs every cell on one embedded cluster (restarted only when a
@@ -93,17 +108,18 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 		}
 	}()
 	res = &SuiteResult{Dir: dir}
-	total := len(spec.Locks) * len(spec.Scenarios) * spec.Seeds
+	total := len(spec.Locks) * len(spec.Scenarios) * len(spec.keepAlives()) * spec.Seeds
 	for _, sc := range spec.Scenarios {
 		if len(sc.Steps) == 0 && spec.QuickDuration > 0 && sc.Duration.D() > spec.QuickDuration {
 			sc.Duration = scenario.Duration(spec.QuickDuration)
 		}
 		for _, lock := range spec.Locks {
-			for seed := int64(1); seed <= int64(spec.Seeds); seed++ {
+			for run := range spec.cells() {
+				ka, seed := run.keepAlive, run.seed
 				if ctx.Err() != nil {
 					return res, writeSuite(dir, res)
 				}
-				name := fmt.Sprintf("%s × %s seed %d", lock, sc.Name, seed)
+				name := fmt.Sprintf("%s × %s (keepalive %s) seed %d", lock, sc.Name, ka, seed)
 				if spec.Progress != nil {
 					spec.Progress(len(res.Cells), total, name)
 				}
@@ -113,11 +129,11 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 						return res, fmt.Errorf("start etcd cluster: %w", err)
 					}
 				}
-				r, err := RunOn(ctx, c, RunSpec{Lock: lock, Scenario: sc, Seed: seed, KeepAlive: spec.KeepAlive, RPCTimeout: spec.RPCTimeout, Cluster: spec.Cluster, Out: dir})
+				r, err := RunOn(ctx, c, RunSpec{Lock: lock, Scenario: sc, Seed: seed, KeepAlive: ka, RPCTimeout: spec.RPCTimeout, Cluster: spec.Cluster, Out: dir})
 				if err != nil {
 					return res, fmt.Errorf("%s: %w", name, err)
 				}
-				cell := judge(r.Summary, ExpectationsFor(sc, lock))
+				cell := judge(r.Summary, ExpectationsFor(sc, lock, string(ka)))
 				cell.Dir, _ = filepath.Rel(dir, r.Dir)
 				if found, replace := checkLockService(ctx, c, lock); found != "" {
 					note := fmt.Sprintf("after %s: %s", name, found)
@@ -140,6 +156,26 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 	return res, writeSuite(dir, res)
 }
 
+// suiteCell is one run of a strategy on a scenario.
+type suiteCell struct {
+	keepAlive locks.KeepAlive
+	seed      int64
+}
+
+// cells yields the runs of one strategy on one scenario: every keepalive
+// policy, and for each every seed.
+func (s SuiteSpec) cells() func(yield func(suiteCell) bool) {
+	return func(yield func(suiteCell) bool) {
+		for _, ka := range s.keepAlives() {
+			for seed := int64(1); seed <= int64(s.Seeds); seed++ {
+				if !yield(suiteCell{ka, seed}) {
+					return
+				}
+			}
+		}
+	}
+}
+
 // checkLockService probes etcd's lock service on c after a run of lock,
 // if lock runs on it (locks.Strategy.LockService), so that a later run on
 // c does not inherit a service the run left stuck. It returns what it
@@ -155,18 +191,18 @@ func checkLockService(ctx context.Context, c *cluster.Cluster, lock string) (fou
 	return err.Error(), errors.Is(err, cluster.ErrLockServiceStuck)
 }
 
-// ExpectationsFor is what a suite expects of lock in scenario sc: the
-// scenario's expectations for it, overlaid with the strategy's own for that
-// scenario (locks.Strategy.Expect), without the checks either leaves
-// unjudged ("any").
-func ExpectationsFor(sc scenario.Scenario, lock string) map[string]verdict.Verdict {
+// ExpectationsFor is what a suite expects of lock in scenario sc under a
+// keepalive policy: the scenario's expectations for it, overlaid with the
+// strategy's own for that scenario (locks.Strategy.Expect), without the
+// checks either leaves unjudged ("any").
+func ExpectationsFor(sc scenario.Scenario, lock, keepalive string) map[string]verdict.Verdict {
 	st, _ := locks.Lookup(lock)
 	own := st.Expect[sc.Name]
 	if len(own) == 0 {
-		return sc.Expect.For(lock)
+		return sc.Expect.For(lock, keepalive)
 	}
-	e := verdict.Expectations{verdict.DefaultKey: sc.Expect.For(lock), lock: own}
-	return e.For(lock)
+	e := verdict.Expectations{verdict.DefaultKey: sc.Expect.For(lock, keepalive), lock: own}
+	return e.For(lock, keepalive)
 }
 
 // judge compares a run's verdicts with what its scenario expects of the

@@ -7,12 +7,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/scenario"
+	"github.com/lockbench/lockbench/verdict"
 )
 
-// TestSuite runs a 2 × 1 × 2 matrix end to end: every cell judged against
-// its scenario, suite.json written, and the rpc cells' lock service found
+// TestSuite runs a 2 × 1 × 2 matrix (strategies × scenario × keepalive
+// policies) end to end: every cell judged against its scenario and naming
+// its policy, suite.json written, and the rpc cells' lock service found
 // sound (no cluster replaced).
 func TestSuite(t *testing.T) {
 	if testing.Short() {
@@ -25,18 +29,22 @@ func TestSuite(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var seen []string
-	res, err := Suite(ctx, SuiteSpec{Locks: []string{"queue", "rpc"}, Scenarios: []scenario.Scenario{sc}, Seeds: 2,
-		Out: t.TempDir(), QuickDuration: 300 * time.Millisecond,
+	res, err := Suite(ctx, SuiteSpec{Locks: []string{"queue", "rpc"}, Scenarios: []scenario.Scenario{sc}, Seeds: 1,
+		KeepAlives: []locks.KeepAlive{locks.KeepAliveAuto, locks.KeepAliveSafe},
+		Out:        t.TempDir(), QuickDuration: 300 * time.Millisecond,
 		Progress: func(done, total int, cell string) { seen = append(seen, cell) }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Cells) != 4 || len(seen) != 4 || seen[3] != "rpc × contention seed 2" {
+	if len(res.Cells) != 4 || len(seen) != 4 || seen[3] != "rpc × contention (keepalive safe) seed 1" {
 		t.Fatalf("cells %d, progress %q", len(res.Cells), seen)
 	}
-	for _, c := range res.Cells {
+	for i, c := range res.Cells {
+		if want := []string{"auto", "safe"}[i%2]; c.Summary.KeepAlive != want {
+			t.Errorf("cell %d: keepalive %q, want %q", i, c.Summary.KeepAlive, want)
+		}
 		if !c.Matches || c.Summary.Acquisitions == 0 {
-			t.Errorf("%s × %s: matches %v, %d acquisitions, note %q", c.Summary.Lock, c.Summary.Scenario, c.Matches, c.Summary.Acquisitions, c.Note)
+			t.Errorf("%s × %s (%s): matches %v, %d acquisitions, note %q, checks %v", c.Summary.Lock, c.Summary.Scenario, c.Summary.KeepAlive, c.Matches, c.Summary.Acquisitions, c.Note, c.Summary.Checks[verdict.Progress])
 		}
 	}
 	if res.Mismatches != 0 || len(res.Notes) != 0 {
@@ -44,5 +52,13 @@ func TestSuite(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(res.Dir, rundir.SuiteFile)); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestDefaultKeepAliveAgrees: report keys summaries by the default policy
+// without importing package locks, so the two must name the same one.
+func TestDefaultKeepAliveAgrees(t *testing.T) {
+	if string(locks.DefaultKeepAlive) != report.DefaultKeepAlive {
+		t.Fatalf("locks.DefaultKeepAlive %q, report.DefaultKeepAlive %q", locks.DefaultKeepAlive, report.DefaultKeepAlive)
 	}
 }

@@ -51,11 +51,17 @@ type leaseKeeper struct {
 	cli    *clientv3.Client
 	ttl    time.Duration
 	policy KeepAlive
+	// margin is the safe policy's Options.SafeMargin.
+	margin time.Duration
 	cur    *lease
 }
 
 func newLeaseKeeper(cli *clientv3.Client, opts Options) *leaseKeeper {
-	return &leaseKeeper{cli: cli, ttl: opts.TTL, policy: opts.KeepAlive}
+	margin := opts.SafeMargin
+	if margin == 0 {
+		margin = DefaultSafeMargin(opts.TTL)
+	}
+	return &leaseKeeper{cli: cli, ttl: opts.TTL, policy: opts.KeepAlive, margin: margin}
 }
 
 // get returns the live lease, granting a new one (and starting its
@@ -71,6 +77,9 @@ func (k *leaseKeeper) get(ctx context.Context) (*lease, error) {
 		<-k.cur.done
 		k.cur = nil
 	}
+	// The safe policy counts the lease's first TTL from here: the server
+	// counts it from when the grant reaches the leader, which is later.
+	sent := time.Now()
 	resp, err := k.cli.Grant(ctx, int64(k.ttl/time.Second))
 	if err != nil {
 		// No key can exist under a lease we never learnt of; if the grant
@@ -83,6 +92,8 @@ func (k *leaseKeeper) get(ctx context.Context) (*lease, error) {
 	switch k.policy {
 	case KeepAliveSeed:
 		go k.seed(kctx, l, granted, time.Duration(resp.TTL)*time.Second)
+	case KeepAliveSafe:
+		go k.safe(kctx, l, sent, time.Duration(resp.TTL)*time.Second)
 	default:
 		// The client's KeepAlive stream refreshes every TTL/3. It closes the
 		// channel when the server says the lease is gone, when no answer

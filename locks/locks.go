@@ -14,8 +14,9 @@
 // Lock after the lease is lost grants a new one (and a Lock whose write is
 // refused because the server no longer knows the lease retries once with a
 // new one). Options.KeepAlive picks the refresh: the client's KeepAlive
-// stream (auto) or one KeepAliveOnce every 0.8×TTL (seed). Close revokes
-// the lease.
+// stream (auto), one KeepAliveOnce every 0.8×TTL (seed), or a KeepAliveOnce
+// every TTL/4 with the deadline counted from each refresh's send time
+// (safe, safe.go). Close revokes the lease.
 //
 // # Errors
 //
@@ -39,6 +40,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -111,7 +113,48 @@ const (
 	// article's code schedules it: a little network delay lets the lease
 	// lapse while the holder believes it is alive.
 	KeepAliveSeed KeepAlive = "seed"
+	// KeepAliveSafe counts the lease's life from the client's side of the
+	// server's clock: the deadline is the *send* time of the last answered
+	// refresh + the granted TTL − Options.SafeMargin, and a timer closes
+	// Lost exactly then, so the holder stops believing before the server
+	// can expire the lease (which counts from when the leader received the
+	// refresh, necessarily later). auto and seed count from the answer's
+	// arrival and may believe up to a return trip (auto: plus up to 1 s of
+	// polling) after the server expired the lease. See docs/leases.md.
+	KeepAliveSafe KeepAlive = "safe"
 )
+
+// DefaultKeepAlive is the policy of Options with none.
+const DefaultKeepAlive = KeepAliveAuto
+
+// KeepAliveOrDefault is k, or DefaultKeepAlive when k is empty.
+func KeepAliveOrDefault(k KeepAlive) KeepAlive {
+	if k == "" {
+		return DefaultKeepAlive
+	}
+	return k
+}
+
+// KeepAlives lists the keepalive policies, for flag help and errors.
+var KeepAlives = []KeepAlive{KeepAliveAuto, KeepAliveSeed, KeepAliveSafe}
+
+// ParseKeepAlive checks a policy name; the error lists the valid ones.
+func ParseKeepAlive(s string) (KeepAlive, error) {
+	for _, k := range KeepAlives {
+		if string(k) == s {
+			return k, nil
+		}
+	}
+	return "", fmt.Errorf("keepalive %q: valid policies are %s", s, keepAliveList())
+}
+
+func keepAliveList() string {
+	names := make([]string, len(KeepAlives))
+	for i, k := range KeepAlives {
+		names[i] = string(k)
+	}
+	return strings.Join(names, ", ")
+}
 
 // Defaults for Options.
 const (
@@ -130,6 +173,11 @@ type Options struct {
 	TTL time.Duration
 	// KeepAlive is the lease refresh policy.
 	KeepAlive KeepAlive
+	// SafeMargin is what the safe policy takes off the TTL for the two
+	// clocks' rate difference and the timer's lateness (0: DefaultSafeMargin
+	// of the TTL). It must be below TTL/2: a larger one leaves too little
+	// time between refreshes.
+	SafeMargin time.Duration
 	// OnWakeup, when set, is called each time a waiter is woken by a watch
 	// event; the runner records it as a `wakeup` event (herd metrics).
 	// queue and queue-naive call it when the predecessor's key is deleted,
@@ -148,16 +196,19 @@ func (o Options) WithDefaults() (Options, error) {
 	if o.TTL == 0 {
 		o.TTL = DefaultTTL
 	}
-	if o.KeepAlive == "" {
-		o.KeepAlive = KeepAliveAuto
-	}
+	o.KeepAlive = KeepAliveOrDefault(o.KeepAlive)
 	switch {
 	case o.TTL < time.Second || o.TTL%time.Second != 0:
 		return o, fmt.Errorf("lease TTL %s: must be a whole number of seconds ≥1s", o.TTL)
-	case o.KeepAlive != KeepAliveAuto && o.KeepAlive != KeepAliveSeed:
-		return o, fmt.Errorf("keepalive %q: valid policies are %s, %s", o.KeepAlive, KeepAliveAuto, KeepAliveSeed)
+	case !slices.Contains(KeepAlives, o.KeepAlive):
+		return o, fmt.Errorf("keepalive %q: valid policies are %s", o.KeepAlive, keepAliveList())
+	case o.SafeMargin < 0 || o.SafeMargin >= o.TTL/2:
+		return o, fmt.Errorf("safe margin %s: must be ≥0 and below half the TTL (%s)", o.SafeMargin, o.TTL/2)
 	case strings.Contains(o.Name, "/"):
 		return o, fmt.Errorf("lock name %q: must not contain /", o.Name)
+	}
+	if o.SafeMargin == 0 {
+		o.SafeMargin = DefaultSafeMargin(o.TTL)
 	}
 	if o.OnWakeup == nil {
 		o.OnWakeup = func() {}

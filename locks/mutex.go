@@ -30,8 +30,8 @@ func init() {
 // alive by the Options.KeepAlive policy like every other strategy's, not by
 // the Session's own KeepAlive. (NewSession always starts a KeepAlive; the
 // orphaning stops it before it matters, though it may send one refresh
-// right after the grant.) With the default auto policy this is the same
-// refresh, the client's KeepAlive stream, that a Session runs.
+// right after the grant.) With the auto policy this is the same refresh,
+// the client's KeepAlive stream, that a Session runs.
 //
 // Wake-ups are not reported (Options.OnWakeup): Mutex waits inside etcd's
 // code, which exposes no hook.

@@ -66,7 +66,8 @@ type Env struct {
 	// the Lost and StaleUnlock checks wait for the client to notice a
 	// revoked lease, with some margin for a loaded machine under -race).
 	TTL time.Duration
-	// KeepAlive is the keepalive policy given to the Lockers (default auto).
+	// KeepAlive is the keepalive policy given to the Lockers (default
+	// locks.DefaultKeepAlive).
 	KeepAlive locks.KeepAlive
 	// Clients and Rounds size the exclusion check: Clients clients each
 	// take the lock Rounds times (defaults 4 and 8).
@@ -87,7 +88,7 @@ func (e Env) withDefaults() Env {
 		e.TTL = 3 * time.Second
 	}
 	if e.KeepAlive == "" {
-		e.KeepAlive = locks.KeepAliveAuto
+		e.KeepAlive = locks.DefaultKeepAlive
 	}
 	if e.Clients == 0 {
 		e.Clients = 4

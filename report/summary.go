@@ -105,11 +105,14 @@ func (l Latency) Points() []Quantile {
 // Summary is summary.json: the run's identity, its figures and the
 // checker's verdict.
 type Summary struct {
-	RunID          string  `json:"run_id"`
-	Lock           string  `json:"lock"`
-	Scenario       string  `json:"scenario"`
-	Clients        int     `json:"clients"`
-	Seed           int64   `json:"seed"`
+	RunID    string `json:"run_id"`
+	Lock     string `json:"lock"`
+	Scenario string `json:"scenario"`
+	Clients  int    `json:"clients"`
+	Seed     int64  `json:"seed"`
+	// KeepAlive is the clients' keepalive policy (locks.KeepAlive); a
+	// suite may run several, and the same cell differs by it.
+	KeepAlive      string  `json:"keepalive,omitempty"`
 	DurationS      float64 `json:"duration_s"`
 	Events         int     `json:"events"`
 	Acquisitions   int     `json:"acquisitions"`
@@ -144,8 +147,20 @@ type Summary struct {
 	Series *TimeSeries `json:"series,omitempty"`
 }
 
-// Key names a summary's cell in a suite: lock/scenario.
-func (s Summary) Key() string { return s.Lock + "/" + s.Scenario }
+// DefaultKeepAlive is locks.DefaultKeepAlive (a test in package harness
+// keeps them equal; report does not import the lock strategies).
+const DefaultKeepAlive = "auto"
+
+// Key names a summary's cell in a suite: lock/scenario, and
+// "/keepalive=POLICY" for a policy other than the default (so a suite that
+// runs policies as a dimension has distinct keys, while a default run
+// keeps the key of summaries written before the field existed).
+func (s Summary) Key() string {
+	if s.KeepAlive != "" && s.KeepAlive != DefaultKeepAlive {
+		return s.Lock + "/" + s.Scenario + "/keepalive=" + s.KeepAlive
+	}
+	return s.Lock + "/" + s.Scenario
+}
 
 // TotalViolations is the exact violation count, also for summaries written
 // before ViolationCount existed.
@@ -190,6 +205,9 @@ type Run struct {
 	Stuck []string
 	// LeaseTTL is the clients' lease TTL, for lease_overrun (0: not known).
 	LeaseTTL time.Duration
+	// KeepAlive is the clients' keepalive policy ("" when not known), kept
+	// in the summary because it decides how long a cut-off holder believes.
+	KeepAlive string
 }
 
 // Summarize computes the figures of a run from its history and check
@@ -223,7 +241,7 @@ func Summarize(run Run, events []history.Event, rep check.Report) Summary {
 		elapsed = time.Duration(ops.End)
 	}
 	s := Summary{
-		RunID: run.ID, Lock: run.Lock, Scenario: run.Scenario, Clients: run.Clients, Seed: run.Seed,
+		RunID: run.ID, Lock: run.Lock, Scenario: run.Scenario, Clients: run.Clients, Seed: run.Seed, KeepAlive: run.KeepAlive,
 		DurationS:         elapsed.Seconds(),
 		Events:            len(events),
 		Acquisitions:      len(grants),

@@ -155,3 +155,13 @@ func TestLatencyPointsFallback(t *testing.T) {
 		t.Error("an empty distribution has points")
 	}
 }
+
+// TestSummaryKeyKeepAlive: cells that differ only by keepalive policy have
+// distinct keys; the default policy keeps the key of older summaries.
+func TestSummaryKeyKeepAlive(t *testing.T) {
+	for ka, want := range map[string]string{"": "queue/contention", "auto": "queue/contention", "safe": "queue/contention/keepalive=safe"} {
+		if got := (Summary{Lock: "queue", Scenario: "contention", KeepAlive: ka}).Key(); got != want {
+			t.Errorf("keepalive %q: key %q, want %q", ka, got, want)
+		}
+	}
+}

@@ -62,11 +62,11 @@ func ChecksTable(w io.Writer, s Summary) error {
 }
 
 // SuiteTable prints the suite matrix, one row per cell: strategy ×
-// scenario, the verdict against the expectation, throughput, handoff
+// scenario × keepalive policy, the verdict against the expectation, throughput, handoff
 // p50/p99, violations and wake-ups per handoff.
 func SuiteTable(w io.Writer, cells []Cell) error {
-	t := newTable(w, "LLLLLRRRRR")
-	t.Header("lock", "scenario", "verdict", "expected", "match", "acq/s", "handoff p50 ms", "handoff p99 ms", "violations", "wakeups/handoff")
+	t := newTable(w, "LLLLLLRRRRR")
+	t.Header("lock", "scenario", "keepalive", "verdict", "expected", "match", "acq/s", "handoff p50 ms", "handoff p99 ms", "violations", "wakeups/handoff")
 	for _, c := range cells {
 		s := c.Summary
 		h := s.LatencyMS[LatHandoff]
@@ -74,7 +74,11 @@ func SuiteTable(w io.Writer, cells []Cell) error {
 		if h.Count > 0 {
 			p50, p99 = FormatMS(h.P50), FormatMS(h.P99)
 		}
-		if err := t.Append(s.Lock, s.Scenario, cellVerdictString(c), expectedString(c), matchString(c),
+		ka := s.KeepAlive
+		if ka == "" {
+			ka = "-"
+		}
+		if err := t.Append(s.Lock, s.Scenario, ka, cellVerdictString(c), expectedString(c), matchString(c),
 			fmt.Sprintf("%.1f", s.ThroughputPerS), p50, p99, fmt.Sprint(s.TotalViolations()), wakeupsString(s)); err != nil {
 			return err
 		}

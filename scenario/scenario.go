@@ -169,7 +169,11 @@ func (s Scenario) where(line int) string {
 
 // Validate reports the first thing wrong with s, naming the file, the line
 // where known, the field and what is valid.
-func (s Scenario) Validate() error {
+func (s Scenario) Validate() error { return s.validate(nil) }
+
+// validate is Validate, with the line of each key of Expect in Source
+// (expectLines) when it was read from a file.
+func (s Scenario) validate(expectLines map[string]int) error {
 	w := s.where(0)
 	switch {
 	case s.Name == "":
@@ -193,7 +197,33 @@ func (s Scenario) Validate() error {
 	if _, err := s.ChaosSteps(); err != nil {
 		return err
 	}
-	return s.Expect.Validate(w, func(l string) error { _, err := locks.Lookup(l); return err })
+	return s.Expect.Validate(func(key string) string { return s.where(expectLines[key]) }, verdict.Names{
+		Lock:      func(l string) error { _, err := locks.Lookup(l); return err },
+		KeepAlive: func(k string) error { _, err := locks.ParseKeepAlive(k); return err },
+	})
+}
+
+// keyLines returns the line of each key of the top-level mapping field in
+// a YAML document (nil when there is none), for error messages about
+// entries of a map-typed field.
+func keyLines(b []byte, field string) map[string]int {
+	var doc yaml.Node
+	if yaml.Unmarshal(b, &doc) != nil || len(doc.Content) == 0 {
+		return nil
+	}
+	top := doc.Content[0]
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		if top.Content[i].Value != field || top.Content[i+1].Kind != yaml.MappingNode {
+			continue
+		}
+		m := top.Content[i+1]
+		out := map[string]int{}
+		for j := 0; j+1 < len(m.Content); j += 2 {
+			out[m.Content[j].Value] = m.Content[j].Line
+		}
+		return out
+	}
+	return nil
 }
 
 // ChaosSteps parses the steps into faults and targets.
@@ -311,7 +341,7 @@ func Parse(name string, r io.Reader) (Scenario, error) {
 		return Scenario{}, fmt.Errorf("%s: %v", name, cleanYAMLError(err))
 	}
 	s.Source = name
-	if err := s.Validate(); err != nil {
+	if err := s.validate(keyLines(b, "expect")); err != nil {
 		return Scenario{}, err
 	}
 	return s, nil

@@ -15,7 +15,7 @@ import (
 )
 
 func TestBuiltinsParse(t *testing.T) {
-	want := []string{"cancel-waiters", "client-isolation", "contention", "herd", "herd-hold", "holder-crash", "late-unlock", "leader-kill",
+	want := []string{"cancel-waiters", "client-isolation", "contention", "herd", "herd-hold", "holder-crash", "keepalive-delay", "late-unlock", "leader-kill",
 		"leader-kill-holder-crash", "lease-expiry", "lease-expiry-fenced", "partition-leader", "slow-clients", "waiter-crash", "waiter-isolation"}
 
 	if got := Names(); !reflect.DeepEqual(got, want) {
@@ -35,10 +35,10 @@ func TestBuiltinsParse(t *testing.T) {
 		t.Errorf("herd: %+v", herd)
 	}
 	wc, _ := Lookup("waiter-crash")
-	if got := wc.Expect.For("queue-naive")[verdict.Exclusion]; got != verdict.Fail {
+	if got := wc.Expect.For("queue-naive", "auto")[verdict.Exclusion]; got != verdict.Fail {
 		t.Errorf("waiter-crash expects queue-naive exclusion %s, want fail", got)
 	}
-	if got := wc.Expect.For("queue")[verdict.Exclusion]; got != verdict.Pass {
+	if got := wc.Expect.For("queue", "auto")[verdict.Exclusion]; got != verdict.Pass {
 		t.Errorf("waiter-crash expects queue exclusion %s, want pass", got)
 	}
 }
@@ -113,6 +113,12 @@ func TestParseErrorsNameFileLineAndChoices(t *testing.T) {
 			[]string{`"safety"`, "exclusion"}},
 		{"unknown lock in expect", "name: x\nclients: 1\nduration: 5s\nworkload: {kind: hold}\nexpect: {nolock: {exclusion: pass}}\n",
 			[]string{`"nolock"`, "default"}},
+		{"unknown keepalive in expect", "name: x\nclients: 1\nduration: 5s\nworkload: {kind: hold}\nexpect:\n  default: {exclusion: pass}\n  keepalive:fast: {exclusion: pass}\n",
+			[]string{"bad.yaml:7", `keepalive:fast`, "auto, seed, safe"}},
+		{"bad check under a keepalive", "name: x\nclients: 1\nduration: 5s\nworkload: {kind: hold}\nexpect:\n  keepalive:safe: {safety: pass}\n",
+			[]string{"bad.yaml:6", "expect.keepalive:safe", `"safety"`}},
+		{"unknown lock in expect, with its line", "name: x\nclients: 1\nduration: 5s\nworkload: {kind: hold}\nexpect:\n  nolock: {exclusion: pass}\n",
+			[]string{"bad.yaml:6", `"nolock"`, "keepalive:POLICY"}},
 		{"bad verdict", "name: x\nclients: 1\nduration: 5s\nworkload: {kind: hold}\nexpect: {default: {exclusion: ok}}\n",
 			[]string{`"ok"`, "pass, fail, unknown, any"}},
 		{"client target out of range", "name: x\nclients: 4\nduration: 5s\nworkload: {kind: hold}\nsteps:\n  - {at: 1s, fault: heal}\n  - {at: 1s, fault: crash-client, target: client:9}\n",
@@ -241,5 +247,36 @@ func TestDurationJSON(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(`{"lease_ttl":"10s"}`), &back); err != nil || back.LeaseTTL.D() != 10*time.Second {
 		t.Errorf("in a struct: %s, %v", back.LeaseTTL, err)
+	}
+}
+
+// TestExpectByKeepAlive: a scenario's expectations are chosen by keepalive
+// policy, under the strategy's own entries.
+func TestExpectByKeepAlive(t *testing.T) {
+	ci, err := Lookup("client-isolation")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ci.Expect.For("queue", "safe")[verdict.Exclusion]; got != verdict.Pass {
+		t.Errorf("client-isolation expects exclusion %q under safe, want pass", got)
+	}
+	for _, ka := range []string{"auto", "seed"} {
+		if got, judged := ci.Expect.For("queue", ka)[verdict.Exclusion]; judged {
+			t.Errorf("client-isolation judges exclusion (%q) under %s, want any", got, ka)
+		}
+	}
+	e := verdict.Expectations{
+		verdict.DefaultKey:               {verdict.Exclusion: verdict.Pass},
+		verdict.KeepAlivePrefix + "seed": {verdict.Exclusion: verdict.Fail},
+		"queue-naive":                    {verdict.Exclusion: verdict.Any},
+	}
+	if got := e.For("queue", "seed")[verdict.Exclusion]; got != verdict.Fail {
+		t.Errorf("policy entry: %q, want fail", got)
+	}
+	if got := e.For("queue", "auto")[verdict.Exclusion]; got != verdict.Pass {
+		t.Errorf("no policy entry: %q, want the default pass", got)
+	}
+	if _, judged := e.For("queue-naive", "seed")[verdict.Exclusion]; judged {
+		t.Error("the strategy's own entry must win over the policy's")
 	}
 }

@@ -73,37 +73,70 @@ var Baseline = map[string]Verdict{Progress: Pass, Symmetry: Pass, Lease: Pass}
 // DefaultKey is the Expectations key whose entries apply to every strategy.
 const DefaultKey = "default"
 
-// Expectations map a strategy name, or DefaultKey, to the verdict expected
-// of each check.
+// KeepAlivePrefix starts an Expectations key that applies to every
+// strategy run under one keepalive policy ("keepalive:safe"): whether a
+// holder stops believing before its lease expires is the policy's doing,
+// not the strategy's, so a scenario that probes it says so per policy.
+const KeepAlivePrefix = "keepalive:"
+
+// Expectations map a strategy name, DefaultKey, or KeepAlivePrefix and a
+// keepalive policy, to the verdict expected of each check.
 type Expectations map[string]map[string]Verdict
 
-// For returns the expected verdicts for a strategy: its own entries over
-// the defaults over the Baseline, without the checks it expects Any of.
-func (e Expectations) For(lock string) map[string]Verdict {
+// For returns the expected verdicts for a strategy run under a keepalive
+// policy: the strategy's own entries over the policy's over the defaults
+// over the Baseline, without the checks it expects Any of. The strategy's
+// entries win because a strategy that is wrong by itself (a buggy one) is
+// wrong whatever keeps its lease.
+func (e Expectations) For(lock, keepalive string) map[string]Verdict {
 	out := maps.Clone(Baseline)
 	maps.Copy(out, e[DefaultKey])
+	maps.Copy(out, e[KeepAlivePrefix+keepalive])
 	maps.Copy(out, e[lock])
 	maps.DeleteFunc(out, func(_ string, v Verdict) bool { return v == Any })
 	return out
 }
 
-// Validate reports the first unknown check or verdict; where prefixes the
-// message (a file and line), and isLock tells a known strategy name.
-func (e Expectations) Validate(where string, isLock func(string) error) error {
-	for _, lock := range slices.Sorted(maps.Keys(e)) {
-		if lock != DefaultKey {
-			if err := isLock(lock); err != nil {
-				return fmt.Errorf("%s: expect: %w (or %s)", where, err, DefaultKey)
-			}
+// Names tell Expectations.Validate what the names in its keys may be.
+type Names struct {
+	// Lock fails for an unknown strategy name.
+	Lock func(string) error
+	// KeepAlive fails for an unknown keepalive policy.
+	KeepAlive func(string) error
+}
+
+// Validate reports the first unknown strategy, policy, check or verdict;
+// where gives the message's prefix (a file and line) for a key.
+func (e Expectations) Validate(where func(key string) string, names Names) error {
+	for _, key := range slices.Sorted(maps.Keys(e)) {
+		if err := names.key(key); err != nil {
+			return fmt.Errorf("%s: expect: %w", where(key), err)
 		}
-		for _, c := range slices.Sorted(maps.Keys(e[lock])) {
+		for _, c := range slices.Sorted(maps.Keys(e[key])) {
 			if !slices.Contains(CheckNames, c) {
-				return fmt.Errorf("%s: expect.%s: unknown check %q: valid checks are %s", where, lock, c, strings.Join(CheckNames, ", "))
+				return fmt.Errorf("%s: expect.%s: unknown check %q: valid checks are %s", where(key), key, c, strings.Join(CheckNames, ", "))
 			}
-			if v := e[lock][c]; v != Pass && v != Fail && v != Unknown && v != Any {
-				return fmt.Errorf("%s: expect.%s.%s: verdict %q: valid verdicts are pass, fail, unknown, any", where, lock, c, v)
+			if v := e[key][c]; v != Pass && v != Fail && v != Unknown && v != Any {
+				return fmt.Errorf("%s: expect.%s.%s: verdict %q: valid verdicts are pass, fail, unknown, any", where(key), key, c, v)
 			}
 		}
+	}
+	return nil
+}
+
+// key checks one Expectations key.
+func (n Names) key(key string) error {
+	switch {
+	case key == DefaultKey:
+		return nil
+	case strings.HasPrefix(key, KeepAlivePrefix):
+		if err := n.KeepAlive(strings.TrimPrefix(key, KeepAlivePrefix)); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+		return nil
+	}
+	if err := n.Lock(key); err != nil {
+		return fmt.Errorf("%w (or %s, or %sPOLICY)", err, DefaultKey, KeepAlivePrefix)
 	}
 	return nil
 }

@@ -29,17 +29,17 @@ func TestExpectationsFor(t *testing.T) {
 		"naive":    {Exclusion: Fail, Liveness: Any},
 		"racy":     {Symmetry: Any},
 	}
-	got := e.For("naive")
+	got := e.For("naive", "auto")
 	if got[Exclusion] != Fail || got[Progress] != Pass {
 		t.Errorf("naive: %v", got)
 	}
 	if _, judged := got[Liveness]; judged {
 		t.Errorf("naive: liveness is un-asserted, got %v", got)
 	}
-	if _, judged := e.For("racy")[Symmetry]; judged {
+	if _, judged := e.For("racy", "auto")[Symmetry]; judged {
 		t.Errorf("racy: the baseline's symmetry is un-asserted")
 	}
-	if got := e.For("other"); got[Exclusion] != Pass || got[Lease] != Pass {
+	if got := e.For("other", "auto"); got[Exclusion] != Pass || got[Lease] != Pass {
 		t.Errorf("other: %v", got)
 	}
 }
@@ -60,7 +60,7 @@ func TestExpectationsValidate(t *testing.T) {
 		{Expectations{DefaultKey: {"safety": Pass}}, `unknown check "safety"`},
 		{Expectations{DefaultKey: {Exclusion: "ok"}}, `verdict "ok"`},
 	} {
-		err := tc.e.Validate("f.yaml:3", isLock)
+		err := tc.e.Validate(func(string) string { return "f.yaml:3" }, Names{Lock: isLock, KeepAlive: isLock})
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%v: %v", tc.e, err)
