@@ -17,6 +17,7 @@ func init() {
 	register("restart-member", MemberTarget, restartMember)
 	register("partition-member", MemberTarget, partitionMember)
 	register("heal", NoTarget, heal)
+	register("pause-member", MemberTarget, pauseMember)
 	register("crash-client", ClientTarget, crashClient)
 	register("pause-client", ClientTarget, pauseClient)
 	register("isolate-client", ClientTarget, isolateClient)
@@ -69,6 +70,16 @@ func partitionMember(_ context.Context, w MemberFaults, t int, _ time.Duration) 
 		return nil, err
 	}
 	return func(context.Context) error { return w.HealMember(t) }, nil
+}
+
+// pauseMember freezes a member process where it stands, like a leader in
+// a long GC pause: its peers and clients see it stop answering, its
+// connections stay open. Undo thaws it; it carries on, unaware.
+func pauseMember(_ context.Context, w MemberProcesses, t int, _ time.Duration) (Undo, error) {
+	if err := w.PauseMember(t); err != nil {
+		return nil, err
+	}
+	return func(context.Context) error { return w.ResumeMember(t) }, nil
 }
 
 // heal restores every member's peer links.

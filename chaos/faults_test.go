@@ -31,6 +31,8 @@ func (w *recordingWorld) RestartMember(_ context.Context, i int) error {
 }
 func (w *recordingWorld) PartitionMember(i int) error { return w.note("PartitionMember %d", i) }
 func (w *recordingWorld) HealMember(i int) error      { return w.note("HealMember %d", i) }
+func (w *recordingWorld) PauseMember(i int) error     { return w.note("PauseMember %d", i) }
+func (w *recordingWorld) ResumeMember(i int) error    { return w.note("ResumeMember %d", i) }
 func (w *recordingWorld) Clients() int                { return 2 }
 func (w *recordingWorld) Holder() int                 { return 1 }
 func (w *recordingWorld) Waiters() []int              { return []int{0} }
@@ -67,6 +69,7 @@ func TestFaultActions(t *testing.T) {
 		{"crash-member", 0, "CrashMember 1", "RestartMember 1"},
 		{"restart-member", 0, "RestartMember 1", ""},
 		{"partition-member", 0, "PartitionMember 1", "HealMember 1"},
+		{"pause-member", 0, "PauseMember 1", "ResumeMember 1"},
 		{"heal", 0, "HealMember 0;HealMember 1", ""},
 		{"crash-client", 0, "CrashClient 1", "RestartClient 1"},
 		{"pause-client", 0, "PauseClient 1", "ResumeClient 1"},

@@ -33,6 +33,15 @@ type MemberFaults interface {
 	HealMember(i int) error
 }
 
+// MemberProcesses are faults only a member that is its own process can
+// suffer: the embedded cluster refuses them (cluster.Refuses).
+type MemberProcesses interface {
+	// PauseMember freezes the member (SIGSTOP): a long GC pause.
+	PauseMember(i int) error
+	// ResumeMember thaws it (SIGCONT).
+	ResumeMember(i int) error
+}
+
 // Queue says where the run's clients stand in the lock's queue, so a
 // target such as "holder" or "waiter:K" names whoever is there now.
 type Queue interface {
@@ -87,6 +96,7 @@ type Positions interface {
 type World interface {
 	Positions
 	MemberFaults
+	MemberProcesses
 	ClientProcesses
 	ClientNetwork
 	LockService

@@ -29,6 +29,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/lockbench/lockbench/cluster"
 )
 
 const usage = `lockbench — benchmark and chaos-test distributed locks on etcd
@@ -81,6 +83,8 @@ type env struct {
 // Main runs the lockbench CLI with os.Args and exits with its status. It
 // is all a main package needs: see the package comment.
 func Main() {
+	// --etcd-bin self re-executes this binary as an etcd member.
+	cluster.RunMemberIfAsked()
 	os.Exit(Run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

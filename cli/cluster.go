@@ -38,6 +38,9 @@ func runCluster(ctx context.Context, e *env, o clusterOptions) error {
 	if err != nil {
 		return err
 	}
+	if opts.EtcdBin != "" {
+		return badInputf("--etcd-bin: lockbench cluster keeps only the embedded cluster up (member processes: run, suite, bench)")
+	}
 	if opts, err = o.cluster.withData(e, opts); err != nil {
 		return err
 	}

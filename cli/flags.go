@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/exec"
 	"time"
 
 	"github.com/lockbench/lockbench/cluster"
@@ -91,10 +93,11 @@ type clusterFlags struct {
 	noFsync        bool
 	verbose        bool
 	dataDir        string
+	etcdBin        string
 }
 
 // embeddedOnly are clusterFlags' names: with --endpoints they do not apply.
-var embeddedOnly = []string{"members", "tick", "election", "unsafe-no-fsync", "verbose", "data-dir"}
+var embeddedOnly = []string{"members", "tick", "election", "unsafe-no-fsync", "verbose", "data-dir", "etcd-bin"}
 
 // register adds the embedded-cluster flags to fs.
 func (c *clusterFlags) register(fs *flagSet) {
@@ -103,6 +106,7 @@ func (c *clusterFlags) register(fs *flagSet) {
 	fs.DurationVar(&c.election, "election", cluster.DefaultElection, "election timeout of the embedded cluster (≥5× --tick)")
 	fs.BoolVar(&c.noFsync, "unsafe-no-fsync", false, "disable fsync in etcd (faster; a member crash may lose data)")
 	fs.BoolVar(&c.verbose, "verbose", false, "show etcd's own logs")
+	fs.StringVar(&c.etcdBin, "etcd-bin", "", "run the members as processes: 'self' (lockbench's own binary, etcd "+cluster.EmbeddedVersion+") or the path of an etcd binary (3.4 or later; its version is detected) (default: embedded, inside lockbench; docs/processes.md)")
 	fs.StringVar(&c.dataDir, "data-dir", "", "an existing folder to hold etcd's data folder, removed on exit (default $TMPDIR)")
 }
 
@@ -122,7 +126,10 @@ func (c *clusterFlags) options() (cluster.Options, error) {
 			return cluster.Options{}, err
 		}
 	}
-	return cluster.Options{Members: c.members, Tick: c.tick, Election: c.election, UnsafeNoFsync: c.noFsync, Verbose: c.verbose}, nil
+	if err := checkEtcdBin(c.etcdBin); err != nil {
+		return cluster.Options{}, err
+	}
+	return cluster.Options{Members: c.members, Tick: c.tick, Election: c.election, UnsafeNoFsync: c.noFsync, Verbose: c.verbose, EtcdBin: c.etcdBin}, nil
 }
 
 // withData puts the cluster's data folder inside a scratch folder of e
@@ -182,6 +189,22 @@ func (c *clientFlags) checkLeaseTTL(set map[string]bool) error {
 	}
 	if d := c.leaseTTL; d < time.Second || d%time.Second != 0 {
 		return badInputf("--lease-ttl %s: must be a whole number of seconds ≥1s (etcd leases are whole seconds)", d)
+	}
+	return nil
+}
+
+// checkEtcdBin checks --etcd-bin before anything starts: "self", or an
+// executable file (its version is asked when the cluster starts).
+func checkEtcdBin(bin string) error {
+	if bin == "" || bin == cluster.EtcdBinSelf {
+		return nil
+	}
+	path, err := exec.LookPath(bin)
+	if err != nil {
+		return badInputf("--etcd-bin %s: not an executable (give 'self' or the path of an etcd binary): %v", bin, err)
+	}
+	if info, err := os.Stat(path); err != nil || info.IsDir() {
+		return badInputf("--etcd-bin %s: not an executable file", bin)
 	}
 	return nil
 }

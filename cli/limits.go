@@ -93,6 +93,8 @@ func removeStale(parent string, report func(cluster.Stale)) {
 // hold them. The process must exit right after: members still run on the
 // removed files.
 func (e *env) removeDataNow() {
+	// Member processes first (--etcd-bin): they would outlive the exit.
+	cluster.KillAllNow()
 	if _, err := cluster.RemoveAllDataNow(); err != nil {
 		fmt.Fprintf(e.stderr, "lockbench: %v\n", err)
 	}

@@ -55,6 +55,10 @@ type Options struct {
 	// process that Start removed from DataParent (see RemoveStale), so
 	// that the user learns where the space came back from.
 	OnStaleRemoved func(Stale)
+	// EtcdBin, when set, runs the members as processes (StartProcesses,
+	// Open): EtcdBinSelf (lockbench's own binary) or an etcd binary's
+	// path. Empty: the embedded cluster. docs/processes.md.
+	EtcdBin string
 }
 
 func (o *Options) defaults() error {

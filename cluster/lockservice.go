@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"strconv"
@@ -35,7 +36,11 @@ func (c *Cluster) CheckLockService(ctx context.Context) error {
 		if !m.Running() {
 			continue
 		}
-		ok, err := c.probeLockService(ctx, m)
+		tlsCfg, err := c.ClientTLSConfig()
+		if err != nil {
+			return err
+		}
+		ok, err := probeLockService(ctx, tlsCfg, m.Index, m.ClientURL)
 		if err != nil {
 			return fmt.Errorf("member %d: lock service probe: %w", m.Index, err)
 		}
@@ -52,14 +57,10 @@ func (c *Cluster) CheckLockService(ctx context.Context) error {
 	return fmt.Errorf("members %s: %w", strings.Join(stuck, ", "), ErrLockServiceStuck)
 }
 
-// probeLockService reports whether m's lock service handed a held lock to
-// a waiting caller in time.
-func (c *Cluster) probeLockService(ctx context.Context, m *Member) (bool, error) {
-	tlsCfg, err := c.ClientTLSConfig()
-	if err != nil {
-		return false, err
-	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientURL}, TLS: tlsCfg,
+// probeLockService reports whether the lock service of member index, at
+// url, handed a held lock to a waiting caller in time.
+func probeLockService(ctx context.Context, tlsCfg *tls.Config, index int, url string) (bool, error) {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{url}, TLS: tlsCfg,
 		DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		return false, err
@@ -83,7 +84,7 @@ func (c *Cluster) probeLockService(ctx context.Context, m *Member) (bool, error)
 		}(g.ID)
 	}
 	lc := v3lockpb.NewLockClient(cli.ActiveConnection())
-	name := fmt.Sprintf("/lockbench/probe-%d-%d", m.Index, time.Now().UnixNano())
+	name := fmt.Sprintf("/lockbench/probe-%d-%d", index, time.Now().UnixNano())
 	// Step 2: take the lock; nobody holds it, so nothing is watched yet.
 	held, err := lc.Lock(ctx, &v3lockpb.LockRequest{Name: []byte(name), Lease: int64(leases[0])})
 	if err != nil {

@@ -201,7 +201,7 @@ type benchRun struct {
 	start time.Time
 	// ns is the benchmark's key prefix (floors, recording runs).
 	ns    string
-	c     *cluster.Cluster
+	c     cluster.Members
 	admin *clientv3.Client
 	// firstErr is the first failure of a cell; the benchmark carries on.
 	firstErr error
@@ -259,7 +259,7 @@ func (r *benchRun) ensure() error {
 	if err := r.dropCluster(); err != nil {
 		return err
 	}
-	c, err := cluster.Start(r.ctx, r.spec.Cluster)
+	c, err := cluster.Open(r.ctx, r.spec.Cluster)
 	if err != nil {
 		return fmt.Errorf("start etcd cluster: %w", err)
 	}
@@ -268,8 +268,9 @@ func (r *benchRun) ensure() error {
 		return fmt.Errorf("connect: %w", err)
 	}
 	r.b.Cluster = rundir.ClusterConfig{
-		Members: len(c.Members()), TickMS: c.Tick().Milliseconds(), ElectionMS: c.Election().Milliseconds(),
+		Members: c.Count(), TickMS: c.Tick().Milliseconds(), ElectionMS: c.Election().Milliseconds(),
 		UnsafeNoFsync: c.UnsafeNoFsync(), Endpoints: c.Endpoints(), TLS: c.TLS(),
+		Version: c.Version(), Kind: c.Kind(), EtcdBin: etcdBinOf(c),
 	}
 	return nil
 }

@@ -114,7 +114,7 @@ func latencyOf(ds []time.Duration) report.Latency {
 }
 
 // recordingRun runs the target cell once, keeping the history or not.
-func recordingRun(ctx context.Context, c *cluster.Cluster, spec BenchSpec, on bool, prefix string) report.RecordingRun {
+func recordingRun(ctx context.Context, c cluster.Members, spec BenchSpec, on bool, prefix string) report.RecordingRun {
 	run := report.RecordingRun{Record: on}
 	tlsCfg, err := c.ClientTLSConfig()
 	if err != nil {
@@ -173,7 +173,7 @@ const clusterCloseWait = 30 * time.Second
 
 // closeCluster closes c, giving up after wait: the cluster is then left
 // running (the process is about to exit) and its data folder stays.
-func closeCluster(c *cluster.Cluster, wait time.Duration) error {
+func closeCluster(c cluster.Members, wait time.Duration) error {
 	if c == nil {
 		return nil
 	}
@@ -195,7 +195,7 @@ func closeCluster(c *cluster.Cluster, wait time.Duration) error {
 
 // newAdmin connects the benchmark's own client, which measures the floor
 // and clears the benchmark's keys at the end.
-func newAdmin(c *cluster.Cluster) (*clientv3.Client, error) {
+func newAdmin(c cluster.Members) (*clientv3.Client, error) {
 	tlsCfg, err := c.ClientTLSConfig()
 	if err != nil {
 		return nil, err

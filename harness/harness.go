@@ -64,6 +64,9 @@ func (s RunSpec) Validate() error {
 	if err := s.Scenario.CheckMembers(members); err != nil {
 		return err
 	}
+	if err := refused(s.Cluster, s.Scenario); err != nil {
+		return err
+	}
 	if err := runner.CheckSharedConns(s.Scenario, s.SharedConns); err != nil {
 		return err
 	}
@@ -86,7 +89,8 @@ type Result struct {
 	Summary report.Summary
 }
 
-// Run starts an embedded cluster, runs spec on it, checks the history and
+// Run starts a cluster (embedded, or member processes when
+// spec.Cluster.EtcdBin is set), runs spec on it, checks the history and
 // writes the run folder. The cluster is closed and its data removed on every
 // path out. When ctx ends early the run stops cleanly and is still written,
 // marked interrupted.
@@ -102,7 +106,7 @@ func Run(ctx context.Context, spec RunSpec) (res *Result, err error) {
 	if err := spec.fitFDs(members, true); err != nil {
 		return nil, err
 	}
-	c, err := cluster.Start(ctx, spec.Cluster)
+	c, err := cluster.Open(ctx, spec.Cluster)
 	if err != nil {
 		return nil, fmt.Errorf("start etcd cluster: %w", err)
 	}
@@ -114,14 +118,14 @@ func Run(ctx context.Context, spec RunSpec) (res *Result, err error) {
 	return RunOn(ctx, c, spec)
 }
 
-// RunOn runs spec on a running embedded cluster (see Run). The run's keys
+// RunOn runs spec on a running cluster lockbench started (see Run). The run's keys
 // live under their own prefix and are deleted at the end, so runs can share
 // a cluster.
-func RunOn(ctx context.Context, c *cluster.Cluster, spec RunSpec) (*Result, error) {
+func RunOn(ctx context.Context, c cluster.Members, spec RunSpec) (*Result, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	if err := spec.fitFDs(len(c.Members()), true); err != nil {
+	if err := spec.fitFDs(c.Count(), true); err != nil {
 		return nil, err
 	}
 	tlsCfg, err := c.ClientTLSConfig()
@@ -133,8 +137,9 @@ func RunOn(ctx context.Context, c *cluster.Cluster, spec RunSpec) (*Result, erro
 		cluster:   c,
 		client:    clientv3.Config{TLS: tlsCfg},
 		config: rundir.ClusterConfig{
-			Members: len(c.Members()), TickMS: c.Tick().Milliseconds(), ElectionMS: c.Election().Milliseconds(),
+			Members: c.Count(), TickMS: c.Tick().Milliseconds(), ElectionMS: c.Election().Milliseconds(),
 			UnsafeNoFsync: c.UnsafeNoFsync(), Endpoints: c.Endpoints(), TLS: c.TLS(),
+			Version: c.Version(), Kind: c.Kind(), EtcdBin: etcdBinOf(c),
 		},
 	})
 }
@@ -142,7 +147,7 @@ func RunOn(ctx context.Context, c *cluster.Cluster, spec RunSpec) (*Result, erro
 // target is the cluster a run's clients connect to, embedded or external.
 type target struct {
 	endpoints []string
-	cluster   *cluster.Cluster     // nil: external, no member faults
+	cluster   cluster.Members      // nil: external, no member faults
 	client    clientv3.Config      // TLS, credentials
 	prefix    string               // "": /lockbench/<run-id>/
 	dial      time.Duration        // 0: the runner's default
@@ -171,6 +176,7 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 	if spec.Started != nil {
 		spec.Started(t.endpoints)
 	}
+	logs := markLogs(t.cluster)
 	out, err := runner.Run(ctx, runner.Config{
 		Scenario: spec.Scenario, Lock: spec.Lock, Seed: spec.Seed, Prefix: cfg.Prefix,
 		Endpoints: t.endpoints, Cluster: t.cluster, ClientConfig: t.client, DialTimeout: t.dial,
@@ -190,10 +196,36 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", runID, err)
 	}
+	if err := logs.copyTo(dir); err != nil {
+		return nil, fmt.Errorf("run %s: %w", runID, err)
+	}
 	return &Result{Dir: dir, Summary: sum}, nil
 }
 
 // NewRunID names a run so that folders sort by time and say what ran.
 func NewRunID(lock, scenario string, seed int64) string {
 	return fmt.Sprintf("%s-%s-%s-s%d", time.Now().UTC().Format("20060102T150405.000Z"), lock, scenario, seed)
+}
+
+// etcdBinOf is the member processes' binary, for config.json; "" for the
+// embedded kind.
+func etcdBinOf(c cluster.Members) string {
+	if pc, ok := c.(*cluster.ProcessCluster); ok {
+		b := pc.Binary()
+		if len(b.Prefix) > 0 {
+			return b.Path + " " + b.Prefix[0]
+		}
+		return b.Path
+	}
+	return ""
+}
+
+// refused says why a cluster of opts cannot run sc's faults, or nil.
+func refused(opts cluster.Options, sc scenario.Scenario) error {
+	for _, st := range sc.Steps {
+		if err := cluster.Refuses(opts, st.Fault); err != nil {
+			return fmt.Errorf("scenario %s: %w", sc.Name, err)
+		}
+	}
+	return nil
 }

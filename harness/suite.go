@@ -101,8 +101,11 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create suite folder: %w", err)
 	}
-	var c *cluster.Cluster
+	var c cluster.Members
 	defer func() {
+		if c == nil {
+			return
+		}
 		if cerr := c.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("close etcd cluster: %w", cerr)
 		}
@@ -120,12 +123,19 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 					return res, writeSuite(dir, res)
 				}
 				name := fmt.Sprintf("%s × %s (keepalive %s) seed %d", lock, sc.Name, ka, seed)
+				if rerr := refused(spec.Cluster, sc); rerr != nil {
+					// A fault this cluster kind cannot do: skipped, said.
+					res.Notes = append(res.Notes, fmt.Sprintf("skipped %s: %v", name, rerr))
+					continue
+				}
 				if spec.Progress != nil {
 					spec.Progress(len(res.Cells), total, name)
 				}
 				if c == nil || !c.Healthy() {
-					c.Close()
-					if c, err = cluster.Start(ctx, spec.Cluster); err != nil {
+					if c != nil {
+						c.Close()
+					}
+					if c, err = cluster.Open(ctx, spec.Cluster); err != nil {
 						return res, fmt.Errorf("start etcd cluster: %w", err)
 					}
 				}
@@ -180,7 +190,7 @@ func (s SuiteSpec) cells() func(yield func(suiteCell) bool) {
 // if lock runs on it (locks.Strategy.LockService), so that a later run on
 // c does not inherit a service the run left stuck. It returns what it
 // found ("" when sound or not probed) and whether c must be replaced.
-func checkLockService(ctx context.Context, c *cluster.Cluster, lock string) (found string, replace bool) {
+func checkLockService(ctx context.Context, c cluster.Members, lock string) (found string, replace bool) {
 	if st, _ := locks.Lookup(lock); !st.LockService || ctx.Err() != nil {
 		return "", false
 	}

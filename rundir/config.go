@@ -50,6 +50,11 @@ type ClusterConfig struct {
 	Key     string `json:"key,omitempty"`
 	User    string `json:"user,omitempty"`
 	Version string `json:"etcd_version,omitempty"`
+	// Kind is the kind of cluster lockbench started ("embedded",
+	// "process"); empty for an external one. EtcdBin is the member
+	// processes' binary (docs/processes.md).
+	Kind    string `json:"cluster_kind,omitempty"`
+	EtcdBin string `json:"etcd_bin,omitempty"`
 }
 
 // HostInfo records the machine, since absolute figures depend on it.

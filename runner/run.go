@@ -30,9 +30,9 @@ type Config struct {
 	// Prefix is the run's key namespace; nothing outside it is touched.
 	Prefix    string
 	Endpoints []string
-	// Cluster is the embedded cluster, for member faults; nil when the
-	// cluster is external.
-	Cluster *cluster.Cluster
+	// Cluster is the cluster lockbench started (embedded or member
+	// processes), for member faults; nil when the cluster is external.
+	Cluster cluster.Members
 	// ClientConfig, when set, is the base etcd client configuration (TLS,
 	// credentials); Endpoints, DialTimeout and Logger are filled in.
 	ClientConfig clientv3.Config
@@ -164,7 +164,7 @@ func newRunner(cfg Config) (*runner, []chaos.Step, error) {
 		return nil, nil, err
 	}
 	if cfg.Cluster == nil && sc.NeedsMembers() {
-		return nil, nil, fmt.Errorf("scenario %s injects member faults, which need the embedded cluster; on an external cluster only client faults work", sc.Name)
+		return nil, nil, fmt.Errorf("scenario %s injects member faults, which need a cluster lockbench started; on an external cluster only client faults work", sc.Name)
 	}
 	strategy, err := locks.Lookup(cfg.Lock)
 	if err != nil {

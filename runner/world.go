@@ -14,24 +14,25 @@ import (
 // interface in package chaos.
 var _ chaos.World = (*runner)(nil)
 
-// chaos.Membership and chaos.MemberFaults: the embedded cluster's members
-// (none on an external cluster, where scenarios with member faults are
-// refused before the run).
+// chaos.Membership, chaos.MemberFaults and chaos.MemberProcesses: the
+// members of the cluster lockbench started, of either kind (none on an
+// external cluster, where scenarios with member faults are refused before
+// the run; a kind refuses the faults it cannot do).
 
 func (r *runner) Members() int {
 	if r.cfg.Cluster == nil {
 		return 0
 	}
-	return len(r.cfg.Cluster.Members())
+	return r.cfg.Cluster.Count()
 }
 
 func (r *runner) Leader() int { return r.cfg.Cluster.Leader() }
 
 func (r *runner) RunningMembers() []int {
 	var out []int
-	for _, m := range r.cfg.Cluster.Members() {
-		if m.Running() {
-			out = append(out, m.Index)
+	for i := 0; i < r.cfg.Cluster.Count(); i++ {
+		if r.cfg.Cluster.Running(i) {
+			out = append(out, i)
 		}
 	}
 	return out
@@ -46,6 +47,10 @@ func (r *runner) RestartMember(ctx context.Context, i int) error {
 func (r *runner) PartitionMember(i int) error { return r.cfg.Cluster.Partition(i) }
 
 func (r *runner) HealMember(i int) error { return r.cfg.Cluster.Heal(i) }
+
+func (r *runner) PauseMember(i int) error { return r.cfg.Cluster.Pause(i) }
+
+func (r *runner) ResumeMember(i int) error { return r.cfg.Cluster.Resume(i) }
 
 // chaos.Queue: where the clients stand, read under each client's lock.
 

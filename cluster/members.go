@@ -1,0 +1,126 @@
+package cluster
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Members is what the runner and the harness need of a cluster lockbench
+// started, whatever runs its members: goroutines inside lockbench
+// (*Cluster, the embedded kind) or operating-system processes
+// (*ProcessCluster). Member faults go through it; a kind that cannot do
+// a fault returns an error naming the kind (ErrUnsupported).
+type Members interface {
+	// Kind names the cluster kind for messages and records: KindEmbedded
+	// or KindProcess.
+	Kind() string
+	// Version is the etcd release the members run ("3.7.3").
+	Version() string
+	// Endpoints are the members' client URLs, index order.
+	Endpoints() []string
+	// Count is the number of members.
+	Count() int
+	// Running reports whether member i is up (a paused member is up).
+	Running(i int) bool
+	// Leader is the index of the agreed leader, or -1.
+	Leader() int
+	// Healthy reports whether every member runs and one leads.
+	Healthy() bool
+	// Crash kills member i without a leadership hand-over.
+	Crash(i int) error
+	// Restart starts a crashed member again on its own data.
+	Restart(ctx context.Context, i int) error
+	// Partition cuts member i from its peers both ways; Heal mends it.
+	Partition(i int) error
+	Heal(i int) error
+	// Pause freezes member i (SIGSTOP): a long GC pause; Resume thaws it.
+	Pause(i int) error
+	Resume(i int) error
+	// Tick and Election are the raft timings the members run with.
+	Tick() time.Duration
+	Election() time.Duration
+	// UnsafeNoFsync reports whether the members run without fsync.
+	UnsafeNoFsync() bool
+	// TLS reports whether clients talk https; ClientTLSConfig is then
+	// the configuration they need.
+	TLS() bool
+	ClientTLSConfig() (*tls.Config, error)
+	// CheckLockService probes each member's lock service (see
+	// ErrLockServiceStuck).
+	CheckLockService(ctx context.Context) error
+	// DataDir is the cluster's data folder, removed by Close.
+	DataDir() string
+	// Close stops every member and removes the data folder.
+	Close() error
+}
+
+// Cluster kinds, as Members.Kind names them.
+const (
+	KindEmbedded = "embedded"
+	KindProcess  = "process"
+)
+
+// ErrUnsupported is wrapped by a fault a cluster kind cannot do.
+var ErrUnsupported = errors.New("not supported by this cluster kind")
+
+// Open starts the cluster opts ask for: member processes when
+// opts.EtcdBin is set (StartProcesses), else the embedded cluster (Start).
+func Open(ctx context.Context, opts Options) (Members, error) {
+	if opts.EtcdBin != "" {
+		pc, err := StartProcesses(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		return pc, nil
+	}
+	c, err := Start(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Refuses returns an error when a cluster of opts cannot do fault (a
+// scenario fault name), so that a run is refused before anything starts;
+// nil when it can or when the fault is not a member fault.
+func Refuses(opts Options, fault string) error {
+	switch {
+	case opts.EtcdBin == "" && fault == "pause-member":
+		return fmt.Errorf("fault pause-member: the %s cluster cannot freeze one member (its members share lockbench's process); run with --etcd-bin self or --etcd-bin PATH", KindEmbedded)
+	case opts.EtcdBin != "" && fault == "partition-member":
+		return fmt.Errorf("fault partition-member: the %s cluster cannot cut a member from its peers (a TCP proxy on a peer URL cuts only the connections into that member, and etcd's peers talk both ways over connections either side dials); use the embedded cluster (no --etcd-bin)", KindProcess)
+	}
+	return nil
+}
+
+// The embedded cluster is one kind of Members.
+var _ Members = (*Cluster)(nil)
+
+// Kind is KindEmbedded.
+func (c *Cluster) Kind() string { return KindEmbedded }
+
+// Version is the etcd release built into lockbench.
+func (c *Cluster) Version() string { return EmbeddedVersion }
+
+// Count is the number of members.
+func (c *Cluster) Count() int { return len(c.members) }
+
+// Running reports whether member i's server is up.
+func (c *Cluster) Running(i int) bool {
+	m, err := c.member(i)
+	return err == nil && m.Running()
+}
+
+// Pause is refused: the embedded members are goroutines of lockbench's
+// own process, which cannot be stopped one member at a time.
+func (c *Cluster) Pause(i int) error {
+	return fmt.Errorf("pause member %d: %w: the %s cluster's members run inside lockbench; use --etcd-bin self|PATH", i, ErrUnsupported, KindEmbedded)
+}
+
+// Resume is refused, as Pause is.
+func (c *Cluster) Resume(i int) error {
+	return fmt.Errorf("resume member %d: %w: the %s cluster's members run inside lockbench", i, ErrUnsupported, KindEmbedded)
+}

@@ -1,0 +1,200 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// TestMain lets the test binary be an etcd member (--etcd-bin self runs
+// os.Executable, which here is the test binary).
+func TestMain(m *testing.M) {
+	RunMemberIfAsked()
+	os.Exit(m.Run())
+}
+
+// children lists the pids whose parent is this process, from /proc.
+func children(t *testing.T) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces; split after ')'.
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(os.Getpid()) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// assertNothingLeft checks that no member process, port or folder of pc
+// remains after Close.
+func assertNothingLeft(t *testing.T, pc *ProcessCluster, dir string) {
+	t.Helper()
+	if kids := children(t); len(kids) > 0 {
+		t.Errorf("child processes left after Close: %v", kids)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("data folder %s left: %v", dir, err)
+	}
+	for _, m := range pc.members {
+		for _, u := range []string{m.clientURL, m.peerURL} {
+			pu, _ := url.Parse(u)
+			l, err := net.Listen("tcp", pu.Host)
+			if err != nil {
+				t.Errorf("port of %s still taken: %v", u, err)
+				continue
+			}
+			l.Close()
+		}
+	}
+}
+
+func startSelf(t *testing.T, bin string) *ProcessCluster {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts etcd member processes")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pc, err := StartProcesses(ctx, Options{EtcdBin: bin, DataParent: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pc
+}
+
+func put(t *testing.T, pc *ProcessCluster, key string) {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: pc.Endpoints(), Logger: zap.NewNop(), DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := cli.Put(ctx, key, "v"); err != nil {
+		t.Fatalf("put %s: %v", key, err)
+	}
+}
+
+// exercise crashes and restarts the leader, pauses and resumes a
+// follower, and writes through it all.
+func exercise(t *testing.T, pc *ProcessCluster) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	put(t, pc, "a")
+	l := pc.Leader()
+	if l < 0 || !pc.Healthy() {
+		t.Fatalf("leader %d, healthy %v after start", l, pc.Healthy())
+	}
+	if err := pc.Crash(l); err != nil {
+		t.Fatal(err)
+	}
+	if pc.Running(l) || pc.Healthy() {
+		t.Fatalf("member %d runs after crash", l)
+	}
+	if nl, err := waitLeader(ctx, pc.Tick(), pc.Leader); err != nil || nl == l {
+		t.Fatalf("new leader %d (old %d): %v", nl, l, err)
+	}
+	if err := pc.Restart(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	f := (pc.Leader() + 1) % pc.Count()
+	if err := pc.Pause(f); err != nil {
+		t.Fatal(err)
+	}
+	put(t, pc, "b") // a quorum remains
+	if err := pc.Resume(f); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := waitLeader(ctx, pc.Tick(), pc.Leader); err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Partition(0); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("Partition: %v, want ErrUnsupported", err)
+	}
+}
+
+func TestProcessClusterSelf(t *testing.T) {
+	pc := startSelf(t, EtcdBinSelf)
+	dir := pc.DataDir()
+	exercise(t, pc)
+	if pc.Version() != EmbeddedVersion {
+		t.Errorf("version %s, want %s", pc.Version(), EmbeddedVersion)
+	}
+	// A paused member must still be killed and reaped by Close.
+	if err := pc.Pause(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	assertNothingLeft(t, pc, dir)
+	if err := pc.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+// TestProcessCluster34 runs the same on Debian's etcd 3.4 when installed.
+func TestProcessCluster34(t *testing.T) {
+	const bin = "/usr/bin/etcd"
+	if _, err := os.Stat(bin); err != nil {
+		t.Skipf("%s absent (apt-get install etcd-server)", bin)
+	}
+	pc := startSelf(t, bin)
+	dir := pc.DataDir()
+	t.Logf("etcd %s", pc.Version())
+	exercise(t, pc)
+	if err := pc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	assertNothingLeft(t, pc, dir)
+}
+
+func TestKillAllNow(t *testing.T) {
+	pc := startSelf(t, EtcdBinSelf)
+	defer pc.Close()
+	if n := KillAllNow(); n != pc.Count() {
+		t.Errorf("KillAllNow signalled %d, want %d", n, pc.Count())
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && len(children(t)) > 0 {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if kids := children(t); len(kids) > 0 {
+		t.Errorf("children left after KillAllNow: %v", kids)
+	}
+}
+
+func TestResolveBinaryErrors(t *testing.T) {
+	if _, err := ResolveBinary(context.Background(), "/nonexistent/etcd"); err == nil {
+		t.Error("missing binary accepted")
+	}
+	if _, err := ResolveBinary(context.Background(), "/bin/true"); err == nil || !strings.Contains(err.Error(), "etcd Version") {
+		t.Errorf("/bin/true: %v, want no version line", err)
+	}
+}

@@ -1,0 +1,12 @@
+//go:build linux
+
+package cluster
+
+import "syscall"
+
+// memberProcAttr puts a member in its own process group (so that a signal
+// reaches all of it and a terminal's Ctrl-C does not) and has the kernel
+// SIGKILL it should lockbench die without closing the cluster.
+func memberProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}

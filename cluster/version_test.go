@@ -1,0 +1,86 @@
+package cluster
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseVersion(t *testing.T) {
+	for _, tc := range []struct {
+		out  string
+		want Version
+		err  bool
+	}{
+		{"etcd Version: 3.4.23\nGit SHA: Not provided\nGo Version: go1.19.8\n", Version{3, 4, 23}, false},
+		{"etcd Version: 3.7.3\nGit SHA: abc\n", Version{3, 7, 3}, false},
+		{"etcd Version: v3.5.17\n", Version{3, 5, 17}, false},
+		{"etcd Version: 3.6.0-rc.1\n", Version{3, 6, 0}, false},
+		{"some other program 1.2.3\n", Version{}, true},
+		{"", Version{}, true},
+	} {
+		got, err := ParseVersion(tc.out)
+		if (err != nil) != tc.err || got != tc.want {
+			t.Errorf("ParseVersion(%q) = %v, %v; want %v, error %v", tc.out, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+func TestVersionAtLeast(t *testing.T) {
+	v := Version{3, 4, 23}
+	if !v.AtLeast(3, 4) || v.AtLeast(3, 5) || !v.AtLeast(2, 9) || v.AtLeast(4, 0) {
+		t.Errorf("AtLeast wrong for %v", v)
+	}
+	if v.String() != "3.4.23" {
+		t.Errorf("String = %q", v.String())
+	}
+}
+
+func TestMemberFlags(t *testing.T) {
+	spec := memberSpec{Name: "m0", Dir: "/d/m0", ClientURL: "http://127.0.0.1:1", PeerURL: "http://127.0.0.1:2",
+		AdvertisePeerURL: "http://127.0.0.1:2", Initial: "m0=http://127.0.0.1:2", State: "new",
+		Tick: 50 * time.Millisecond, Election: 500 * time.Millisecond}
+	for _, v := range []Version{{3, 4, 23}, {3, 5, 0}, {3, 7, 3}} {
+		args, err := memberFlags(v, spec)
+		if err != nil {
+			t.Fatalf("%v: %v", v, err)
+		}
+		for _, want := range []string{"--name=m0", "--data-dir=/d/m0", "--heartbeat-interval=50", "--election-timeout=500",
+			"--initial-cluster-state=new", "--logger=zap", "--listen-client-urls=http://127.0.0.1:1"} {
+			if !slices.Contains(args, want) {
+				t.Errorf("%v: flags %v lack %s", v, args, want)
+			}
+		}
+		if slices.Contains(args, "--unsafe-no-fsync") {
+			t.Errorf("%v: --unsafe-no-fsync not asked for", v)
+		}
+	}
+	spec.UnsafeNoFsync = true
+	if _, err := memberFlags(Version{3, 4, 23}, spec); err == nil || !strings.Contains(err.Error(), "--unsafe-no-fsync") {
+		t.Errorf("3.4 with no-fsync: %v, want a refusal naming the flag", err)
+	}
+	if args, err := memberFlags(Version{3, 5, 9}, spec); err != nil || !slices.Contains(args, "--unsafe-no-fsync") {
+		t.Errorf("3.5 with no-fsync: %v %v", args, err)
+	}
+	if _, err := memberFlags(Version{3, 3, 27}, spec); err == nil || !strings.Contains(err.Error(), "3.4 and later") {
+		t.Errorf("3.3: %v, want refused", err)
+	}
+}
+
+func TestRefuses(t *testing.T) {
+	if err := Refuses(Options{}, "pause-member"); err == nil || !strings.Contains(err.Error(), KindEmbedded) {
+		t.Errorf("embedded pause-member: %v", err)
+	}
+	if err := Refuses(Options{EtcdBin: "self"}, "partition-member"); err == nil || !strings.Contains(err.Error(), KindProcess) {
+		t.Errorf("process partition-member: %v", err)
+	}
+	for _, ok := range []struct {
+		o Options
+		f string
+	}{{Options{}, "partition-member"}, {Options{EtcdBin: "self"}, "pause-member"}, {Options{}, "crash-member"}, {Options{EtcdBin: "x"}, "crash-member"}} {
+		if err := Refuses(ok.o, ok.f); err != nil {
+			t.Errorf("%+v %s: %v", ok.o, ok.f, err)
+		}
+	}
+}
