@@ -124,8 +124,18 @@ func relayResult(member, rounds int, paths []*relayPath) *report.Relay {
 		return report.PathsMS{DirectP50: l[0].P50, FrontDoorP50: l[1].P50, ProxyP50: l[2].P50,
 			DirectMean: l[0].Mean, FrontDoorMean: l[1].Mean, ProxyMean: l[2].Mean}
 	}
-	us := func(a, b float64) float64 { return round1((a - b) * 1000) }
 	return &report.Relay{Member: member, Rounds: rounds, PutMS: ms(put), GetMS: ms(get),
-		FrontDoorUS: us(put[1].P50, put[0].P50), ProxyUS: us(put[2].P50, put[0].P50),
-		FrontDoorGetUS: us(get[1].P50, get[0].P50), ProxyGetUS: us(get[2].P50, get[0].P50)}
+		FrontDoorUS: pairedUS(paths[1].put, paths[0].put), ProxyUS: pairedUS(paths[2].put, paths[0].put),
+		FrontDoorGetUS: pairedUS(paths[1].get, paths[0].get), ProxyGetUS: pairedUS(paths[2].get, paths[0].get)}
+}
+
+// pairedUS is the median, in µs, of a[i] − b[i] over the rounds both have
+// (the first left out): a difference taken within one round carries
+// less of a loaded machine's drift than a difference of two p50s.
+func pairedUS(a, b []time.Duration) float64 {
+	var d []float64
+	for i := 1; i < min(len(a), len(b)); i++ {
+		d = append(d, float64(a[i]-b[i])/float64(time.Microsecond))
+	}
+	return round1(median(d))
 }

@@ -162,9 +162,10 @@ type Relay struct {
 	Rounds int     `json:"rounds"`
 	PutMS  PathsMS `json:"put_ms"`
 	GetMS  PathsMS `json:"serializable_get_ms"`
-	// FrontDoorUS and ProxyUS are the p50 differences to direct of Put
-	// (a commit, as the floor); the Get figures are the same for a read
-	// served by the member alone, with no disk or raft noise.
+	// FrontDoorUS and ProxyUS are what the path adds to a Put (a commit,
+	// as the floor): the median over rounds of its latency minus direct's
+	// in the same round. The Get figures are the same for a read served by
+	// the member alone, with no disk or raft noise.
 	FrontDoorUS    float64 `json:"front_door_us"`
 	ProxyUS        float64 `json:"proxy_us"`
 	FrontDoorGetUS float64 `json:"front_door_get_us"`
