@@ -232,10 +232,3 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 func round1(v float64) float64 { return math.Round(v*10) / 10 }
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
-
-func onOff(on bool) string {
-	if on {
-		return "on"
-	}
-	return "off"
-}
