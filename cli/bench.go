@@ -20,10 +20,16 @@ const benchSynopsis = "bench [--clients 2,8,64] [--locks a,b] [--duration D] [fl
 	"Measures, in one process on one embedded cluster: the commit floor (one client\n" +
 	"Putting one key in a loop) and the same with two writers at once (a lock's\n" +
 	"release commits beside another client's join: a handoff chain's ceiling),\n" +
+	"the ideal handoff (clients passing a turn with one conditional commit a\n" +
+	"step, seen through a watch: the limit a lock is compared against, ×ideal),\n" +
+	"what the members' front doors and a fault proxy cost per RPC (relay cost),\n" +
 	"then every lock at every client count under contention with hold 0\n" +
 	"(throughput, handoff p50/p99, each as a ratio to the floor and to mutex),\n" +
-	"then the target cell with recording on and off. After a cell of a strategy\n" +
-	"on etcd's lock service (rpc) it probes that service on every member and\n" +
+	"then the target cell in one run with recording switched on and off in\n" +
+	"alternating slices. Cells whose scenario has no member fault (all bench\n" +
+	"cells) dial the members directly, not through the front doors. After a\n" +
+	"cell of a strategy on etcd's lock service (rpc) it probes that service on\n" +
+	"every member and\n" +
 	"replaces a cluster where it is stuck (an etcd bug: see the README).\n" +
 	"Writes bench.json and one run folder per cell into --out. etcd's data\n" +
 	"folder is made under --data-dir, else $TMPDIR."
@@ -73,8 +79,8 @@ func (o *benchOptions) register(fs *flagSet) {
 	fs.DurationVar(&s.CellFloor, "cell-floor", 0, "also measure a floor this long just before each cell, and compute that cell's ratios against it (e.g. 1s; 0: off)")
 	fs.StringVar(&s.TargetLock, "target-lock", harness.DefaultTargetLock, "lock of the cell held to the targets and measured with recording on and off")
 	fs.IntVar(&s.TargetClients, "target-clients", harness.DefaultTargetClients, "client count of that cell")
-	fs.IntVar(&s.RecordRuns, "record-runs", harness.DefaultRecordRuns, "recording on/off pairs of the target cell (0: skip)")
-	fs.DurationVar(&s.RecordDuration, "record-duration", harness.DefaultRecordDuration, "run time of each recording on/off run")
+	fs.IntVar(&s.RecordRuns, "record-runs", harness.DefaultRecordRuns, "recording on/off pairs of slices in one run of the target cell (0: skip)")
+	fs.DurationVar(&s.RecordDuration, "record-duration", harness.DefaultRecordDuration, "length of each recording on/off slice")
 	fs.Int64Var(&s.Seed, "seed", 1, "seed of every cell")
 	fs.StringVar(&o.out, "out", "", "the bench folder (default "+filepath.Join(harness.DefaultOut, "bench-<timestamp>")+")")
 	fs.StringVar(&o.benchOut, "bench-out", "", "also write Go benchmark-format lines to this file (- for stdout)")

@@ -159,7 +159,7 @@ func TestReportBenchFolder(t *testing.T) {
 	if code != ExitPass || stdout != want.String() {
 		t.Errorf("exit %d, stderr %q, stdout\n%s\nwant\n%s", code, stderr, stdout, want.String())
 	}
-	for _, w := range []string{"│ queue │       8 │ 1200.0 │   0.60 │   12.0 │", "floor: 2000 commits/s", "target queue at 8 clients: throughput ÷ mutex: 12.000 (>= 5.00) met"} {
+	for _, w := range []string{"│ queue │       8 │ 1200.0 │      - │   0.60 │   12.0 │", "floor: 2000 commits/s", "target queue at 8 clients: throughput ÷ mutex: 12.000 (>= 5.00) met"} {
 		if !strings.Contains(stdout, w) {
 			t.Errorf("stdout lacks %q:\n%s", w, stdout)
 		}

@@ -324,6 +324,24 @@ func (c *Cluster) Endpoints() []string {
 	return out
 }
 
+// DirectEndpoints are the URLs where each member's etcd itself serves
+// clients (embed's own listener), bypassing the front doors. A client on
+// them saves a user-space relay per RPC and per watch event, but a crash
+// does not cut its connections (etcd keeps them open until its graceful
+// stop gives up), so only runs without member faults may use them; the
+// addresses stay the same across a restart.
+func (c *Cluster) DirectEndpoints() []string {
+	out := make([]string, len(c.members))
+	for i, m := range c.members {
+		out[i] = m.DirectURL()
+	}
+	return out
+}
+
+// DirectURL is where the member's etcd serves clients behind its front
+// door (see Cluster.DirectEndpoints for when a client may use it).
+func (m *Member) DirectURL() string { return m.listenURL }
+
 // DataDir is the cluster's temporary data folder, removed by Close.
 func (c *Cluster) DataDir() string { return c.dir }
 

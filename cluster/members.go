@@ -21,6 +21,9 @@ type Members interface {
 	Version() string
 	// Endpoints are the members' client URLs, index order.
 	Endpoints() []string
+	// DirectEndpoints are URLs that skip any relay in front of the
+	// members, for runs with no member fault (see Cluster.DirectEndpoints).
+	DirectEndpoints() []string
 	// Count is the number of members.
 	Count() int
 	// Running reports whether member i is up (a paused member is up).

@@ -216,6 +216,10 @@ func (pc *ProcessCluster) Endpoints() []string {
 	return out
 }
 
+// DirectEndpoints are the Endpoints: a member process has no relay in
+// front of it (a SIGKILL cuts its connections by itself).
+func (pc *ProcessCluster) DirectEndpoints() []string { return pc.Endpoints() }
+
 // Count is the number of members.
 func (pc *ProcessCluster) Count() int { return len(pc.members) }
 

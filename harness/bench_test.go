@@ -59,6 +59,7 @@ func TestBenchFinish(t *testing.T) {
 		TargetLock: "queue", TargetClients: 8,
 		Floor:      &report.Floor{CommitsPerS: 2000, LatencyMS: report.Latency{Count: 1, P50: 0.5}},
 		TwoWriters: &report.Floor{Writers: 2, CommitsPerS: 1600, PerWriterPerS: 800},
+		Ideal:      &report.Ideal{RatePerS: 1000, StepP50MS: 1},
 		Cells: []report.BenchCell{
 			{Lock: "queue", Clients: 8, ThroughputPerS: 1200, HandoffMS: lat(1.2, 3)},
 			{Lock: "mutex", Clients: 8, ThroughputPerS: 100, HandoffMS: lat(90, 110)},
@@ -76,6 +77,9 @@ func TestBenchFinish(t *testing.T) {
 	}
 	finishBench(b)
 	q := b.Cells[0]
+	if q.XIdeal != 1.2 || q.HandoffXIdeal != 1.2 {
+		t.Errorf("queue 8: ×ideal %v, handoff ÷ ideal step %v", q.XIdeal, q.HandoffXIdeal)
+	}
 	if q.XFloor != 0.6 || q.XMutex != 12 || q.HandoffOverCommit != 2.4 || q.XTwoWriters != 1.5 {
 		t.Errorf("queue 8: ×floor %v ×mutex %v handoff/commit %v ×two writers %v", q.XFloor, q.XMutex, q.HandoffOverCommit, q.XTwoWriters)
 	}
@@ -96,10 +100,12 @@ func TestBenchFinish(t *testing.T) {
 		t.Errorf("recording %+v", r)
 	}
 	want := map[string]bool{
-		"queue at 8 clients: throughput ÷ floor commits/s": true,
-		"queue at 8 clients: handoff p50 ÷ commit p50":     true,
-		"queue at 8 clients: throughput ÷ mutex":           true,
-		"recording on ÷ off throughput":                    true,
+		"queue at 8 clients: throughput ÷ floor commits/s":    true,
+		"queue at 8 clients: handoff p50 ÷ commit p50":        true,
+		"queue at 8 clients: throughput ÷ mutex":              true,
+		"queue at 8 clients: throughput ÷ ideal handoff rate": true,
+		"queue at 8 clients: handoff p50 ÷ ideal step p50":    true,
+		"recording cost, % of throughput":                     true,
 	}
 	if len(b.Targets) != len(want) {
 		t.Fatalf("targets %+v", b.Targets)
@@ -112,7 +118,7 @@ func TestBenchFinish(t *testing.T) {
 	// A slow queue misses them.
 	b.Cells[0].ThroughputPerS, b.Cells[0].HandoffMS = 300, lat(5, 9)
 	finishBench(b)
-	for _, tg := range b.Targets[:3] {
+	for _, tg := range b.Targets[:5] {
 		if tg.Met {
 			t.Errorf("target met by a slow queue: %+v", tg)
 		}
@@ -162,7 +168,7 @@ func TestBenchTableAndLines(t *testing.T) {
 	if err := report.BenchTable(&out, b); err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"×floor", "×mutex", "handoff p50 ÷ commit p50", "│ queue │       8 │ 1200.0 │   0.60 │   12.0 │",
+	for _, w := range []string{"×floor", "×mutex", "handoff p50 ÷ commit p50", "│ queue │       8 │ 1200.0 │      - │   0.60 │   12.0 │",
 		"floor: 2000 commits/s, commit p50 0.50 ms",
 		"floor, two writers: 800 commits/s each (1600 together), commit p50 1.25 ms, p99 3.00 ms = 0.40× one writer's rate",
 		"queue at 8 clients: throughput ÷ one writer's rate beside another: 1.500", "recording: queue × 8 clients, on 990.0/s, off 1000.0/s: on/off 0.990",
@@ -238,13 +244,24 @@ func TestRunBench(t *testing.T) {
 			t.Errorf("no peak RSS on Linux: %+v", c)
 		}
 	}
+	if id := b.Ideal; id == nil || id.Steps == 0 || id.RatePerS <= 0 || id.StepP50MS <= 0 || id.Errors != 0 || id.Clients != 2 {
+		t.Errorf("ideal handoff %+v", id)
+	}
+	if rl := b.Relay; rl == nil || rl.Rounds == 0 || rl.PutMS.DirectP50 <= 0 || rl.PutMS.FrontDoorP50 <= 0 || rl.GetMS.ProxyP50 <= 0 || b.RelayCostUS != rl.FrontDoorUS {
+		t.Errorf("relay %+v, relay_cost_us %v", rl, b.RelayCostUS)
+	}
+	for _, c := range b.Cells {
+		if c.XIdeal <= 0 || c.HandoffXIdeal <= 0 {
+			t.Errorf("cell without ideal ratios: %+v", c)
+		}
+	}
 	r := b.Recording
-	if r == nil || len(r.Runs) != 2 || r.Ratio <= 0 || r.AppendNS <= 0 || r.EventsPerAcq < 4 {
+	if r == nil || r.Slices != 2 || len(r.Runs) != 2 || r.Ratio <= 0 || r.AppendNS <= 0 || r.EventsPerAcq < 4 {
 		t.Fatalf("recording %+v", r)
 	}
-	for _, run := range r.Runs {
-		if run.Error != "" || run.CountedPerS <= 0 || run.Acquisitions <= 0 || (run.Record != (run.Events > 0)) {
-			t.Errorf("recording run %+v", run)
+	for i, run := range r.Runs {
+		if run.Error != "" || run.CountedPerS <= 0 || run.Acquisitions <= 0 || run.Record != (i == 0) {
+			t.Errorf("recording slice %d: %+v", i, run)
 		}
 	}
 	if len(progress) == 0 {

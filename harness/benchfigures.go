@@ -61,12 +61,18 @@ func finishBench(b *report.Bench) {
 		if c.HandoffOverCommit > 0 {
 			b.Targets = append(b.Targets, newTarget(name+": handoff p50 ÷ commit p50", c.HandoffOverCommit, "<=", TargetHandoffOverP50))
 		}
+		if c.XIdeal > 0 {
+			b.Targets = append(b.Targets, newTarget(name+": throughput ÷ ideal handoff rate", c.XIdeal, ">=", TargetXIdeal))
+		}
+		if c.HandoffXIdeal > 0 {
+			b.Targets = append(b.Targets, newTarget(name+": handoff p50 ÷ ideal step p50", c.HandoffXIdeal, "<=", TargetHandoffXIdeal))
+		}
 		if c.XMutex > 0 && c.Lock != MutexLock {
 			b.Targets = append(b.Targets, newTarget(name+": throughput ÷ mutex", c.XMutex, ">=", TargetXMutex))
 		}
 	}
-	if r := b.Recording; r != nil && r.Ratio > 0 {
-		b.Targets = append(b.Targets, newTarget("recording on ÷ off throughput", r.Ratio, ">=", TargetRecordingOnOff))
+	if r := b.Recording; r != nil && r.OnPerS > 0 && r.OffPerS > 0 {
+		b.Targets = append(b.Targets, newTarget("recording cost, % of throughput", r.CostPct, "<=", TargetRecordingCostPct))
 	}
 }
 
@@ -89,6 +95,13 @@ func cellRatios(c *report.BenchCell, b *report.Bench, mutex float64) {
 	}
 	if floor != nil && floor.LatencyMS.P50 > 0 && c.HandoffMS.Count > 0 {
 		c.HandoffOverCommit = round3(c.HandoffMS.P50 / floor.LatencyMS.P50)
+	}
+	c.XIdeal, c.HandoffXIdeal = 0, 0
+	if id := b.Ideal; id != nil && id.RatePerS > 0 {
+		c.XIdeal = round3(c.ThroughputPerS / id.RatePerS)
+		if id.StepP50MS > 0 && c.HandoffMS.Count > 0 {
+			c.HandoffXIdeal = round3(c.HandoffMS.P50 / id.StepP50MS)
+		}
 	}
 }
 
@@ -119,9 +132,12 @@ func finishRecording(r *report.Recording) {
 			}
 		}
 	}
-	r.OnPerS, r.OffPerS, r.Ratio, r.RatioOfMeans = round1(mean(on)), round1(mean(off)), 0, 0
+	r.OnPerS, r.OffPerS, r.Ratio, r.RatioOfMeans, r.CostPct = round1(mean(on)), round1(mean(off)), 0, 0, 0
 	if len(on) > 0 && len(off) > 0 {
 		r.RatioOfMeans = round3(mean(on) / mean(off))
+	}
+	if onR, offR := totalRate(r.Runs, true), totalRate(r.Runs, false); onR > 0 && offR > 0 {
+		r.CostPct = round3(100 * (1 - onR/offR))
 	}
 	r.Ratio = round3(median(r.PairRatios))
 	recordingEstimate(r)
@@ -144,8 +160,26 @@ func pairRatio(prev, run report.RecordingRun) (float64, bool) {
 	return onR / offR, true
 }
 
-// recordingEstimate sets the events per acquisition and the estimated
-// share of throughput the appends cost.
+// totalRate is the grants per second of the runs (or slices) with
+// recording on, or off, summed: grants ÷ time.
+func totalRate(runs []report.RecordingRun, on bool) float64 {
+	var g int64
+	var s float64
+	for _, run := range runs {
+		if run.Error == "" && run.Record == on && run.ElapsedS > 0 {
+			g += run.Acquisitions
+			s += run.ElapsedS
+		}
+	}
+	if s == 0 {
+		return 0
+	}
+	return float64(g) / s
+}
+
+// recordingEstimate sets the events per acquisition (from the runs, when
+// they counted their events; sliced runs set it themselves) and the
+// estimated share of throughput the appends cost.
 func recordingEstimate(r *report.Recording) {
 	var events, acqs int64
 	for _, run := range r.Runs {
@@ -154,9 +188,11 @@ func recordingEstimate(r *report.Recording) {
 			acqs += run.Acquisitions
 		}
 	}
-	r.EventsPerAcq, r.EstimatedCost = 0, 0
-	if acqs > 0 {
+	if acqs > 0 && events > 0 {
 		r.EventsPerAcq = round3(float64(events) / float64(acqs))
+	}
+	r.EstimatedCost = 0
+	if r.EventsPerAcq > 0 {
 		r.EstimatedCost = math.Round(r.AppendNS*r.EventsPerAcq*r.OffPerS/1e9*1e6) / 1e6
 	}
 }
@@ -196,10 +232,3 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 func round1(v float64) float64 { return math.Round(v*10) / 10 }
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
-
-func onOff(on bool) string {
-	if on {
-		return "on"
-	}
-	return "off"
-}

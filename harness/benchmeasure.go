@@ -17,8 +17,6 @@ import (
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
-	"github.com/lockbench/lockbench/runner"
-	"github.com/lockbench/lockbench/scenario"
 )
 
 // The benchmark's measurements: the commit floor, a recording run, the
@@ -113,41 +111,6 @@ func latencyOf(ds []time.Duration) report.Latency {
 		Max: round3(ms(s[len(s)-1])), Mean: round3(ms(sum / time.Duration(len(s))))}
 }
 
-// recordingRun runs the target cell once, keeping the history or not.
-func recordingRun(ctx context.Context, c cluster.Members, spec BenchSpec, on bool, prefix string) report.RecordingRun {
-	run := report.RecordingRun{Record: on}
-	tlsCfg, err := c.ClientTLSConfig()
-	if err != nil {
-		run.Error = err.Error()
-		return run
-	}
-	sc := spec.scenario(spec.TargetClients)
-	sc.Duration = scenario.Duration(spec.recordDuration())
-	cpu0 := processCPU()
-	out, err := runner.Run(ctx, runner.Config{
-		Scenario: sc, Lock: spec.TargetLock, Seed: spec.Seed, Prefix: prefix,
-		Endpoints: c.Endpoints(), Cluster: c, ClientConfig: clientv3.Config{TLS: tlsCfg},
-		KeepAlive: spec.KeepAlive, RPCTimeout: spec.RPCTimeout, SharedConns: spec.SharedConns, NoRecord: !on,
-	})
-	cpu := processCPU() - cpu0
-	if err != nil {
-		run.Error = err.Error()
-		return run
-	}
-	run.ElapsedS = round3(out.Elapsed.Seconds())
-	run.Events = len(out.Events)
-	run.Acquisitions = out.Acquisitions
-	if out.Elapsed <= 0 || out.Acquisitions == 0 {
-		run.Error = "no acquisition in the run"
-		return run
-	}
-	run.CountedPerS = round1(float64(out.Acquisitions) / out.Elapsed.Seconds())
-	if cpu0 > 0 {
-		run.CPUPerAcqUS = round1(float64(cpu) / float64(time.Microsecond) / float64(out.Acquisitions))
-	}
-	return run
-}
-
 // MeasureAppendNS is the mean time of one history append, over n appends
 // of a realistic event from one goroutine into a fresh recorder.
 func MeasureAppendNS(n int) float64 {
@@ -194,11 +157,13 @@ func closeCluster(c cluster.Members, wait time.Duration) error {
 }
 
 // newAdmin connects the benchmark's own client, which measures the floor
-// and clears the benchmark's keys at the end.
+// and clears the benchmark's keys at the end. It dials the members' own
+// listeners, as the cells' clients do (runner: no member fault, no front
+// door), so that the floor is measured on the cells' data path.
 func newAdmin(c cluster.Members) (*clientv3.Client, error) {
 	tlsCfg, err := c.ClientTLSConfig()
 	if err != nil {
 		return nil, err
 	}
-	return clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), TLS: tlsCfg, DialTimeout: DefaultDialTimeout, Logger: zap.NewNop()})
+	return clientv3.New(clientv3.Config{Endpoints: c.DirectEndpoints(), TLS: tlsCfg, DialTimeout: DefaultDialTimeout, Logger: zap.NewNop()})
 }

@@ -105,10 +105,18 @@ type Bench struct {
 	// lock writes twice per acquisition (join, release), and under
 	// contention a release is committed while another client's join is in
 	// flight; a handoff chain cannot go faster than its per-writer rate.
-	TwoWriters *Floor      `json:"floor_two_writers,omitempty"`
-	Cells      []BenchCell `json:"cells"`
-	Recording  *Recording  `json:"recording,omitempty"`
-	Targets    []Target    `json:"targets"`
+	TwoWriters *Floor `json:"floor_two_writers,omitempty"`
+	// Ideal is the ideal handoff chain (harness.MeasureIdeal): the limit a
+	// lock's throughput and handoff latency are compared against.
+	Ideal *Ideal `json:"ideal,omitempty"`
+	// Relay is what the members' front doors and a client fault proxy
+	// cost per RPC, measured in this run; RelayCostUS is its headline, the
+	// front door's cost per commit RPC.
+	Relay       *Relay      `json:"relay,omitempty"`
+	RelayCostUS float64     `json:"relay_cost_us,omitempty"`
+	Cells       []BenchCell `json:"cells"`
+	Recording   *Recording  `json:"recording,omitempty"`
+	Targets     []Target    `json:"targets"`
 	// Interrupted is set when a signal ended the benchmark early.
 	Interrupted bool `json:"interrupted,omitempty"`
 }
@@ -124,6 +132,54 @@ type Floor struct {
 	// PerWriterPerS is CommitsPerS ÷ Writers: one writer's rate.
 	PerWriterPerS float64 `json:"per_writer_commits_per_s"`
 	LatencyMS     Latency `json:"latency_ms"`
+}
+
+// Ideal is the ideal handoff: n clients pass a turn around a ring, each
+// step one conditional commit seen by the next client through a watch it
+// already holds, beside a join-like write of the passer. No lock can hand
+// over faster on etcd, so it is the reference a lock's throughput
+// (x_ideal) and handoff p50 (handoff_p50_x_ideal) are divided by.
+type Ideal struct {
+	Clients   int     `json:"clients"`
+	Steps     int     `json:"steps"`
+	Errors    int     `json:"errors"`
+	DurationS float64 `json:"duration_s"`
+	RatePerS  float64 `json:"rate_per_s"`
+	// StepP50MS is StepMS.P50: a step runs from the passer's txn sent to
+	// the next client's watch event, as a lock's handoff runs from the
+	// release sent to the next grant.
+	StepP50MS float64 `json:"step_p50_ms"`
+	StepMS    Latency `json:"step_ms"`
+}
+
+// Relay is the cost per RPC of the user-space relays in front of the
+// members, measured with the same requests interleaved one by one on
+// three paths to one member: its own listener (direct), its front door,
+// and a client fault proxy (go.etcd.io/etcd/pkg/v3/proxy) to its own
+// listener. Interleaving puts a shared machine's drift on all three.
+type Relay struct {
+	Member int     `json:"member"`
+	Rounds int     `json:"rounds"`
+	PutMS  PathsMS `json:"put_ms"`
+	GetMS  PathsMS `json:"serializable_get_ms"`
+	// FrontDoorUS and ProxyUS are what the path adds to a Put (a commit,
+	// as the floor): the median over rounds of its latency minus direct's
+	// in the same round. The Get figures are the same for a read served by
+	// the member alone, with no disk or raft noise.
+	FrontDoorUS    float64 `json:"front_door_us"`
+	ProxyUS        float64 `json:"proxy_us"`
+	FrontDoorGetUS float64 `json:"front_door_get_us"`
+	ProxyGetUS     float64 `json:"proxy_get_us"`
+}
+
+// PathsMS is one request's latency p50 and mean on each relay path.
+type PathsMS struct {
+	DirectP50     float64 `json:"direct_p50"`
+	FrontDoorP50  float64 `json:"front_door_p50"`
+	ProxyP50      float64 `json:"proxy_p50"`
+	DirectMean    float64 `json:"direct_mean"`
+	FrontDoorMean float64 `json:"front_door_mean"`
+	ProxyMean     float64 `json:"proxy_mean"`
 }
 
 // BenchCell is one strategy at one client count: the row of the
@@ -144,6 +200,10 @@ type BenchCell struct {
 	AcquireMS Latency `json:"acquire_ms"`
 	// HandoffOverCommit is handoff p50 ÷ the floor's commit p50.
 	HandoffOverCommit float64 `json:"handoff_p50_over_commit_p50"`
+	// XIdeal is throughput ÷ Bench.Ideal's rate; HandoffXIdeal is handoff
+	// p50 ÷ the ideal step p50 (0: no ideal measured).
+	XIdeal            float64 `json:"x_ideal,omitempty"`
+	HandoffXIdeal     float64 `json:"handoff_p50_x_ideal,omitempty"`
 	WakeupsPerHandoff float64 `json:"wakeups_per_handoff,omitempty"`
 	Violations        int     `json:"violations"`
 	Verdict           string  `json:"verdict"`
@@ -197,6 +257,13 @@ type Recording struct {
 	EventsPerAcq  float64 `json:"events_per_acquisition,omitempty"`
 	EstimatedCost float64 `json:"estimated_cost,omitempty"`
 	Target        float64 `json:"target"`
+	// Slices is set when Runs are alternating slices of one run (recording
+	// switched on and off inside it) rather than separate runs: the count
+	// of slices, each SliceS long. CostPct is 100 × (1 − on ÷ off) of the
+	// grants per second summed over the slices (negative: on was faster).
+	Slices  int     `json:"slices,omitempty"`
+	SliceS  float64 `json:"slice_s,omitempty"`
+	CostPct float64 `json:"cost_pct"`
 }
 
 // RecordingRun is one run of the recording comparison, kept so that the
@@ -243,6 +310,7 @@ func BenchTable(w io.Writer, b *Bench) error {
 		return err
 	}
 	benchFloorLines(w, b)
+	benchReferenceLines(w, b)
 	benchRecordingLines(w, b.Recording)
 	benchTargetLines(w, b)
 	benchCellNotes(w, b)
@@ -251,16 +319,16 @@ func BenchTable(w io.Writer, b *Bench) error {
 
 func benchCellsTable(w io.Writer, b *Bench) error {
 	t := newTable(w, "L")
-	t.Header("lock", "clients", "acq/s", "×floor", "×mutex", "handoff p50 ms", "handoff p99 ms", "handoff p50 ÷ commit p50")
+	t.Header("lock", "clients", "acq/s", "×ideal", "×floor", "×mutex", "handoff p50 ms", "handoff p99 ms", "handoff p50 ÷ ideal step", "handoff p50 ÷ commit p50")
 	for _, c := range b.Cells {
-		row := []any{c.Lock, strconv.Itoa(c.Clients), "error", "-", "-", "-", "-", "-"}
+		row := []any{c.Lock, strconv.Itoa(c.Clients), "error", "-", "-", "-", "-", "-", "-", "-"}
 		if c.Error == "" {
 			p50, p99 := "-", "-"
 			if c.HandoffMS.Count > 0 {
 				p50, p99 = ms(c.HandoffMS.P50), ms(c.HandoffMS.P99)
 			}
-			row = []any{c.Lock, strconv.Itoa(c.Clients), fmt.Sprintf("%.1f", c.ThroughputPerS),
-				benchRatio(c.XFloor), benchRatio(c.XMutex), p50, p99, benchRatio(c.HandoffOverCommit)}
+			row = []any{c.Lock, strconv.Itoa(c.Clients), fmt.Sprintf("%.1f", c.ThroughputPerS), benchRatio(c.XIdeal),
+				benchRatio(c.XFloor), benchRatio(c.XMutex), p50, p99, benchRatio(c.HandoffXIdeal), benchRatio(c.HandoffOverCommit)}
 		}
 		if err := t.Append(row...); err != nil {
 			return err
@@ -299,6 +367,18 @@ func benchFloorLines(w io.Writer, b *Bench) {
 	}
 }
 
+// benchReferenceLines prints the ideal handoff and the relays' cost.
+func benchReferenceLines(w io.Writer, b *Bench) {
+	if id := b.Ideal; id != nil {
+		fmt.Fprintf(w, "ideal handoff: %.0f steps/s, step p50 %s ms, p99 %s ms (%d clients pass a turn, one conditional commit a step seen through a held watch, beside a join-like write; %d steps in %.1fs, %d errors)\n",
+			id.RatePerS, ms(id.StepMS.P50), ms(id.StepMS.P99), id.Clients, id.Steps, id.DurationS, id.Errors)
+	}
+	if r := b.Relay; r != nil {
+		fmt.Fprintf(w, "relay cost: front door %.0f µs per commit RPC (relay_cost_us; Put p50 %s direct, %s through it), fault proxy %.0f µs; serializable Get: front door %.0f µs, proxy %.0f µs (member %d, %d interleaved rounds)\n",
+			r.FrontDoorUS, ms(r.PutMS.DirectP50), ms(r.PutMS.FrontDoorP50), r.ProxyUS, r.FrontDoorGetUS, r.ProxyGetUS, r.Member, r.Rounds)
+	}
+}
+
 func benchRecordingLines(w io.Writer, r *Recording) {
 	if r == nil {
 		return
@@ -311,8 +391,13 @@ func benchRecordingLines(w io.Writer, r *Recording) {
 		}
 		runs = append(runs, s)
 	}
-	fmt.Fprintf(w, "recording: %s × %d clients, on %.1f/s, off %.1f/s: on/off %.3f (median of %d pairs; target ≥ %.2f; ratio of means %.3f; runs: %s; grants counted by the clients)\n",
-		r.Lock, r.Clients, r.OnPerS, r.OffPerS, r.Ratio, len(r.PairRatios), r.Target, r.RatioOfMeans, strings.Join(runs, ", "))
+	if r.Slices > 0 {
+		fmt.Fprintf(w, "recording: %s × %d clients, one run, %d slices of %.1fs switched on/off: on %.1f/s, off %.1f/s: cost %.2f%% of throughput (target < %.0f%%; median pair on/off %.3f; slices: %s; grants counted by the clients)\n",
+			r.Lock, r.Clients, r.Slices, r.SliceS, r.OnPerS, r.OffPerS, r.CostPct, r.Target, r.Ratio, strings.Join(runs, ", "))
+	} else {
+		fmt.Fprintf(w, "recording: %s × %d clients, on %.1f/s, off %.1f/s: on/off %.3f (median of %d pairs; target ≥ %.2f; ratio of means %.3f; runs: %s; grants counted by the clients)\n",
+			r.Lock, r.Clients, r.OnPerS, r.OffPerS, r.Ratio, len(r.PairRatios), r.Target, r.RatioOfMeans, strings.Join(runs, ", "))
+	}
 	if r.EventsPerAcq > 0 {
 		fmt.Fprintf(w, "recording estimate: %.1f events per acquisition × %.0f ns per append = %.1f µs per acquisition: ≤ %.2f%% of throughput at %.0f/s\n",
 			r.EventsPerAcq, r.AppendNS, r.EventsPerAcq*r.AppendNS/1000, 100*r.EstimatedCost, r.OffPerS)
@@ -368,6 +453,10 @@ func WriteBenchResultLines(w io.Writer, b *Bench) error {
 	}
 	floor("put", b.Floor)
 	floor("put-two-writers", b.TwoWriters)
+	if id := b.Ideal; id != nil {
+		fmt.Fprintf(bw, "BenchmarkIdealHandoff/clients=%d 1 %d ns/step %d p99-ns/step %s steps/s\n",
+			id.Clients, nsOfMS(id.StepMS.P50), nsOfMS(id.StepMS.P99), strconv.FormatFloat(id.RatePerS, 'f', -1, 64))
+	}
 	var sums []Summary
 	for _, c := range b.Cells {
 		if c.Error == "" {

@@ -275,6 +275,9 @@ func (c *client) loop(ctx context.Context, gen int, cli *clientv3.Client, locker
 		// Granted: record the grant, then hold it for the workload.
 		failures = 0
 		c.r.acquisitions.Add(1)
+		if n := c.r.cfg.Grants; n != nil {
+			n.Add(1)
+		}
 		t := c.emit(gen, history.Event{Type: history.OK, F: history.FAcquire, Token: g.Token, Key: g.Key,
 			Lease: strconv.FormatInt(int64(g.Lease), 16)})
 		c.setState(gen, holding, g, t)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -52,6 +53,35 @@ type Config struct {
 	MaxEvents int
 	// NoRecord runs without keeping the history (to measure its cost).
 	NoRecord bool
+	// FrontDoors keeps the clients on Endpoints even when the scenario
+	// has no member faults (see Endpoints below): to measure what the
+	// front doors cost, or to reproduce an older run's data path.
+	FrontDoors bool
+	// Recording, when set, switches recording on and off during the run:
+	// events are kept only while it is true. The harness toggles it in
+	// alternating slices of one run to measure what recording costs
+	// without a second run's drift. NoRecord wins over it.
+	Recording *atomic.Bool
+	// Grants, when set, is added 1 per grant as it happens, for a caller
+	// that counts grants per slice of a run (Outcome.Acquisitions is the
+	// run's total).
+	Grants *atomic.Int64
+}
+
+// dataPath is the endpoints the run's clients dial. On the embedded
+// cluster, when the scenario injects no member fault and the caller gave
+// the cluster's front doors, it is the members' own listeners: a front
+// door exists to cut client connections when its member crashes, and with
+// no member fault it only adds a user-space relay to every RPC and watch
+// event (docs/measurements.md, relay cost). Client faults do not need the
+// front doors: they act on each client's own proxy, which then forwards
+// to the member directly.
+func dataPath(cfg Config) []string {
+	c := cfg.Cluster
+	if c == nil || cfg.FrontDoors || cfg.Scenario.NeedsMembers() || !slices.Equal(cfg.Endpoints, c.Endpoints()) {
+		return cfg.Endpoints
+	}
+	return c.DirectEndpoints()
 }
 
 // Outcome is what a run leaves behind.
@@ -74,6 +104,10 @@ type Outcome struct {
 	RPCs []int64
 	// Acquisitions counts granted locks, also when nothing is recorded.
 	Acquisitions int64
+	// Endpoints are what the clients dialed (behind their fault proxies,
+	// when they had them): the front doors or the members' own listeners
+	// (see Config.FrontDoors).
+	Endpoints []string
 }
 
 // opTimeout bounds a release, a counter operation or a fault action: they
@@ -173,6 +207,7 @@ func newRunner(cfg Config) (*runner, []chaos.Step, error) {
 	if cfg.DialTimeout == 0 {
 		cfg.DialTimeout = 5 * time.Second
 	}
+	cfg.Endpoints = dataPath(cfg)
 	return &runner{cfg: cfg, strategy: strategy, stopRun: func() {}, stopKeepAlive: func() {}}, steps, nil
 }
 
@@ -336,6 +371,7 @@ func (r *runner) outcome(ctx context.Context) *Outcome {
 		Stopped:      r.stopped,
 		Stuck:        r.stuck,
 		Acquisitions: r.acquisitions.Load(),
+		Endpoints:    r.cfg.Endpoints,
 	}
 	for _, c := range r.clients {
 		out.RPCs = append(out.RPCs, r.rpcsOf(c.id))
@@ -345,6 +381,9 @@ func (r *runner) outcome(ctx context.Context) *Outcome {
 
 // record appends an event; hitting the history limit stops the run.
 func (r *runner) record(e history.Event) int64 {
+	if sw := r.cfg.Recording; sw != nil && !sw.Load() {
+		return r.rec.Now()
+	}
 	t, err := r.rec.Append(e)
 	if err != nil {
 		r.mu.Lock()

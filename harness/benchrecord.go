@@ -1,0 +1,124 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/runner"
+	"github.com/lockbench/lockbench/scenario"
+)
+
+// recordWarmup is how long the sliced recording run goes before its first
+// slice: the first grants of a run are slower (connections, watches).
+const recordWarmup = 500 * time.Millisecond
+
+// slicedRun is the sliced recording measurement under way: one run of the
+// target cell whose recording is switched on and off.
+type slicedRun struct {
+	rec    atomic.Bool
+	grants atomic.Int64
+	// finished is closed when the run has returned, with out and err.
+	finished chan struct{}
+	out      *runner.Outcome
+	err      error
+}
+
+// recordSlices runs the target cell once and switches recording on and
+// off in n alternating slices of length slice (on off, off on, ...: each
+// pair of pairs is balanced against a linear drift). It returns the slices
+// as RecordingRuns and the events kept per granted acquisition while on.
+func recordSlices(ctx context.Context, c cluster.Members, spec BenchSpec, prefix string, n int, slice time.Duration) ([]report.RecordingRun, float64, error) {
+	tlsCfg, err := c.ClientTLSConfig()
+	if err != nil {
+		return nil, 0, err
+	}
+	sc := spec.scenario(spec.TargetClients)
+	// Longer than needed: the run is cut when the last slice ends.
+	sc.Duration = scenario.Duration(recordWarmup + time.Duration(n)*slice + 5*time.Second)
+	s := &slicedRun{finished: make(chan struct{})}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		defer close(s.finished)
+		s.out, s.err = runner.Run(rctx, runner.Config{
+			Scenario: sc, Lock: spec.TargetLock, Seed: spec.Seed, Prefix: prefix,
+			Endpoints: c.Endpoints(), Cluster: c, ClientConfig: clientv3.Config{TLS: tlsCfg},
+			KeepAlive: spec.KeepAlive, RPCTimeout: spec.RPCTimeout, SharedConns: spec.SharedConns,
+			Recording: &s.rec, Grants: &s.grants,
+		})
+	}()
+	runs, serr := s.slices(rctx, n, slice)
+	s.rec.Store(false) // the run's closing events are not a slice's
+	cancel()
+	<-s.finished
+	if err := errors.Join(serr, s.err); err != nil {
+		return runs, 0, fmt.Errorf("recording slices: %w", err)
+	}
+	var onGrants int64
+	for _, r := range runs {
+		if r.Record {
+			onGrants += r.Acquisitions
+		}
+	}
+	if onGrants == 0 || s.out == nil {
+		return runs, 0, errors.New("recording slices: no grant while recording")
+	}
+	return runs, round3(float64(len(s.out.Events)) / float64(onGrants)), nil
+}
+
+// slices waits for the run's first grant and the warm-up, then times the
+// n slices, switching recording at each.
+func (s *slicedRun) slices(ctx context.Context, n int, slice time.Duration) ([]report.RecordingRun, error) {
+	for s.grants.Load() == 0 {
+		select {
+		case <-s.finished:
+			return nil, errors.New("the run ended before its first grant")
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if !sleepCtx(ctx, recordWarmup) {
+		return nil, ctx.Err()
+	}
+	var runs []report.RecordingRun
+	for i := range n {
+		on := (i%4 == 0) || (i%4 == 3) // on off off on on off off on ...
+		s.rec.Store(on)
+		g0, cpu0, t0 := s.grants.Load(), processCPU(), time.Now()
+		if !sleepCtx(ctx, slice) {
+			return runs, ctx.Err()
+		}
+		g, cpu, el := s.grants.Load()-g0, processCPU()-cpu0, time.Since(t0)
+		run := report.RecordingRun{Record: on, Acquisitions: g, ElapsedS: round3(el.Seconds()), CountedPerS: round1(float64(g) / el.Seconds())}
+		if cpu0 > 0 && g > 0 {
+			run.CPUPerAcqUS = round1(float64(cpu) / float64(time.Microsecond) / float64(g))
+		}
+		select {
+		case <-s.finished:
+			return runs, errors.New("the run ended before its last slice")
+		default:
+		}
+		runs = append(runs, run)
+	}
+	return runs, nil
+}
+
+// sleepCtx sleeps for d, or less when ctx ends (then false).
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,66 @@
+package runner
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/scenario"
+)
+
+// TestDataPath checks which endpoints a run's clients dial: the members'
+// own listeners when no fault needs the front doors, the front doors for
+// every scenario with a member fault, and what the caller gave otherwise.
+func TestDataPath(t *testing.T) {
+	c := startCluster(t)
+	front, direct := c.Endpoints(), c.DirectEndpoints()
+	if slices.Equal(front, direct) {
+		t.Fatalf("direct endpoints %v are the front doors", direct)
+	}
+	for _, name := range scenario.Names() {
+		sc, err := scenario.Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := direct
+		if sc.NeedsMembers() {
+			want = front
+		}
+		if got := dataPath(Config{Scenario: sc, Endpoints: front, Cluster: c}); !slices.Equal(got, want) {
+			t.Errorf("%s (member faults %v): clients dial %v, want %v", name, sc.NeedsMembers(), got, want)
+		}
+		if got := dataPath(Config{Scenario: sc, Endpoints: front, Cluster: c, FrontDoors: true}); !slices.Equal(got, front) {
+			t.Errorf("%s with FrontDoors: clients dial %v, want the front doors %v", name, got, front)
+		}
+	}
+	sc, _ := scenario.Lookup("contention")
+	if got := dataPath(Config{Scenario: sc, Endpoints: front[:1], Cluster: c}); !slices.Equal(got, front[:1]) {
+		t.Errorf("endpoints the caller picked were replaced by %v", got)
+	}
+	if got := dataPath(Config{Scenario: sc, Endpoints: front}); !slices.Equal(got, front) {
+		t.Errorf("external cluster: clients dial %v, want %v", got, front)
+	}
+
+	// A whole fault-free run on the direct path, and one with a member
+	// fault through the front doors.
+	sc.Clients, sc.Duration = 3, scenario.Duration(500*time.Millisecond)
+	out, err := Run(context.Background(), Config{Scenario: sc, Lock: "queue", Seed: 1, Prefix: "/lockbench/test-direct/", Endpoints: front, Cluster: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(out.Endpoints, direct) || out.Acquisitions == 0 {
+		t.Errorf("fault-free run: dialed %v with %d grants, want %v and some grants", out.Endpoints, out.Acquisitions, direct)
+	}
+	requireExclusion(t, out.Events, sc, c)
+	lk, _ := scenario.Lookup("partition-leader")
+	lk.Clients, lk.Duration = 3, scenario.Duration(time.Second)
+	lk.Steps[0].At, lk.Steps[0].For = scenario.Duration(200*time.Millisecond), scenario.Duration(300*time.Millisecond)
+	out, err = Run(context.Background(), Config{Scenario: lk, Lock: "queue", Seed: 1, Prefix: "/lockbench/test-front/", Endpoints: front, Cluster: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(out.Endpoints, front) {
+		t.Errorf("member-fault run: dialed %v, want the front doors %v", out.Endpoints, front)
+	}
+}
