@@ -3,7 +3,6 @@ package harness
 import (
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/lockbench/lockbench/report"
@@ -139,11 +138,11 @@ func finishRecording(r *report.Recording) {
 	if onR, offR := totalRate(r.Runs, true), totalRate(r.Runs, false); onR > 0 && offR > 0 {
 		r.CostPct = round3(100 * (1 - onR/offR))
 	}
-	r.Ratio = round3(median(r.PairRatios))
+	r.Ratio = round3(report.Median(r.PairRatios))
 	recordingEstimate(r)
-	r.CPUPerAcqUSOn, r.CPUPerAcqUSOff, r.CPURatio = round1(median(cpuOn)), round1(median(cpuOff)), 0
+	r.CPUPerAcqUSOn, r.CPUPerAcqUSOff, r.CPURatio = round1(report.Median(cpuOn)), round1(report.Median(cpuOff)), 0
 	if r.CPUPerAcqUSOn > 0 && r.CPUPerAcqUSOff > 0 {
-		r.CPURatio = round3(median(cpuOff) / median(cpuOn))
+		r.CPURatio = round3(report.Median(cpuOff) / report.Median(cpuOn))
 	}
 }
 
@@ -203,18 +202,6 @@ func newTarget(name string, v float64, op string, t float64) report.Target {
 		met = v <= t
 	}
 	return report.Target{Name: name, Value: v, Op: op, Target: t, Met: met}
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if n := len(s); n%2 == 0 {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
-	return s[len(s)/2]
 }
 
 func mean(xs []float64) float64 {

@@ -362,7 +362,7 @@ func benchFloorLines(w io.Writer, b *Bench) {
 		}
 		if len(rates) > 0 {
 			fmt.Fprintf(w, "×floor and ÷ commit p50 use a %.1fs floor measured just before each cell: %.0f–%.0f commits/s (median %.0f)\n",
-				b.CellFloorS, slices.Min(rates), slices.Max(rates), benchMedian(rates))
+				b.CellFloorS, slices.Min(rates), slices.Max(rates), Median(rates))
 		}
 	}
 }
@@ -488,8 +488,8 @@ func (c BenchCell) summary(scenario string) Summary {
 	return s
 }
 
-// benchMedian is the middle of xs (0 for none), leaving xs as it is.
-func benchMedian(xs []float64) float64 {
+// Median is the middle of xs (0 for none), leaving xs as it is.
+func Median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
