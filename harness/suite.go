@@ -40,7 +40,21 @@ type SuiteSpec struct {
 	QuickDuration time.Duration
 	// Progress, when set, hears about each cell as it starts.
 	Progress func(done, total int, cell string)
+	// Reps runs every seed of every cell this many times (0: once): the
+	// samples a regression check compares, which differ only by the
+	// machine's noise since the seed, and so the workload, is the same.
+	Reps int
+	// InjectDelay, test-only, delays every grant of the named strategies
+	// (RunSpec.InjectDelay): a known regression on demand.
+	InjectDelay map[string]time.Duration
+	// FloorDuration is how long the suite measures the commit floor on its
+	// cluster before the first cell (0: DefaultSuiteFloor; < 0: not at all).
+	FloorDuration time.Duration
 }
+
+// DefaultSuiteFloor is how long a suite measures its commit floor: enough
+// for a stable median commit latency, short next to any cell.
+const DefaultSuiteFloor = time.Second
 
 // SuiteResult is a finished suite.
 type SuiteResult struct {
@@ -51,6 +65,9 @@ type SuiteResult struct {
 	// service stuck after a cell (cluster.ErrLockServiceStuck), and the
 	// cluster replaced.
 	Notes []string
+	// Header is suite.json without its cells: host, floor, scenario
+	// hashes, expectations, and whether the suite was interrupted.
+	Header report.Suite
 }
 
 // Validate checks the whole matrix before anything starts.
@@ -60,6 +77,17 @@ func (s SuiteSpec) Validate() error {
 	}
 	if s.Seeds < 1 {
 		return fieldErr("Seeds", s.Seeds, "must be ≥1")
+	}
+	if s.Reps < 0 {
+		return fieldErr("Reps", s.Reps, "must be ≥1")
+	}
+	for l, d := range s.InjectDelay {
+		if !slices.Contains(s.Locks, l) {
+			return fieldErr("InjectDelay", l, "names a lock the suite does not run")
+		}
+		if d <= 0 {
+			return fieldErr("InjectDelay", d, "must be > 0")
+		}
 	}
 	for _, l := range s.Locks {
 		for _, sc := range s.Scenarios {
@@ -92,18 +120,22 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 			err = fmt.Errorf("close etcd cluster: %w", cerr)
 		}
 	}()
-	res = &SuiteResult{Dir: dir}
-	total := len(spec.Locks) * len(spec.Scenarios) * spec.Seeds
+	res = &SuiteResult{Dir: dir, Header: spec.header()}
+	reps := max(spec.Reps, 1)
+	total := len(spec.Locks) * len(spec.Scenarios) * spec.Seeds * reps
 	for _, sc := range spec.Scenarios {
-		if len(sc.Steps) == 0 && spec.QuickDuration > 0 && sc.Duration.D() > spec.QuickDuration {
-			sc.Duration = scenario.Duration(spec.QuickDuration)
-		}
+		sc = spec.capped(sc)
 		for _, lock := range spec.Locks {
-			for seed := int64(1); seed <= int64(spec.Seeds); seed++ {
+			for sample := range spec.Seeds * reps {
+				seed := int64(sample/reps + 1)
 				if ctx.Err() != nil {
+					res.markInterrupted(spec)
 					return res, writeSuite(dir, res)
 				}
 				name := fmt.Sprintf("%s × %s seed %d", lock, sc.Name, seed)
+				if reps > 1 {
+					name += fmt.Sprintf(" rep %d", sample%reps+1)
+				}
 				if spec.Progress != nil {
 					spec.Progress(len(res.Cells), total, name)
 				}
@@ -112,8 +144,10 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 					if c, err = cluster.Start(ctx, spec.Cluster); err != nil {
 						return res, fmt.Errorf("start etcd cluster: %w", err)
 					}
+					res.measureFloor(ctx, c, spec.FloorDuration)
 				}
-				r, err := RunOn(ctx, c, RunSpec{Lock: lock, Scenario: sc, Seed: seed, KeepAlive: spec.KeepAlive, RPCTimeout: spec.RPCTimeout, Cluster: spec.Cluster, Out: dir})
+				r, err := RunOn(ctx, c, RunSpec{Lock: lock, Scenario: sc, Seed: seed, KeepAlive: spec.KeepAlive, RPCTimeout: spec.RPCTimeout, Cluster: spec.Cluster, Out: dir,
+					InjectDelay: spec.InjectDelay[lock]})
 				if err != nil {
 					return res, fmt.Errorf("%s: %w", name, err)
 				}
@@ -136,6 +170,9 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 				res.Cells = append(res.Cells, cell)
 			}
 		}
+	}
+	if ctx.Err() != nil {
+		res.markInterrupted(spec)
 	}
 	return res, writeSuite(dir, res)
 }
@@ -212,7 +249,8 @@ func judge(sum report.Summary, expect map[string]verdict.Verdict) report.Cell {
 }
 
 func writeSuite(dir string, res *SuiteResult) error {
-	s := report.Suite{}
+	s := res.Header
+	s.Cells = nil
 	for _, c := range res.Cells {
 		s.Cells = append(s.Cells, c.Summary)
 	}

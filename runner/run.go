@@ -52,6 +52,10 @@ type Config struct {
 	MaxEvents int
 	// NoRecord runs without keeping the history (to measure its cost).
 	NoRecord bool
+	// GrantDelay, test-only, holds every grant this long before Lock
+	// returns it (see delayedLocker): a known regression on demand, to
+	// show that lockbench regress catches one.
+	GrantDelay time.Duration
 }
 
 // Outcome is what a run leaves behind.
@@ -169,6 +173,9 @@ func newRunner(cfg Config) (*runner, []chaos.Step, error) {
 	strategy, err := locks.Lookup(cfg.Lock)
 	if err != nil {
 		return nil, nil, err
+	}
+	if cfg.GrantDelay > 0 {
+		strategy.New = delayedFactory(strategy.New, cfg.GrantDelay)
 	}
 	if cfg.DialTimeout == 0 {
 		cfg.DialTimeout = 5 * time.Second
