@@ -98,6 +98,7 @@ type Comparison struct {
 	Threshold  float64 `json:"threshold"`
 	Alpha      float64 `json:"alpha"`
 	MinDeltaMS float64 `json:"min_delta_ms,omitempty"`
+	MinSamples int     `json:"min_samples"`
 	// Cells is how many cells were in both; Tests how many timing tests
 	// Holm's correction covered.
 	Cells int `json:"cells"`
@@ -152,7 +153,7 @@ func (c Comparison) Regressed() bool { return len(c.Regressions()) > 0 || c.Inco
 // comparison Incomplete.
 func Compare(base, next Suite, opts CompareOptions) Comparison {
 	o := opts.withDefaults()
-	c := Comparison{Threshold: o.Threshold, Alpha: o.Alpha, MinDeltaMS: o.MinDeltaMS, Changes: []Change{}}
+	c := Comparison{Threshold: o.Threshold, Alpha: o.Alpha, MinDeltaMS: o.MinDeltaMS, MinSamples: o.MinSamples, Changes: []Change{}}
 	c.checkComplete(base, next)
 	norm := c.normalization(base, next)
 	bg, bkeys := grouped(base.Cells)
@@ -180,6 +181,7 @@ func Compare(base, next Suite, opts CompareOptions) Comparison {
 		}
 	}
 	c.Tests = countTested(timing)
+	c.notePower(timing)
 	c.Changes = append(c.Changes, settle(timing, o.Alpha)...)
 	c.Changes = append(c.Changes, settle(rates, o.Alpha)...)
 	return c
@@ -242,6 +244,32 @@ type pending struct {
 	worse  bool    // gates as a regression when significant
 	better bool    // counts as better when significant
 	show   bool    // worth a row even when not significant
+	n      [2]int  // samples a side
+}
+
+// notePower warns when no timing test could pass Holm's first step even
+// with the two sides fully separated (Mann–Whitney's smallest two-sided p
+// is 2 / C(n1+n2, n1)): more repetitions are needed, or fewer cells.
+func (c *Comparison) notePower(ps []pending) {
+	best := 1.0
+	for _, p := range ps {
+		if !math.IsNaN(p.p) {
+			best = min(best, minMannWhitneyP(p.n[0], p.n[1]))
+		}
+	}
+	if c.Tests > 0 && best > c.Alpha/float64(c.Tests) {
+		c.Notes = append(c.Notes, fmt.Sprintf("no power: with these sample counts the smallest possible p (%.2g) cannot pass Holm's first step (α/%d = %.2g): no timing can gate; run more repetitions or fewer cells",
+			best, c.Tests, c.Alpha/float64(c.Tests)))
+	}
+}
+
+// minMannWhitneyP is the smallest two-sided exact p-value of samples of
+// n1 and n2: 2 / C(n1+n2, n1).
+func minMannWhitneyP(n1, n2 int) float64 {
+	lc, _ := math.Lgamma(float64(n1 + n2 + 1))
+	l1, _ := math.Lgamma(float64(n1 + 1))
+	l2, _ := math.Lgamma(float64(n2 + 1))
+	return math.Min(1, 2/math.Exp(lc-l1-l2))
 }
 
 func countTested(ps []pending) int {
@@ -294,7 +322,7 @@ func WriteComparison(w io.Writer, c Comparison) error {
 	lines = append(lines, c.Notes...)
 	if len(c.NoPower) > 0 {
 		lines = append(lines, fmt.Sprintf("no power: fewer than %d samples a side in %s: timings shown, not gated (run the suites with --reps)",
-			DefaultMinSamples, strings.Join(c.NoPower, ", ")))
+			c.MinSamples, strings.Join(c.NoPower, ", ")))
 	}
 	for _, k := range c.Removed {
 		lines = append(lines, "MISSING from new: "+k)

@@ -108,6 +108,9 @@ func TestCompareHolmAcrossCells(t *testing.T) {
 	if c.Regressed() || c.Tests != 24 {
 		t.Errorf("regressed %v over %d tests:\n%s", c.Regressed(), c.Tests, changeLines(c))
 	}
+	if !strings.Contains(strings.Join(c.Notes, " "), "no power: with these sample counts the smallest possible p (0.0079)") {
+		t.Errorf("5 a side over 24 tests: no warning in %q", c.Notes)
+	}
 	alone := Compare(suiteOf(base[:5]...), suiteOf(next[:5]...), CompareOptions{})
 	if !alone.Regressed() {
 		t.Errorf("alone, the same cell is a regression:\n%s", changeLines(alone))

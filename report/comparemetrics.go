@@ -118,7 +118,7 @@ func compareTimings(key string, b, n []Summary, norm normalizer, o CompareOption
 		big := math.Abs(effect) > o.Threshold && bigRaw
 		ch := Change{Cell: key, What: m.name, Base: fmt.Sprintf("%s (n=%d)", m.format(mb, norm.on), len(cb)),
 			New: fmt.Sprintf("%s (n=%d)", m.format(mn, norm.on), len(cn)), Delta: pct(mn/mb - 1)}
-		p := pending{change: ch, p: math.NaN(), show: big}
+		p := pending{change: ch, p: math.NaN(), show: big, n: [2]int{len(cb), len(cn)}}
 		switch {
 		case m.tail:
 			p.change.Note = "tail, not gated"
