@@ -273,16 +273,3 @@ func TestParseThreshold(t *testing.T) {
 		}
 	}
 }
-
-func clone(t *testing.T, s Summary) Summary {
-	t.Helper()
-	b, err := json.Marshal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out Summary
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
