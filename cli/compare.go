@@ -43,6 +43,7 @@ type compareOptions struct {
 	threshold  thresholdFlag
 	minDelta   float64 // milliseconds
 	alpha      float64
+	normalize  string
 	asJSON     bool
 }
 
@@ -56,6 +57,7 @@ func compareCommand(ctx context.Context, e *env, args []string) error {
 	fs.Var(&o.threshold, "threshold", "minimum effect: a significant change of a median by more than this `percent` is a regression, e.g. 20%")
 	minDelta := fs.Duration("min-delta", DefaultMinDelta, "absolute floor: a latency median that rises by less than this `duration` is never a regression")
 	fs.Float64Var(&o.alpha, "alpha", report.DefaultAlpha, "significance level of the tests, after Holm's correction for their number")
+	fs.StringVar(&o.normalize, "normalize", report.NormalizeAuto, "divide figures by the commit floor: auto (when the hosts differ), always (each run by its own suite's floor), never")
 	fs.BoolVar(&o.asJSON, "json", false, "print the comparison as JSON")
 	pos, err := fs.parseInterspersed(args)
 	if err != nil {
@@ -69,6 +71,9 @@ func compareCommand(ctx context.Context, e *env, args []string) error {
 	}
 	if !(o.alpha > 0 && o.alpha < 1) {
 		return badInputf("--alpha %g: must be between 0 and 1", o.alpha)
+	}
+	if err := checkNormalize(o.normalize); err != nil {
+		return err
 	}
 	o.base, o.next, o.minDelta = pos[0], pos[1], float64(*minDelta)/1e6
 	return runCompare(ctx, e, o)
@@ -84,7 +89,7 @@ func runCompare(_ context.Context, e *env, o compareOptions) error {
 		}
 		suites[i] = s
 	}
-	c := report.Compare(suites[0], suites[1], report.CompareOptions{Threshold: o.threshold.v, MinDeltaMS: o.minDelta, Alpha: o.alpha})
+	c := report.Compare(suites[0], suites[1], report.CompareOptions{Threshold: o.threshold.v, MinDeltaMS: o.minDelta, Alpha: o.alpha, Normalize: o.normalize})
 	if c.Cells == 0 && len(suites[0].Cells) > 0 && len(suites[1].Cells) > 0 {
 		return badInput(errors.New("no cell in common: the files compare different lock/scenario pairs"))
 	}
@@ -101,6 +106,15 @@ func runCompare(_ context.Context, e *env, o compareOptions) error {
 		return errViolation
 	}
 	return nil
+}
+
+// checkNormalize checks --normalize.
+func checkNormalize(mode string) error {
+	switch mode {
+	case report.NormalizeAuto, report.NormalizeAlways, report.NormalizeNever:
+		return nil
+	}
+	return badInputf("--normalize %q: want auto, always or never", mode)
 }
 
 // readCompared reads one of compare's files. A file that is some other

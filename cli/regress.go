@@ -29,7 +29,7 @@ type regressOptions struct {
 // regressOwn are the flags regress keeps for itself (with whether they
 // take a value); the rest go to both suites.
 var regressOwn = map[string]bool{"base": true, "reps": true, "out": true, "inject-delay": true,
-	"threshold": true, "min-delta": true, "alpha": true, "json": false}
+	"threshold": true, "min-delta": true, "alpha": true, "normalize": true, "json": false}
 
 // regressCommand is `lockbench regress --base REV [--reps N] [suite
 // flags]`: an A/B comparison on one machine. It builds REV's lockbench in
@@ -73,6 +73,7 @@ func parseRegress(e *env, args []string) (*regressOptions, error) {
 	fs.Var(&o.compare.threshold, "threshold", "minimum effect of a regression, a `percent` of the base median")
 	minDelta := fs.Duration("min-delta", DefaultMinDelta, "latency medians closer than this `duration` never regress")
 	fs.Float64Var(&o.compare.alpha, "alpha", report.DefaultAlpha, "significance level after Holm's correction")
+	fs.StringVar(&o.compare.normalize, "normalize", report.NormalizeAuto, "divide figures by the commit floor: auto, always (each run by its own suite's floor), never")
 	fs.BoolVar(&o.compare.asJSON, "json", false, "print the comparison as JSON")
 	if err := fs.parseFlagsOnly(own); err != nil {
 		return nil, err
@@ -85,6 +86,9 @@ func parseRegress(e *env, args []string) (*regressOptions, error) {
 		return nil, badInputf("--reps %d: must be ≥1", o.reps)
 	case !(o.compare.alpha > 0 && o.compare.alpha < 1):
 		return nil, badInputf("--alpha %g: must be between 0 and 1", o.compare.alpha)
+	}
+	if err := checkNormalize(o.compare.normalize); err != nil {
+		return nil, err
 	}
 	if out, err := exec.Command("git", "rev-parse", "--verify", "--quiet", o.base+"^{commit}").Output(); err != nil || len(out) == 0 {
 		return nil, badInputf("--base %s: not a git revision here (run regress inside the repository; fetch origin first for origin/main)", o.base)

@@ -252,7 +252,9 @@ func writeSuite(dir string, res *SuiteResult) error {
 	s := res.Header
 	s.Cells = nil
 	for _, c := range res.Cells {
-		s.Cells = append(s.Cells, c.Summary)
+		sum := c.Summary
+		sum.SuiteFloor = s.Floor
+		s.Cells = append(s.Cells, sum)
 	}
 	if err := rundir.WriteJSON(filepath.Join(dir, rundir.SuiteFile), s); err != nil {
 		return err

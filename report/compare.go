@@ -37,7 +37,19 @@ type CompareOptions struct {
 	Alpha float64
 	// MinSamples is the fewest samples a side for a timing to gate.
 	MinSamples int
+	// Normalize is when figures are divided by the commit floor:
+	// NormalizeAuto (""; when the hosts differ), NormalizeAlways (also on
+	// one host: each run by its own suite's floor, which follows the
+	// machine's load), NormalizeNever.
+	Normalize string
 }
+
+// Normalize modes (CompareOptions.Normalize, compare --normalize).
+const (
+	NormalizeAuto   = "auto"
+	NormalizeAlways = "always"
+	NormalizeNever  = "never"
+)
 
 func (o CompareOptions) withDefaults() CompareOptions {
 	if o.Threshold <= 0 {
@@ -155,7 +167,7 @@ func Compare(base, next Suite, opts CompareOptions) Comparison {
 	o := opts.withDefaults()
 	c := Comparison{Threshold: o.Threshold, Alpha: o.Alpha, MinDeltaMS: o.MinDeltaMS, MinSamples: o.MinSamples, Changes: []Change{}}
 	c.checkComplete(base, next)
-	norm := c.normalization(base, next)
+	norm := c.normalization(base, next, o.Normalize)
 	bg, bkeys := grouped(base.Cells)
 	ng, nkeys := grouped(next.Cells)
 	var timing, rates []pending

@@ -208,6 +208,26 @@ func TestCompareNormalizesAcrossHosts(t *testing.T) {
 	}
 }
 
+// On one host whose load doubled between the sides, each run's own suite
+// floor doubled too: --normalize always sees no change, raw figures a
+// regression.
+func TestCompareNormalizeAlwaysFollowsLoad(t *testing.T) {
+	quiet, loaded := samples(6, "queue", 2000, 1, 2), samples(6, "queue", 1000, 2, 4)
+	for i := range quiet {
+		quiet[i].SuiteFloor = &Floor{CommitsPerS: 1000, LatencyMS: Latency{P50: 1}}
+		loaded[i].SuiteFloor = &Floor{CommitsPerS: 500, LatencyMS: Latency{P50: 2}}
+	}
+	host := &Host{CPUModel: "same", CPUs: 2}
+	base := Merge(Suite{Cells: quiet, Host: host, Floor: quiet[0].SuiteFloor})
+	next := Merge(Suite{Cells: loaded, Host: host, Floor: loaded[0].SuiteFloor})
+	if c := Compare(base, next, CompareOptions{Normalize: NormalizeAlways}); c.Regressed() || !c.Normalized {
+		t.Errorf("normalized: regressed %v normalized %v\n%s", c.Regressed(), c.Normalized, changeLines(c))
+	}
+	if c := Compare(base, next, CompareOptions{}); !c.Regressed() || c.Normalized {
+		t.Errorf("same host, auto: regressed %v normalized %v\n%s", c.Regressed(), c.Normalized, changeLines(c))
+	}
+}
+
 func TestCompareGolden(t *testing.T) {
 	q, m := samples(6, "queue", 2000, 1, 2), samples(6, "mutex", 85, 100, 1)
 	m2 := samples(6, "mutex", 85, 200, 1)

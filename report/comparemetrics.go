@@ -19,8 +19,14 @@ type normalizer struct {
 }
 
 // normalization decides how figures compare, and says so in c.Notes.
-func (c *Comparison) normalization(base, next Suite) normalizer {
+func (c *Comparison) normalization(base, next Suite, mode string) normalizer {
 	switch {
+	case mode == NormalizeNever:
+		return normalizer{}
+	case mode == NormalizeAlways && base.Floor != nil && next.Floor != nil:
+		c.Normalized = true
+		c.Notes = append(c.Notes, "figures normalized by each run's suite floor (--normalize always): throughput ÷ commits/s, latencies ÷ commit p50")
+		return normalizer{on: true, floors: [2]*Floor{base.Floor, next.Floor}}
 	case base.Host == nil || next.Host == nil:
 		c.Notes = append(c.Notes, "host of a side unknown (an older suite.json): figures compared as measured")
 		return normalizer{}
@@ -74,6 +80,9 @@ func (m metric) samples(ss []Summary, norm normalizer, side int) (raw, cmp []flo
 		raw = append(raw, v)
 		if norm.on {
 			f := norm.floors[side]
+			if s.SuiteFloor != nil && s.SuiteFloor.CommitsPerS > 0 && s.SuiteFloor.LatencyMS.P50 > 0 {
+				f = s.SuiteFloor
+			}
 			if m.lat == "" {
 				v /= f.CommitsPerS
 			} else {

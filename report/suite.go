@@ -65,7 +65,12 @@ func (h *Host) String() string {
 func Merge(parts ...Suite) Suite {
 	var m Suite
 	for _, p := range parts {
-		m.Cells = append(m.Cells, p.Cells...)
+		for _, c := range p.Cells {
+			if c.SuiteFloor == nil {
+				c.SuiteFloor = p.Floor
+			}
+			m.Cells = append(m.Cells, c)
+		}
 		m.NotRun = append(m.NotRun, p.NotRun...)
 		m.Interrupted = m.Interrupted || p.Interrupted
 		m.Reps += max(p.Reps, 1)

@@ -126,6 +126,10 @@ type Summary struct {
 	// Stuck names clients whose Lock, Unlock or critical section had not
 	// returned long after the run ended: the verdict is then unknown.
 	Stuck []string `json:"stuck,omitempty"`
+	// SuiteFloor is the commit floor the suite this run belonged to
+	// measured just before its cells (suite.json only): it moves with the
+	// machine's load, so compare can normalize each run by its own floor.
+	SuiteFloor *Floor `json:"suite_floor,omitempty"`
 }
 
 // Key names a summary's cell in a suite: lock/scenario.
