@@ -142,6 +142,10 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 				if c == nil || !c.Healthy() {
 					c.Close()
 					if c, err = cluster.Start(ctx, spec.Cluster); err != nil {
+						if ctx.Err() != nil {
+							res.markInterrupted(spec)
+							return res, writeSuite(dir, res)
+						}
 						return res, fmt.Errorf("start etcd cluster: %w", err)
 					}
 					res.measureFloor(ctx, c, spec.FloorDuration)
