@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -231,19 +232,9 @@ func (c *Comparison) checkComplete(base, next Suite) {
 		c.Notes = append(c.Notes, "scenario definitions not compared: a side has no scenario hashes (an older suite.json)")
 		return
 	}
-	for _, name := range slices.Sorted(mapKeys(base.ScenarioHashes)) {
+	for _, name := range slices.Sorted(maps.Keys(base.ScenarioHashes)) {
 		if h, ok := next.ScenarioHashes[name]; ok && h != base.ScenarioHashes[name] {
 			c.ScenarioChanged = append(c.ScenarioChanged, name)
-		}
-	}
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
 		}
 	}
 }
