@@ -62,7 +62,8 @@ func latencyMetric(name, dist string, tail bool, q func(Latency) float64) metric
 }
 
 var metrics = []metric{
-	{name: "throughput", get: func(s Summary) (float64, bool) { return s.ThroughputPerS, s.Acquisitions > 0 || s.ThroughputPerS > 0 }},
+	// A run that granted nothing has throughput 0: a real sample (a stall).
+	{name: "throughput", get: func(s Summary) (float64, bool) { return s.ThroughputPerS, true }},
 	latencyMetric("acquire p50", LatAcquire, false, func(l Latency) float64 { return l.P50 }),
 	latencyMetric("handoff p50", LatHandoff, false, func(l Latency) float64 { return l.P50 }),
 	latencyMetric("acquire p99", LatAcquire, true, func(l Latency) float64 { return l.P99 }),
@@ -163,6 +164,10 @@ func expectedFor(key string, base, next Suite) map[string]verdict.Verdict {
 // family (Tarone), so they do not dilute it.
 func compareChecks(key string, b, n []Summary, expect map[string]verdict.Verdict) []pending {
 	var out []pending
+	if sb, sn := stuckRuns(b), stuckRuns(n); sn > 0 { // a hung call: never expected
+		out = append(out, pending{p: math.NaN(), show: true, change: Change{Cell: key, What: "stuck runs",
+			Base: fmt.Sprintf("%d of %d", sb, len(b)), New: fmt.Sprintf("%d of %d", sn, len(n)), Note: "asserted", Regression: true}})
+	}
 	for _, name := range checkNames(checksOf(b, n)) {
 		if want, asserted := expect[name]; asserted {
 			bb, bn := missCount(b, name, func(v verdict.Verdict) bool { return v != want })
@@ -184,6 +189,16 @@ func compareChecks(key string, b, n []Summary, expect map[string]verdict.Verdict
 			Base: fmt.Sprintf("%d of %d", fb, nb), New: fmt.Sprintf("%d of %d", fn, nn), P: &pv, Note: "can race: rate test"}})
 	}
 	return out
+}
+
+func stuckRuns(ss []Summary) int {
+	n := 0
+	for _, s := range ss {
+		if len(s.Stuck) > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 func checksOf(sides ...[]Summary) map[string]bool {
