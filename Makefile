@@ -46,8 +46,8 @@ bench:
 # when it exists, else HEAD~1; give REV= for another. A reduced matrix
 # (2 locks × 3 scenarios, 10 repetitions: 18 timing tests; 6 against 6 is
 # the fewest that can pass Holm's first step at α 0.05/18, 10 what caught
-# an injected 2 ms delay on a loaded machine, docs/reports.md) takes about
-# 6½ minutes on 2 cores (6 repetitions: 229 s measured), within 12.
+# an injected 2 ms delay on a loaded machine, docs/reports.md) took 356 s
+# on 2 cores, within 12 minutes.
 REV ?= $(shell git rev-parse --verify -q origin/main >/dev/null && echo origin/main || echo HEAD~1)
 REGRESS_REPS ?= 10
 REGRESS_MATRIX ?= --locks queue,txn --scenarios contention,herd,holder-crash --quick-duration 1s
