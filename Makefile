@@ -5,7 +5,7 @@ OUT     := results/runs
 
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: build run run-one test test-short verify mutants bench regress baseline repro-etcd-20716 repro-etcd-11456 vet fmt clean
+.PHONY: build run run-one test test-short verify mutants bench regress regress-baseline baseline repro-etcd-20716 repro-etcd-11456 vet fmt clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/lockbench
@@ -38,11 +38,28 @@ mutants:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./history ./check
 
-# Run the default suite and compare it with the committed baseline: exit 1
-# when a verdict worsens or throughput/latency regresses past the threshold.
+# A/B regression check on this machine: build REV's lockbench in a
+# temporary git worktree, run its suite and this tree's interleaved
+# (REGRESS_REPS repetitions a side, alternating which goes first), and
+# compare (Mann–Whitney + 20% minimum effect + Holm; asserted checks
+# deterministic, racy checks by failure rate). REV defaults to origin/main
+# when it exists, else HEAD~1; give REV= for another. A reduced matrix
+# (2 locks × 3 scenarios, 10 repetitions: 18 timing tests; 6 against 6 is
+# the fewest that can pass Holm's first step at α 0.05/18, 10 what caught
+# an injected 2 ms delay on a loaded machine, docs/reports.md) took 356 s
+# on 2 cores, within 12 minutes.
+REV ?= $(shell git rev-parse --verify -q origin/main >/dev/null && echo origin/main || echo HEAD~1)
+REGRESS_REPS ?= 10
+REGRESS_MATRIX ?= --locks queue,txn --scenarios contention,herd,holder-crash --quick-duration 1s
 regress: build
-	./$(BIN) suite --quiet --out $(OUT) $(SUITE_FLAGS)
-	./$(BIN) compare results/baseline.json $$(ls -td $(OUT)/suite-* | head -1)/suite.json --threshold 50% --min-delta 20ms
+	./$(BIN) regress --base $(REV) --reps $(REGRESS_REPS) $(REGRESS_MATRIX) --out $(OUT) $(SUITE_FLAGS)
+
+# Offline: the default suite against the committed results/baseline.json
+# (figures from another machine are compared floor-normalized; a
+# single-run baseline gates verdicts only, timings have no power).
+regress-baseline: build
+	./$(BIN) suite --quiet --out $(OUT); \
+	./$(BIN) compare results/baseline.json $$(ls -td $(OUT)/suite-* | head -1)/suite.json
 
 # Refresh the baseline from a new default suite run (commit the result).
 baseline: build

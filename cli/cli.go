@@ -42,7 +42,8 @@ Usage:
   lockbench bench   [--clients 2,8,64] [--locks ...]     contended throughput and handoff latency against the commit floor
   lockbench check   FILE.jsonl [--json]                  re-check a saved (or hand-written) history
   lockbench report  RUN_DIR                              re-render a run's tables and report.html
-  lockbench compare BASE.json NEW.json [--threshold 20%] exit 1 on a worse verdict or a regression
+  lockbench compare BASE.json NEW.json [--threshold 20%] exit 1 on a significant regression, a failed asserted check or an incomplete comparison
+  lockbench regress --base REV [--reps N] [suite flags]  build REV, run its suite and this one's interleaved on this machine, compare
   lockbench cluster [--members 3] [--tls]                keep an embedded cluster up for experiments until Ctrl-C
   lockbench clean   --endpoints URLS [--yes]             list (--yes: delete) the keys a killed run left on an external cluster
   lockbench list                                         list lock strategies and scenarios
@@ -67,6 +68,7 @@ var commands = map[string]command{
 	"check":   checkCommand,
 	"report":  reportCommand,
 	"compare": compareCommand,
+	"regress": regressCommand,
 	"cluster": clusterCommand,
 	"clean":   cleanCommand,
 	"list":    listCommand,

@@ -7,9 +7,14 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"time"
 
 	"github.com/lockbench/lockbench/report"
 )
+
+// DefaultMinDelta is compare's --min-delta: latency medians closer than
+// this are the same on any machine lockbench runs on.
+const DefaultMinDelta = time.Millisecond
 
 // thresholdFlag is --threshold: a percentage, "20%" or "20".
 type thresholdFlag struct{ v float64 }
@@ -37,17 +42,22 @@ type compareOptions struct {
 	base, next string
 	threshold  thresholdFlag
 	minDelta   float64 // milliseconds
+	alpha      float64
+	normalize  string
 	asJSON     bool
 }
 
-// compareCommand is `lockbench compare BASE.json NEW.json`: a worse
-// verdict, or throughput or acquire/handoff latency past the threshold,
-// is a regression (exit 1).
+// compareCommand is `lockbench compare BASE.json NEW.json`: each cell's
+// runs are samples; a significant worsening past the threshold, a failed
+// asserted check, a significant rise in a racy check's failure rate, or
+// an incomplete comparison exits 1 (report.Compare).
 func compareCommand(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "compare", "compare BASE.json NEW.json [--threshold 20%] [flags]")
 	o := compareOptions{threshold: thresholdFlag{v: report.DefaultThreshold}}
-	fs.Var(&o.threshold, "threshold", "a throughput drop or an acquire/handoff p50/p99 rise of more than this `percent` is a regression, e.g. 20%")
-	minDelta := fs.Duration("min-delta", 0, "noise floor: a latency rise smaller than this `duration` is never a regression, e.g. 1ms")
+	fs.Var(&o.threshold, "threshold", "minimum effect: a significant change of a median by more than this `percent` is a regression, e.g. 20%")
+	minDelta := fs.Duration("min-delta", DefaultMinDelta, "absolute floor: a latency median that rises by less than this `duration` is never a regression")
+	fs.Float64Var(&o.alpha, "alpha", report.DefaultAlpha, "significance level of the tests, after Holm's correction for their number")
+	fs.StringVar(&o.normalize, "normalize", report.NormalizeAuto, "divide figures by the commit floor: auto (when the hosts differ), always (each run by its own suite's floor), never")
 	fs.BoolVar(&o.asJSON, "json", false, "print the comparison as JSON")
 	pos, err := fs.parseInterspersed(args)
 	if err != nil {
@@ -58,6 +68,12 @@ func compareCommand(ctx context.Context, e *env, args []string) error {
 	}
 	if *minDelta < 0 {
 		return badInputf("--min-delta %s: must be ≥0", *minDelta)
+	}
+	if !(o.alpha > 0 && o.alpha < 1) {
+		return badInputf("--alpha %g: must be between 0 and 1", o.alpha)
+	}
+	if err := checkNormalize(o.normalize); err != nil {
+		return err
 	}
 	o.base, o.next, o.minDelta = pos[0], pos[1], float64(*minDelta)/1e6
 	return runCompare(ctx, e, o)
@@ -73,7 +89,7 @@ func runCompare(_ context.Context, e *env, o compareOptions) error {
 		}
 		suites[i] = s
 	}
-	c := report.Compare(suites[0], suites[1], report.CompareOptions{Threshold: o.threshold.v, MinDeltaMS: o.minDelta})
+	c := report.Compare(suites[0], suites[1], report.CompareOptions{Threshold: o.threshold.v, MinDeltaMS: o.minDelta, Alpha: o.alpha, Normalize: o.normalize})
 	if c.Cells == 0 && len(suites[0].Cells) > 0 && len(suites[1].Cells) > 0 {
 		return badInput(errors.New("no cell in common: the files compare different lock/scenario pairs"))
 	}
@@ -90,6 +106,15 @@ func runCompare(_ context.Context, e *env, o compareOptions) error {
 		return errViolation
 	}
 	return nil
+}
+
+// checkNormalize checks --normalize.
+func checkNormalize(mode string) error {
+	switch mode {
+	case report.NormalizeAuto, report.NormalizeAlways, report.NormalizeNever:
+		return nil
+	}
+	return badInputf("--normalize %q: want auto, always or never", mode)
 }
 
 // readCompared reads one of compare's files. A file that is some other

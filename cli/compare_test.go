@@ -40,6 +40,10 @@ func TestCompareCommand(t *testing.T) {
 	other.Lock = "mutex"
 	otherFile := writeSummaryFile(t, "other.json", other)
 	junk := writeSummaryFile(t, "junk.json", map[string]int{"x": 1})
+	expect := map[string]map[string]verdict.Verdict{"queue/contention": {verdict.Exclusion: verdict.Pass}}
+	assertedBase := writeSummaryFile(t, "abase.json", report.Suite{Cells: []report.Summary{compareSummary(verdict.Pass, 10), other}, Expected: expect})
+	assertedFail := writeSummaryFile(t, "afail.json", report.Suite{Cells: []report.Summary{compareSummary(verdict.Fail, 10), other}, Expected: expect})
+	partial := writeSummaryFile(t, "partial.json", report.Suite{Cells: []report.Summary{compareSummary(verdict.Pass, 10)}})
 	tests := []struct {
 		name string
 		args []string
@@ -47,14 +51,17 @@ func TestCompareCommand(t *testing.T) {
 		// out must appear in stdout (or stderr for exit 2).
 		out []string
 	}{
-		{"identical", []string{base, same}, ExitPass, []string{"no change past the threshold (20%)"}},
-		{"worse verdict", []string{base, worse}, ExitViolation, []string{"queue/contention", "verdict", "pass", "fail", "REGRESSION"}},
-		{"2x acquire p99", []string{base, slower}, ExitViolation, []string{"acquire p99", "10.0 ms", "20.0 ms", "+100%", "REGRESSION"}},
-		{"summary against a suite", []string{base, suite}, ExitViolation, []string{"acquire p99"}},
-		{"a higher threshold, flag last", []string{base, slower, "--threshold", "150%"}, ExitPass, []string{"threshold (150%)"}},
+		{"identical", []string{base, same}, ExitPass, []string{"no regression in 1 compared cell (α 0.05", "min effect 20%"}},
+		{"one failure of an unasserted check is no evidence", []string{base, worse}, ExitPass, []string{"queue/contention", "exclusion failures", "0 of 1", "1 of 1"}},
+		{"an asserted check fails", []string{assertedBase, assertedFail}, ExitViolation, []string{"exclusion verdict", "asserted", "REGRESSION"}},
+		{"2x acquire p99: a tail never gates", []string{base, slower}, ExitPass, []string{"acquire p99", "10.0 ms", "20.0 ms", "+100%", "tail, not gated"}},
+		{"summary against a suite", []string{base, suite}, ExitPass, []string{"acquire p99"}},
+		{"a suite with a cell missing", []string{assertedBase, partial}, ExitViolation, []string{"MISSING from new: mutex/contention", "INCOMPLETE"}},
+		{"a higher threshold, flag last", []string{base, slower, "--threshold", "150%"}, ExitPass, []string{"min effect 150%"}},
 		{"flag first", []string{"--threshold=150", base, slower}, ExitPass, nil},
 		{"noise floor", []string{"--min-delta", "20ms", base, slower}, ExitPass, nil},
-		{"json", []string{"--json", base, slower}, ExitViolation, []string{`"regression": true`}},
+		{"bad alpha", []string{"--alpha", "2", base, slower}, ExitUsage, []string{"--alpha"}},
+		{"json", []string{"--json", base, slower}, ExitPass, []string{`"alpha": 0.05`, `"tail, not gated"`}},
 		{"one file", []string{base}, ExitUsage, []string{"want two files"}},
 		{"three files", []string{base, same, worse}, ExitUsage, []string{"want two files"}},
 		{"missing file", []string{base, filepath.Join(t.TempDir(), "nope.json")}, ExitUsage, []string{"nope.json"}},

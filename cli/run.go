@@ -27,12 +27,14 @@ type runOptions struct {
 	set            map[string]bool // the flags given
 	spec           harness.RunSpec // built by check
 	external       *harness.External
+	inject         injectDelayFlag
 }
 
 // runCommand is `lockbench run`: one strategy × one scenario.
 func runCommand(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "run", "run --lock NAME --scenario NAME [flags]")
-	var o runOptions
+	o := runOptions{inject: injectDelayFlag{}}
+	fs.Var(o.inject, "inject-delay", injectUsage)
 	fs.StringVar(&o.lock, "lock", "mutex", "lock strategy: "+strings.Join(locks.Names(), ", "))
 	fs.StringVar(&o.scenario, "scenario", "contention", "scenario: "+strings.Join(scenario.Names(), ", ")+", or a .yaml file")
 	fs.IntVar(&o.clients, "clients", 0, "number of clients, each with its own etcd connection (default: the scenario's)")
@@ -77,6 +79,9 @@ func (o *runOptions) check() error {
 	o.spec = harness.RunSpec{
 		Lock: o.lock, Scenario: sc, Seed: o.seed, KeepAlive: locks.KeepAlive(o.client.keepalive), RPCTimeout: rpcT,
 		SharedConns: o.client.sharedConns, Out: o.out, Cluster: cl,
+	}
+	if o.spec.InjectDelay, err = o.inject.only(o.lock); err != nil {
+		return err
 	}
 	if err := o.spec.Validate(); err != nil {
 		return badInput(flagError(err, runFlags))

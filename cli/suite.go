@@ -27,13 +27,17 @@ type suiteOptions struct {
 	cluster          clusterFlags
 	client           clientFlags
 	set              map[string]bool
+	reps             int
+	inject           injectDelayFlag
 }
 
 // suiteCommand is `lockbench suite`: the strategy × scenario × seed
 // matrix on one cluster.
 func suiteCommand(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "suite", "suite [--locks a,b] [--scenarios x,y] [--seeds N] [flags]")
-	var o suiteOptions
+	o := suiteOptions{inject: injectDelayFlag{}}
+	fs.IntVar(&o.reps, "reps", 1, "run every seed of every cell N times: the samples compare tests (≥4 a side for timings to gate)")
+	fs.Var(o.inject, "inject-delay", injectUsage)
 	fs.StringVar(&o.locks, "locks", strings.Join(locks.Names(), ","), "comma-separated lock strategies")
 	fs.StringVar(&o.scenarios, "scenarios", strings.Join(scenario.Names(), ","), "comma-separated scenarios (built-in names or .yaml paths)")
 	fs.IntVar(&o.seeds, "seeds", 1, "run every cell with seeds 1..N")
@@ -77,9 +81,13 @@ func (o *suiteOptions) spec() (harness.SuiteSpec, error) {
 		}
 		kas = append(kas, ka)
 	}
+	if o.reps < 1 {
+		return harness.SuiteSpec{}, badInputf("--reps %d: must be ≥1", o.reps)
+	}
 	spec := harness.SuiteSpec{
 		Locks: splitList(o.locks), Seeds: o.seeds, KeepAlives: kas, RPCTimeout: rpcT, Out: o.out,
 		Cluster: cl, QuickDuration: o.quick,
+		Reps: o.reps, InjectDelay: o.inject,
 	}
 	if o.quick == 0 {
 		spec.QuickDuration = -1
@@ -98,7 +106,7 @@ func (o *suiteOptions) spec() (harness.SuiteSpec, error) {
 		spec.Scenarios = append(spec.Scenarios, sc)
 	}
 	if err := spec.Validate(); err != nil {
-		return spec, badInput(flagError(err, map[string]string{"Seeds": "seeds"}))
+		return spec, badInput(flagError(err, map[string]string{"Seeds": "seeds", "Reps": "reps", "InjectDelay": "inject-delay"}))
 	}
 	if err := checkOutputs(o.out, o.benchOut); err != nil {
 		return spec, err

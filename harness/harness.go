@@ -42,6 +42,9 @@ type RunSpec struct {
 	// Started, when set, is told once the cluster is up and the clients are
 	// about to connect.
 	Started func(endpoints []string)
+	// InjectDelay, test-only, delays every grant of this run's lock by
+	// that long (runner.Config.GrantDelay): a regression on demand.
+	InjectDelay time.Duration
 	// Notice, when set, hears decisions the harness took for the user,
 	// such as shared connections picked because a connection per client
 	// would not fit the open-file limit: they change what is measured.
@@ -172,6 +175,10 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 		Cluster:      t.config,
 		GoVersion:    runtime.Version(),
 		Host:         rundir.ThisHost(),
+		InjectDelay:  spec.InjectDelay.String(),
+	}
+	if spec.InjectDelay == 0 {
+		cfg.InjectDelay = ""
 	}
 	if spec.Started != nil {
 		spec.Started(t.endpoints)
@@ -181,6 +188,7 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 		Scenario: spec.Scenario, Lock: spec.Lock, Seed: spec.Seed, Prefix: cfg.Prefix,
 		Endpoints: t.endpoints, Cluster: t.cluster, ClientConfig: t.client, DialTimeout: t.dial,
 		KeepAlive: spec.KeepAlive, RPCTimeout: spec.RPCTimeout, SharedConns: spec.SharedConns,
+		GrantDelay: spec.InjectDelay,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", runID, err)

@@ -45,7 +45,21 @@ type SuiteSpec struct {
 	QuickDuration time.Duration
 	// Progress, when set, hears about each cell as it starts.
 	Progress func(done, total int, cell string)
+	// Reps runs every seed of every cell this many times (0: once): the
+	// samples a regression check compares, which differ only by the
+	// machine's noise since the seed, and so the workload, is the same.
+	Reps int
+	// InjectDelay, test-only, delays every grant of the named strategies
+	// (RunSpec.InjectDelay): a known regression on demand.
+	InjectDelay map[string]time.Duration
+	// FloorDuration is how long the suite measures the commit floor on its
+	// cluster before the first cell (0: DefaultSuiteFloor; < 0: not at all).
+	FloorDuration time.Duration
 }
+
+// DefaultSuiteFloor is how long a suite measures its commit floor: enough
+// for a stable median commit latency, short next to any cell.
+const DefaultSuiteFloor = time.Second
 
 // SuiteResult is a finished suite.
 type SuiteResult struct {
@@ -56,6 +70,9 @@ type SuiteResult struct {
 	// service stuck after a cell (cluster.ErrLockServiceStuck), and the
 	// cluster replaced.
 	Notes []string
+	// Header is suite.json without its cells: host, floor, scenario
+	// hashes, expectations, and whether the suite was interrupted.
+	Header report.Suite
 }
 
 // Validate checks the whole matrix before anything starts.
@@ -65,6 +82,17 @@ func (s SuiteSpec) Validate() error {
 	}
 	if s.Seeds < 1 {
 		return fieldErr("Seeds", s.Seeds, "must be ≥1")
+	}
+	if s.Reps < 0 {
+		return fieldErr("Reps", s.Reps, "must be ≥1")
+	}
+	for l, d := range s.InjectDelay {
+		if !slices.Contains(s.Locks, l) {
+			return fieldErr("InjectDelay", l, "names a lock the suite does not run")
+		}
+		if d <= 0 {
+			return fieldErr("InjectDelay", d, "must be > 0")
+		}
 	}
 	for _, l := range s.Locks {
 		for _, sc := range s.Scenarios {
@@ -110,19 +138,22 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 			err = fmt.Errorf("close etcd cluster: %w", cerr)
 		}
 	}()
-	res = &SuiteResult{Dir: dir}
-	total := len(spec.Locks) * len(spec.Scenarios) * len(spec.keepAlives()) * spec.Seeds
+	res = &SuiteResult{Dir: dir, Header: spec.header()}
+	reps := max(spec.Reps, 1)
+	total := len(spec.Locks) * len(spec.Scenarios) * len(spec.keepAlives()) * spec.Seeds * reps
 	for _, sc := range spec.Scenarios {
-		if len(sc.Steps) == 0 && spec.QuickDuration > 0 && sc.Duration.D() > spec.QuickDuration {
-			sc.Duration = scenario.Duration(spec.QuickDuration)
-		}
+		sc = spec.capped(sc)
 		for _, lock := range spec.Locks {
 			for run := range spec.cells() {
 				ka, seed := run.keepAlive, run.seed
 				if ctx.Err() != nil {
+					res.markInterrupted(spec)
 					return res, writeSuite(dir, res)
 				}
 				name := fmt.Sprintf("%s × %s (keepalive %s) seed %d", lock, sc.Name, ka, seed)
+				if reps > 1 {
+					name += fmt.Sprintf(" rep %d", run.rep)
+				}
 				if rerr := refused(spec.Cluster, sc); rerr != nil {
 					// A fault this cluster kind cannot do: skipped, said.
 					res.Notes = append(res.Notes, fmt.Sprintf("skipped %s: %v", name, rerr))
@@ -136,10 +167,16 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 						c.Close()
 					}
 					if c, err = cluster.Open(ctx, spec.Cluster); err != nil {
+						if ctx.Err() != nil {
+							res.markInterrupted(spec)
+							return res, writeSuite(dir, res)
+						}
 						return res, fmt.Errorf("start etcd cluster: %w", err)
 					}
+					res.measureFloor(ctx, c, spec.FloorDuration)
 				}
-				r, err := RunOn(ctx, c, RunSpec{Lock: lock, Scenario: sc, Seed: seed, KeepAlive: ka, RPCTimeout: spec.RPCTimeout, Cluster: spec.Cluster, Out: dir})
+				r, err := RunOn(ctx, c, RunSpec{Lock: lock, Scenario: sc, Seed: seed, KeepAlive: ka, RPCTimeout: spec.RPCTimeout, Cluster: spec.Cluster, Out: dir,
+					InjectDelay: spec.InjectDelay[lock]})
 				if err != nil {
 					return res, fmt.Errorf("%s: %w", name, err)
 				}
@@ -163,6 +200,9 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 			}
 		}
 	}
+	if ctx.Err() != nil {
+		res.markInterrupted(spec)
+	}
 	return res, writeSuite(dir, res)
 }
 
@@ -170,16 +210,20 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 type suiteCell struct {
 	keepAlive locks.KeepAlive
 	seed      int64
+	rep       int // 1..Reps: a repetition of the same seed
 }
 
 // cells yields the runs of one strategy on one scenario: every keepalive
-// policy, and for each every seed.
+// policy, for each every seed, and each seed Reps times (samples that
+// differ only by the machine's noise).
 func (s SuiteSpec) cells() func(yield func(suiteCell) bool) {
 	return func(yield func(suiteCell) bool) {
 		for _, ka := range s.keepAlives() {
 			for seed := int64(1); seed <= int64(s.Seeds); seed++ {
-				if !yield(suiteCell{ka, seed}) {
-					return
+				for rep := 1; rep <= max(s.Reps, 1); rep++ {
+					if !yield(suiteCell{ka, seed, rep}) {
+						return
+					}
 				}
 			}
 		}
@@ -258,9 +302,12 @@ func judge(sum report.Summary, expect map[string]verdict.Verdict) report.Cell {
 }
 
 func writeSuite(dir string, res *SuiteResult) error {
-	s := report.Suite{}
+	s := res.Header
+	s.Cells = nil
 	for _, c := range res.Cells {
-		s.Cells = append(s.Cells, c.Summary)
+		sum := c.Summary
+		sum.SuiteFloor = s.Floor
+		s.Cells = append(s.Cells, sum)
 	}
 	if err := rundir.WriteJSON(filepath.Join(dir, rundir.SuiteFile), s); err != nil {
 		return err

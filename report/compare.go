@@ -3,52 +3,99 @@ package report
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/lockbench/lockbench/check"
-	"github.com/lockbench/lockbench/verdict"
+	"github.com/lockbench/lockbench/stats"
 )
 
-// DefaultThreshold is the relative change past which compare calls a
-// throughput drop or a latency rise a regression (and the flag default).
+// DefaultThreshold is the smallest relative change of a metric's median
+// that compare calls a regression, however significant (and the
+// --threshold default): a real but tiny change is not worth a red build.
 const DefaultThreshold = 0.20
 
-// CompareOptions tune Compare. The zero value means DefaultThreshold and no
-// noise floor.
+// DefaultAlpha is the significance level of every test, after Holm's
+// correction for their number (--alpha).
+const DefaultAlpha = 0.05
+
+// DefaultMinSamples is how many samples a side a cell needs before its
+// timings gate: below it Mann–Whitney has no power (with 3 a side its
+// smallest two-sided p is 0.1), so timings are shown, not judged.
+const DefaultMinSamples = 4
+
+// CompareOptions tune Compare. Zero values mean the defaults.
 type CompareOptions struct {
-	// Threshold is a fraction: 0.2 flags a throughput drop of more than
-	// 20% or a latency rise of more than 20%. 0 means DefaultThreshold.
+	// Threshold is the minimum effect: a fraction of the base median (0.2:
+	// a throughput drop or a latency rise of more than 20%).
 	Threshold float64
-	// MinDeltaMS is a noise floor: a latency that rises by less than this
-	// many milliseconds is not a regression, whatever the ratio.
+	// MinDeltaMS is an absolute floor: a latency median that rises by less
+	// than this many milliseconds is not a regression, whatever the ratio.
 	MinDeltaMS float64
+	// Alpha is the family-wise significance level (Holm–Bonferroni).
+	Alpha float64
+	// MinSamples is the fewest samples a side for a timing to gate.
+	MinSamples int
+	// Normalize is when figures are divided by the commit floor:
+	// NormalizeAuto (""; when the hosts differ), NormalizeAlways (also on
+	// one host: each run by its own suite's floor, which follows the
+	// machine's load), NormalizeNever.
+	Normalize string
+}
+
+// Normalize modes (CompareOptions.Normalize, compare --normalize).
+const (
+	NormalizeAuto   = "auto"
+	NormalizeAlways = "always"
+	NormalizeNever  = "never"
+)
+
+func (o CompareOptions) withDefaults() CompareOptions {
+	if o.Threshold <= 0 {
+		o.Threshold = DefaultThreshold
+	}
+	if o.Alpha <= 0 {
+		o.Alpha = DefaultAlpha
+	}
+	if o.MinSamples <= 0 {
+		o.MinSamples = DefaultMinSamples
+	}
+	return o
 }
 
 // Change is one difference between a base and a new cell.
 type Change struct {
 	// Cell is lock/scenario.
 	Cell string `json:"cell"`
-	// What changed: "verdict", "<check> verdict", "throughput",
-	// "acquire p50", "handoff p99", "violations", ...
+	// What changed: "throughput", "acquire p50", "handoff p99",
+	// "<check> verdict", ...
 	What string `json:"what"`
 	Base string `json:"base"`
 	New  string `json:"new"`
-	// Delta is the relative change ("+100%"), when a ratio means something.
+	// Delta is the relative change of the medians ("+100%").
 	Delta string `json:"delta,omitempty"`
-	// Regression marks what makes compare exit 1; Better marks an
-	// improvement; neither is a change worth showing but not judging.
+	// P is the test's p-value (Mann–Whitney or Fisher), before Holm's
+	// correction; absent when nothing was tested.
+	P *float64 `json:"p,omitempty"`
+	// Note says why a change does not gate ("no power", "tail, not
+	// gated") or what made it a regression ("asserted").
+	Note string `json:"note,omitempty"`
+	// Regression marks what makes compare exit 1; Better marks a
+	// significant improvement.
 	Regression bool `json:"regression,omitempty"`
 	Better     bool `json:"better,omitempty"`
 }
 
-// String is the change on one line, for logs and test failures, where a
-// table would be too much.
+// String is the change on one line, for logs and test failures.
 func (c Change) String() string {
 	s := fmt.Sprintf("%s: %s %s → %s", c.Cell, c.What, c.Base, c.New)
 	if c.Delta != "" {
 		s += " (" + c.Delta + ")"
+	}
+	if c.Note != "" {
+		s += " [" + c.Note + "]"
 	}
 	switch {
 	case c.Regression:
@@ -61,13 +108,29 @@ func (c Change) String() string {
 
 // Comparison is the outcome of Compare.
 type Comparison struct {
-	Threshold float64 `json:"threshold"`
-	// Cells is how many cells were in both.
-	Cells   int      `json:"cells"`
+	Threshold  float64 `json:"threshold"`
+	Alpha      float64 `json:"alpha"`
+	MinDeltaMS float64 `json:"min_delta_ms,omitempty"`
+	MinSamples int     `json:"min_samples"`
+	// Cells is how many cells were in both; Tests how many timing tests
+	// Holm's correction covered.
+	Cells int `json:"cells"`
+	Tests int `json:"tests"`
+	// Normalized is set when the suites ran on different hosts and the
+	// figures were divided by each side's commit floor.
+	Normalized bool     `json:"normalized,omitempty"`
+	Notes      []string `json:"notes,omitempty"`
+	// NoPower lists cells with too few samples for their timings to gate.
+	NoPower []string `json:"no_power,omitempty"`
 	Changes []Change `json:"changes"`
-	// Added are cells only in the new suite, Removed only in the base.
+	// Added are cells only in the new suite, Removed only in the base
+	// (cells an interrupted suite never ran are not listed here).
 	Added   []string `json:"added,omitempty"`
 	Removed []string `json:"removed,omitempty"`
+	// Interrupted describes each interrupted side; ScenarioChanged names
+	// scenarios whose definitions differ.
+	Interrupted     []string `json:"interrupted,omitempty"`
+	ScenarioChanged []string `json:"scenario_changed,omitempty"`
 }
 
 // Regressions lists the changes that are regressions.
@@ -81,197 +144,254 @@ func (c Comparison) Regressions() []Change {
 	return out
 }
 
-// Regressed reports whether anything got worse: compare's exit status 1.
-func (c Comparison) Regressed() bool { return len(c.Regressions()) > 0 }
+// Incomplete reports whether the two suites cannot be compared in full:
+// a cell missing from a side, an interrupted suite, a changed scenario.
+// It fails compare as a regression does: a check that compared less than
+// it was asked to must not pass.
+func (c Comparison) Incomplete() bool {
+	return len(c.Added)+len(c.Removed)+len(c.Interrupted)+len(c.ScenarioChanged) > 0
+}
 
-// Compare compares two suites cell by cell, keyed by lock/scenario (a key
-// that occurs more than once is matched in order: the second with the
-// second). A regression is: the verdict, or any check's verdict, worsens
-// (pass → unknown or fail, unknown → fail); throughput drops by more than
-// the threshold; or acquire or handoff p50 or p99 latency rises by more
-// than the threshold (and by at least MinDeltaMS). Other differences past
-// the threshold are listed without judgement, or marked better.
+// Regressed reports whether compare exits 1: something got worse, or the
+// comparison is incomplete.
+func (c Comparison) Regressed() bool { return len(c.Regressions()) > 0 || c.Incomplete() }
+
+// Compare compares two suites cell by cell (lock/scenario), each cell a
+// set of samples (one summary per run). Timings (throughput, acquire and
+// handoff p50 of each run) regress when Mann–Whitney finds the sides
+// differ at Alpha after Holm's correction over all cells × metrics AND the
+// median worsened by more than Threshold (and, for latencies, MinDeltaMS).
+// Tail percentiles are shown, never gated. Verdicts: see compareChecks.
+// Missing cells, interrupted suites and changed scenarios make the
+// comparison Incomplete.
 func Compare(base, next Suite, opts CompareOptions) Comparison {
-	if opts.Threshold <= 0 {
-		opts.Threshold = DefaultThreshold
-	}
-	c := Comparison{Threshold: opts.Threshold, Changes: []Change{}}
-	bk, bm := keyed(base.Cells)
-	nk, nm := keyed(next.Cells)
-	for _, k := range bk {
-		n, ok := nm[k]
+	o := opts.withDefaults()
+	c := Comparison{Threshold: o.Threshold, Alpha: o.Alpha, MinDeltaMS: o.MinDeltaMS, MinSamples: o.MinSamples, Changes: []Change{}}
+	c.checkComplete(base, next)
+	norm := c.normalization(base, next, o.Normalize)
+	bg, bkeys := grouped(base.Cells)
+	ng, nkeys := grouped(next.Cells)
+	var timing, rates []pending
+	for _, k := range bkeys {
+		n, ok := ng[k]
 		if !ok {
-			c.Removed = append(c.Removed, k)
+			if !slices.Contains(next.NotRun, k) {
+				c.Removed = append(c.Removed, k)
+			}
 			continue
 		}
 		c.Cells++
-		c.Changes = append(c.Changes, compareCell(k, bm[k], n, opts)...)
+		t, noPower := compareTimings(k, bg[k], n, norm, o)
+		timing = append(timing, t...)
+		if noPower {
+			c.NoPower = append(c.NoPower, k)
+		}
+		rates = append(rates, compareChecks(k, bg[k], n, expectedFor(k, base, next))...)
 	}
-	for _, k := range nk {
-		if _, ok := bm[k]; !ok {
+	for _, k := range nkeys {
+		if _, ok := bg[k]; !ok && !slices.Contains(base.NotRun, k) {
 			c.Added = append(c.Added, k)
 		}
 	}
+	c.Tests = countTested(timing)
+	c.notePower(timing)
+	c.Changes = append(c.Changes, settle(timing, o.Alpha)...)
+	c.Changes = append(c.Changes, settle(rates, o.Alpha)...)
 	return c
 }
 
-func keyed(cells []Summary) ([]string, map[string]Summary) {
+// grouped gathers a suite's samples by cell key, keys in first-seen order.
+func grouped(cells []Summary) (map[string][]Summary, []string) {
+	m := map[string][]Summary{}
 	var keys []string
-	m := map[string]Summary{}
-	seen := map[string]int{}
 	for _, s := range cells {
 		k := s.Key()
-		seen[k]++
-		if seen[k] > 1 {
-			k = fmt.Sprintf("%s#%d", k, seen[k])
+		if _, ok := m[k]; !ok {
+			keys = append(keys, k)
 		}
-		keys = append(keys, k)
-		m[k] = s
+		m[k] = append(m[k], s)
 	}
-	return keys, m
+	return m, keys
 }
 
-func rank(v verdict.Verdict) int {
-	switch v {
-	case verdict.Pass:
-		return 0
-	case verdict.Unknown:
-		return 1
-	case verdict.Fail:
-		return 2
-	}
-	return 1 // missing or unrecognized: as good as unknown
-}
-
-func compareCell(key string, b, n Summary, o CompareOptions) []Change {
-	var out []Change
-	verdict := func(what string, bv, nv verdict.Verdict) {
-		if bv == nv {
-			return
-		}
-		out = append(out, Change{Cell: key, What: what, Base: verdictString(bv), New: verdictString(nv),
-			Regression: rank(nv) > rank(bv), Better: rank(nv) < rank(bv)})
-	}
-	verdict("verdict", b.Verdict, n.Verdict)
-	for _, name := range checkNames(mergeKeys(b.Checks, n.Checks)) {
-		br, bok := b.Checks[name]
-		nr, nok := n.Checks[name]
-		if !bok || !nok {
-			continue // a check only one side ran says nothing about change
-		}
-		verdict(name+" verdict", br.Verdict, nr.Verdict)
-	}
-	if bt, nt := b.ThroughputPerS, n.ThroughputPerS; bt > 0 {
-		r := nt/bt - 1
-		if math.Abs(r) > o.Threshold {
-			out = append(out, Change{Cell: key, What: "throughput", Base: fmt.Sprintf("%.1f/s", bt), New: fmt.Sprintf("%.1f/s", nt),
-				Delta: pct(r), Regression: r < 0, Better: r > 0})
-		}
-	}
-	lat := func(name, q string, judge bool, get func(Latency) float64) {
-		bl, nl := b.LatencyMS[name], n.LatencyMS[name]
-		if bl.Count == 0 || nl.Count == 0 {
-			if (bl.Count == 0) != (nl.Count == 0) && q == "p50" {
-				out = append(out, Change{Cell: key, What: name + " samples", Base: fmt.Sprint(bl.Count), New: fmt.Sprint(nl.Count)})
+// checkComplete records interrupted sides and changed scenarios.
+func (c *Comparison) checkComplete(base, next Suite) {
+	for _, side := range []struct {
+		name string
+		s    Suite
+	}{{"base", base}, {"new", next}} {
+		if side.s.Interrupted {
+			msg := side.name + " suite was interrupted"
+			if len(side.s.NotRun) > 0 {
+				msg += "; not run: " + strings.Join(side.s.NotRun, ", ")
 			}
-			return
+			c.Interrupted = append(c.Interrupted, msg)
 		}
-		bv, nv := get(bl), get(nl)
-		if bv <= 0 {
-			return
-		}
-		r := nv/bv - 1
-		if math.Abs(r) <= o.Threshold || math.Abs(nv-bv) < o.MinDeltaMS {
-			return
-		}
-		out = append(out, Change{Cell: key, What: name + " " + q, Base: FormatMS(bv) + " ms", New: FormatMS(nv) + " ms",
-			Delta: pct(r), Regression: judge && r > 0, Better: judge && r < 0})
 	}
-	p50 := func(l Latency) float64 { return l.P50 }
-	p99 := func(l Latency) float64 { return l.P99 }
-	lat(LatAcquire, "p50", true, p50)
-	lat(LatAcquire, "p99", true, p99)
-	lat(LatHandoff, "p50", true, p50)
-	lat(LatHandoff, "p99", true, p99)
-	lat(LatUnavailability, "p50", false, p50)
-	lat(LatUnavailability, "max", false, func(l Latency) float64 { return l.Max })
-	if bv, nv := b.TotalViolations(), n.TotalViolations(); bv != nv {
-		out = append(out, Change{Cell: key, What: "violations", Base: fmt.Sprint(bv), New: fmt.Sprint(nv)})
+	if base.ScenarioHashes == nil || next.ScenarioHashes == nil {
+		c.Notes = append(c.Notes, "scenario definitions not compared: a side has no scenario hashes (an older suite.json)")
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(base.ScenarioHashes)) {
+		if h, ok := next.ScenarioHashes[name]; ok && h != base.ScenarioHashes[name] {
+			c.ScenarioChanged = append(c.ScenarioChanged, name)
+		}
+	}
+}
+
+// pending is a change whose fate waits for Holm's correction over its
+// family: it is a regression (or better) only if its test survives.
+type pending struct {
+	change Change
+	p      float64 // NaN: not tested
+	worse  bool    // gates as a regression when significant
+	better bool    // counts as better when significant
+	show   bool    // worth a row even when not significant
+	n      [2]int  // samples a side
+}
+
+// notePower warns when no timing test could pass Holm's first step even
+// with the two sides fully separated (Mann–Whitney's smallest two-sided p
+// is 2 / C(n1+n2, n1)): more repetitions are needed, or fewer cells.
+func (c *Comparison) notePower(ps []pending) {
+	best := 1.0
+	for _, p := range ps {
+		if !math.IsNaN(p.p) {
+			best = min(best, minMannWhitneyP(p.n[0], p.n[1]))
+		}
+	}
+	if c.Tests > 0 && best > c.Alpha/float64(c.Tests) {
+		c.Notes = append(c.Notes, fmt.Sprintf("no power: with these sample counts the smallest possible p (%.2g) cannot pass Holm's first step (α/%d = %.2g): no timing can gate; run more repetitions or fewer cells",
+			best, c.Tests, c.Alpha/float64(c.Tests)))
+	}
+}
+
+// minMannWhitneyP is the smallest two-sided exact p-value of samples of
+// n1 and n2: 2 / C(n1+n2, n1).
+func minMannWhitneyP(n1, n2 int) float64 {
+	lc, _ := math.Lgamma(float64(n1 + n2 + 1))
+	l1, _ := math.Lgamma(float64(n1 + 1))
+	l2, _ := math.Lgamma(float64(n2 + 1))
+	return math.Min(1, 2/math.Exp(lc-l1-l2))
+}
+
+func countTested(ps []pending) int {
+	n := 0
+	for _, p := range ps {
+		if !math.IsNaN(p.p) {
+			n++
+		}
+	}
+	return n
+}
+
+// settle applies Holm–Bonferroni to the family's tests and returns the
+// changes worth showing.
+func settle(ps []pending, alpha float64) []Change {
+	var pvals []float64
+	var idx []int
+	for i, p := range ps {
+		if !math.IsNaN(p.p) {
+			pvals = append(pvals, p.p)
+			idx = append(idx, i)
+		}
+	}
+	sig := make([]bool, len(ps))
+	for j, r := range stats.Holm(pvals, alpha) {
+		sig[idx[j]] = r
+	}
+	out := []Change{}
+	for i, p := range ps {
+		ch := p.change
+		ch.Regression = ch.Regression || (sig[i] && p.worse)
+		ch.Better = sig[i] && p.better
+		if sig[i] && !p.worse && !p.better && ch.Note == "" {
+			ch.Note = "significant, below the threshold"
+		}
+		if p.show || sig[i] || ch.Regression {
+			out = append(out, ch)
+		}
 	}
 	return out
 }
 
-func mergeKeys(a, b map[string]check.Result) map[string]check.Result {
-	m := make(map[string]check.Result, len(a))
-	for k, v := range a {
-		m[k] = v
-	}
-	for k, v := range b {
-		m[k] = v
-	}
-	return m
-}
-
-func verdictString(v verdict.Verdict) string {
-	if v == "" {
-		return "(none)"
-	}
-	return string(v)
-}
-
-func pct(r float64) string {
-	return fmt.Sprintf("%+.0f%%", r*100)
-}
-
-// WriteComparison prints what changed, one row per change, then a line
-// that says whether anything regressed.
+// WriteComparison prints what changed, one row per change, then what
+// could not be compared, then one line that says whether it regressed.
 func WriteComparison(w io.Writer, c Comparison) error {
-	if len(c.Changes) > 0 {
-		t := newTable(w, "LLRRRL")
-		t.Header("cell", "what", "base", "new", "change", "status")
-		for _, ch := range c.Changes {
-			status := ""
-			switch {
-			case ch.Regression:
-				status = "REGRESSION"
-			case ch.Better:
-				status = "better"
-			}
-			if err := t.Append(ch.Cell, ch.What, ch.Base, ch.New, ch.Delta, status); err != nil {
-				return err
-			}
-		}
-		if err := t.Render(); err != nil {
-			return err
-		}
+	if err := writeChanges(w, c.Changes); err != nil {
+		return err
+	}
+	var lines []string
+	lines = append(lines, c.Notes...)
+	if len(c.NoPower) > 0 {
+		lines = append(lines, fmt.Sprintf("no power: fewer than %d samples a side in %s: timings shown, not gated (run the suites with --reps)",
+			c.MinSamples, strings.Join(c.NoPower, ", ")))
 	}
 	for _, k := range c.Removed {
-		if _, err := fmt.Fprintf(w, "only in base: %s\n", k); err != nil {
-			return err
-		}
+		lines = append(lines, "MISSING from new: "+k)
 	}
 	for _, k := range c.Added {
-		if _, err := fmt.Fprintf(w, "only in new: %s\n", k); err != nil {
+		lines = append(lines, "MISSING from base: "+k)
+	}
+	for _, s := range c.Interrupted {
+		lines = append(lines, "INTERRUPTED: "+s)
+	}
+	for _, s := range c.ScenarioChanged {
+		lines = append(lines, "SCENARIO CHANGED: "+s+" (its definition differs between the suites: refresh the baseline)")
+	}
+	lines = append(lines, c.verdictLine())
+	for _, l := range lines {
+		if _, err := fmt.Fprintln(w, l); err != nil {
 			return err
 		}
 	}
-	th := strings.TrimSuffix(strconv.FormatFloat(c.Threshold*100, 'f', -1, 64), ".0") + "%"
-	regs := c.Regressions()
-	var err error
-	switch {
-	case len(regs) > 0:
-		cells := map[string]bool{}
-		for _, r := range regs {
-			cells[r.Cell] = true
-		}
-		_, err = fmt.Fprintf(w, "%d regression%s in %d of %d compared cell%s (threshold %s)\n",
-			len(regs), plural(len(regs)), len(cells), c.Cells, plural(c.Cells), th)
-	case len(c.Changes) > 0:
-		_, err = fmt.Fprintf(w, "no regression in %d compared cell%s (threshold %s)\n", c.Cells, plural(c.Cells), th)
-	default:
-		_, err = fmt.Fprintf(w, "no change past the threshold (%s) in %d compared cell%s\n", th, c.Cells, plural(c.Cells))
+	return nil
+}
+
+func writeChanges(w io.Writer, changes []Change) error {
+	if len(changes) == 0 {
+		return nil
 	}
-	return err
+	t := newTable(w, "LLRRRRL")
+	t.Header("cell", "what", "base", "new", "change", "p", "status")
+	for _, ch := range changes {
+		status := ch.Note
+		switch {
+		case ch.Regression:
+			status = strings.TrimSpace("REGRESSION " + ch.Note)
+		case ch.Better:
+			status = "better"
+		}
+		p := ""
+		if ch.P != nil {
+			p = strconv.FormatFloat(*ch.P, 'g', 2, 64)
+		}
+		if err := t.Append(ch.Cell, ch.What, ch.Base, ch.New, ch.Delta, p, status); err != nil {
+			return err
+		}
+	}
+	return t.Render()
+}
+
+// verdictLine is the last line: what was tested and the outcome.
+func (c Comparison) verdictLine() string {
+	how := fmt.Sprintf("α %g after Holm over %d timing test%s, min effect %s", c.Alpha, c.Tests, plural(c.Tests), pctString(c.Threshold))
+	if c.MinDeltaMS > 0 {
+		how += fmt.Sprintf(" and %s ms", FormatMS(c.MinDeltaMS))
+	}
+	regs := c.Regressions()
+	cells := map[string]bool{}
+	for _, r := range regs {
+		cells[r.Cell] = true
+	}
+	s := fmt.Sprintf("%d regression%s in %d of %d compared cell%s (%s)", len(regs), plural(len(regs)), len(cells), c.Cells, plural(c.Cells), how)
+	if len(regs) == 0 {
+		s = fmt.Sprintf("no regression in %d compared cell%s (%s)", c.Cells, plural(c.Cells), how)
+	}
+	if c.Incomplete() {
+		s += "; INCOMPLETE: the suites do not cover the same cells and definitions"
+	}
+	return s
 }
 
 func plural(n int) string {
@@ -279,6 +399,14 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+func pctString(f float64) string {
+	return strings.TrimSuffix(strconv.FormatFloat(f*100, 'f', -1, 64), ".0") + "%"
+}
+
+func pct(r float64) string {
+	return fmt.Sprintf("%+.0f%%", r*100)
 }
 
 // ParseThreshold parses a threshold given as a positive percentage, "20%"

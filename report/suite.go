@@ -11,9 +11,86 @@ import (
 )
 
 // Suite is suite.json: the summaries of a suite's cells (strategy ×
-// scenario).
+// scenario), one per run (seed × repetition), and what a comparison needs
+// to know whether two suites can be compared at all. Every field but Cells
+// is optional: older suite.json files and summary.json files lack them.
 type Suite struct {
 	Cells []Summary `json:"cells"`
+	// Reps is how many times each seed of each cell ran (0: once).
+	Reps int `json:"reps,omitempty"`
+	// Host is the machine the suite ran on: figures from different hosts
+	// are compared only after dividing by each side's Floor.
+	Host *Host `json:"host,omitempty"`
+	// Floor is the commit floor measured on the suite's cluster before its
+	// first cell (one writer): what this machine's etcd can do at all.
+	Floor *Floor `json:"floor,omitempty"`
+	// Interrupted is set when the suite ended before its last cell; NotRun
+	// names the cells (lock/scenario) with runs it never made.
+	Interrupted bool     `json:"interrupted,omitempty"`
+	NotRun      []string `json:"not_run,omitempty"`
+	// ScenarioHashes is a hash of each scenario's canonical JSON (as run),
+	// by scenario name: a changed definition makes its cells incomparable.
+	ScenarioHashes map[string]string `json:"scenario_hashes,omitempty"`
+	// Expected is, by cell key (lock/scenario), the verdict each asserted
+	// check must have; a check not listed can race or is not judged.
+	Expected map[string]map[string]verdict.Verdict `json:"expected,omitempty"`
+	// InjectDelay is the test-only delay before every grant, by strategy
+	// (e.g. "queue": "2ms"): a suite with one is a deliberate regression.
+	InjectDelay map[string]string `json:"inject_delay,omitempty"`
+}
+
+// Host fingerprints a machine: two suites with equal Hosts ran on the
+// same kind of machine, so their absolute figures compare.
+type Host struct {
+	CPUModel string `json:"cpu_model,omitempty"`
+	CPUs     int    `json:"cpus"`
+	OS       string `json:"os"`
+	Arch     string `json:"arch"`
+	Kernel   string `json:"kernel,omitempty"`
+}
+
+// String is the fingerprint on one line, for compare's output.
+func (h *Host) String() string {
+	if h == nil {
+		return "(unknown host)"
+	}
+	return fmt.Sprintf("%s, %d CPUs, %s/%s, kernel %s", h.CPUModel, h.CPUs, h.OS, h.Arch, h.Kernel)
+}
+
+// Merge joins suites run apart into one: lockbench regress runs each side
+// as several interleaved suites of one repetition each. Cells and NotRun
+// are concatenated, Interrupted is any part's, Reps the sum; Host, Floor,
+// hashes and expectations are the first part's that has them (the parts
+// ran the same binary on the same machine).
+func Merge(parts ...Suite) Suite {
+	var m Suite
+	for _, p := range parts {
+		for _, c := range p.Cells {
+			if c.SuiteFloor == nil {
+				c.SuiteFloor = p.Floor
+			}
+			m.Cells = append(m.Cells, c)
+		}
+		m.NotRun = append(m.NotRun, p.NotRun...)
+		m.Interrupted = m.Interrupted || p.Interrupted
+		m.Reps += max(p.Reps, 1)
+		if m.Host == nil {
+			m.Host = p.Host
+		}
+		if m.Floor == nil {
+			m.Floor = p.Floor
+		}
+		if m.ScenarioHashes == nil {
+			m.ScenarioHashes = p.ScenarioHashes
+		}
+		if m.Expected == nil {
+			m.Expected = p.Expected
+		}
+		if m.InjectDelay == nil {
+			m.InjectDelay = p.InjectDelay
+		}
+	}
+	return m
 }
 
 // Cell is one row of a suite report: a run's summary and what the scenario

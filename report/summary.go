@@ -145,6 +145,10 @@ type Summary struct {
 	// faults, for the reports' "over time" charts (absent in summaries
 	// written before it existed).
 	Series *TimeSeries `json:"series,omitempty"`
+	// SuiteFloor is the commit floor the suite this run belonged to
+	// measured just before its cells (suite.json only): it moves with the
+	// machine's load, so compare can normalize each run by its own floor.
+	SuiteFloor *Floor `json:"suite_floor,omitempty"`
 }
 
 // DefaultKeepAlive is locks.DefaultKeepAlive (a test in package harness

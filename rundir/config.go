@@ -1,7 +1,9 @@
 package rundir
 
 import (
+	"os"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/lockbench/lockbench/check"
@@ -28,6 +30,10 @@ type Config struct {
 	Started     time.Time     `json:"started"`
 	GoVersion   string        `json:"go_version"`
 	Host        HostInfo      `json:"host"`
+	// InjectDelay is the test-only delay added before every grant
+	// (--inject-delay), empty when none: such a run's figures are not the
+	// strategy's own.
+	InjectDelay string `json:"inject_delay,omitempty"`
 }
 
 // ClusterConfig records the cluster a run used, since figures and the
@@ -62,12 +68,34 @@ type HostInfo struct {
 	CPUs int    `json:"cpus"`
 	OS   string `json:"os"`
 	Arch string `json:"arch"`
+	// CPUModel and Kernel complete the fingerprint that tells compare
+	// whether two suites ran on the same kind of machine (empty where the
+	// system does not say, e.g. without /proc).
+	CPUModel string `json:"cpu_model,omitempty"`
+	Kernel   string `json:"kernel,omitempty"`
 }
 
 // ThisHost describes the machine this process runs on, for the records
 // of runs and benchmarks made here.
 func ThisHost() HostInfo {
-	return HostInfo{CPUs: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH}
+	cpuinfo, _ := os.ReadFile("/proc/cpuinfo")
+	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	return HostInfo{CPUs: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH,
+		CPUModel: CPUModel(string(cpuinfo)), Kernel: strings.TrimSpace(string(kernel))}
+}
+
+// CPUModel is the first "model name" in a /proc/cpuinfo text (on arm64,
+// whose cpuinfo has none, the first "CPU part"), or "".
+func CPUModel(cpuinfo string) string {
+	for _, field := range []string{"model name", "CPU part"} {
+		for line := range strings.Lines(cpuinfo) {
+			k, v, ok := strings.Cut(line, ":")
+			if ok && strings.TrimSpace(k) == field {
+				return strings.TrimSpace(v)
+			}
+		}
+	}
+	return ""
 }
 
 // LivenessBound is how long a free lock may keep waiters before the

@@ -66,6 +66,10 @@ type Config struct {
 	// that counts grants per slice of a run (Outcome.Acquisitions is the
 	// run's total).
 	Grants *atomic.Int64
+	// GrantDelay, test-only, holds every grant this long before Lock
+	// returns it (see delayedLocker): a known regression on demand, to
+	// show that lockbench regress catches one.
+	GrantDelay time.Duration
 }
 
 // dataPath is the endpoints the run's clients dial. On the embedded
@@ -203,6 +207,9 @@ func newRunner(cfg Config) (*runner, []chaos.Step, error) {
 	strategy, err := locks.Lookup(cfg.Lock)
 	if err != nil {
 		return nil, nil, err
+	}
+	if cfg.GrantDelay > 0 {
+		strategy.New = delayedFactory(strategy.New, cfg.GrantDelay)
 	}
 	if cfg.DialTimeout == 0 {
 		cfg.DialTimeout = 5 * time.Second

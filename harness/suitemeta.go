@@ -1,0 +1,119 @@
+package harness
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/rundir"
+	"github.com/lockbench/lockbench/scenario"
+	"github.com/lockbench/lockbench/verdict"
+)
+
+// What a suite records beside its cells so that a later comparison knows
+// whether two suites can be compared: the host, the commit floor, each
+// scenario's hash, each cell's expectations, and what never ran.
+
+// capped is sc as the suite runs it: a scenario without fault steps is
+// cut to QuickDuration.
+func (s SuiteSpec) capped(sc scenario.Scenario) scenario.Scenario {
+	if len(sc.Steps) == 0 && s.QuickDuration > 0 && sc.Duration.D() > s.QuickDuration {
+		sc.Duration = scenario.Duration(s.QuickDuration)
+	}
+	return sc
+}
+
+// header is suite.json's fields other than its cells, as far as they are
+// known before the first cell.
+func (s SuiteSpec) header() report.Suite {
+	h := rundir.ThisHost()
+	out := report.Suite{
+		Reps:           max(s.Reps, 1),
+		Host:           &report.Host{CPUModel: h.CPUModel, CPUs: h.CPUs, OS: h.OS, Arch: h.Arch, Kernel: h.Kernel},
+		ScenarioHashes: map[string]string{},
+		Expected:       map[string]map[string]verdict.Verdict{},
+	}
+	for _, sc := range s.Scenarios {
+		sc = s.capped(sc)
+		out.ScenarioHashes[sc.Name] = ScenarioHash(sc)
+		for _, lock := range s.Locks {
+			for _, ka := range s.keepAlives() {
+				key := report.Summary{Lock: lock, Scenario: sc.Name, KeepAlive: string(ka)}.Key()
+				out.Expected[key] = ExpectationsFor(sc, lock, string(ka))
+			}
+		}
+	}
+	for l, d := range s.InjectDelay {
+		if out.InjectDelay == nil {
+			out.InjectDelay = map[string]string{}
+		}
+		out.InjectDelay[l] = d.String()
+	}
+	return out
+}
+
+// ScenarioHash is "sha256:" and the hex SHA-256 of sc's JSON encoding
+// (struct fields in order, map keys sorted: canonical for one version of
+// the Scenario type). Two suites whose hashes for a scenario differ ran
+// different definitions under the same name.
+func ScenarioHash(sc scenario.Scenario) string {
+	b, err := json.Marshal(sc)
+	if err != nil {
+		return "unhashable: " + err.Error()
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// measureFloor measures the commit floor on c once per suite, before the
+// first cell; a failure is a note, not the suite's end.
+func (r *SuiteResult) measureFloor(ctx context.Context, c cluster.Members, d time.Duration) {
+	if r.Header.Floor != nil || d < 0 {
+		return
+	}
+	if d == 0 {
+		d = DefaultSuiteFloor
+	}
+	cli, err := newAdmin(c)
+	if err != nil {
+		r.Notes = append(r.Notes, fmt.Sprintf("commit floor not measured: connect: %v", err))
+		return
+	}
+	defer cli.Close()
+	key := "/lockbench/suite-floor"
+	f, err := MeasureFloor(ctx, cli, key, d, 1)
+	if err != nil {
+		r.Notes = append(r.Notes, fmt.Sprintf("commit floor not measured: %v", err))
+		return
+	}
+	dctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	_, _ = cli.Delete(dctx, key)
+	r.Header.Floor = f
+}
+
+// markInterrupted records that the suite ended early and which cells
+// (lock/scenario) are missing runs: a comparison must say so rather than
+// compare what happened to run.
+func (r *SuiteResult) markInterrupted(s SuiteSpec) {
+	r.Header.Interrupted = true
+	r.Header.NotRun = nil
+	done := map[string]int{}
+	for _, c := range r.Cells {
+		if !c.Summary.Interrupted {
+			done[c.Summary.Key()]++
+		}
+	}
+	for _, sc := range s.Scenarios {
+		for _, lock := range s.Locks {
+			if k := lock + "/" + sc.Name; done[k] < s.Seeds*max(s.Reps, 1) {
+				r.Header.NotRun = append(r.Header.NotRun, k)
+			}
+		}
+	}
+}

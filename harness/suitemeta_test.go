@@ -1,0 +1,79 @@
+package harness
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/scenario"
+)
+
+func metaSpec(t *testing.T) SuiteSpec {
+	t.Helper()
+	var scs []scenario.Scenario
+	for _, n := range []string{"contention", "holder-crash"} {
+		sc, err := scenario.Lookup(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scs = append(scs, sc)
+	}
+	return SuiteSpec{Locks: []string{"queue", "txn"}, Scenarios: scs, Seeds: 1, Reps: 3, QuickDuration: time.Second,
+		InjectDelay: map[string]time.Duration{"queue": 2 * time.Millisecond}}
+}
+
+// suite.json's header names what a comparison needs: hashes of the
+// scenarios as run (the quick cap included), each cell's asserted checks,
+// the host and the injected delay.
+func TestSuiteHeader(t *testing.T) {
+	s := metaSpec(t)
+	h := s.header()
+	if h.Reps != 3 || h.Host == nil || h.Host.CPUs < 1 || h.InjectDelay["queue"] != "2ms" {
+		t.Errorf("header: %+v", h)
+	}
+	if len(h.ScenarioHashes) != 2 || h.ScenarioHashes["contention"] != ScenarioHash(s.capped(s.Scenarios[0])) {
+		t.Errorf("hashes: %v", h.ScenarioHashes)
+	}
+	if h.ScenarioHashes["contention"] == ScenarioHash(s.Scenarios[0]) {
+		t.Error("the hash ignores the quick-duration cap: it must hash the scenario as run")
+	}
+	if e := h.Expected["queue/holder-crash"]; len(e) == 0 {
+		t.Errorf("no expectations for queue/holder-crash: %v", h.Expected)
+	}
+	changed := s.Scenarios[1]
+	changed.Clients++
+	if ScenarioHash(changed) == ScenarioHash(s.Scenarios[1]) {
+		t.Error("a changed scenario keeps its hash")
+	}
+}
+
+func TestSuiteMarkInterrupted(t *testing.T) {
+	s := metaSpec(t)
+	r := &SuiteResult{Header: s.header()}
+	sum := func(lock, sc string, interrupted bool) report.Cell {
+		return report.Cell{Summary: report.Summary{Lock: lock, Scenario: sc, Interrupted: interrupted}}
+	}
+	for range 3 {
+		r.Cells = append(r.Cells, sum("queue", "contention", false))
+	}
+	r.Cells = append(r.Cells, sum("txn", "contention", false), sum("txn", "contention", true))
+	r.markInterrupted(s)
+	want := []string{"txn/contention", "queue/holder-crash", "txn/holder-crash"}
+	if !r.Header.Interrupted || !slices.Equal(r.Header.NotRun, want) {
+		t.Errorf("interrupted %v, not run %v, want %v", r.Header.Interrupted, r.Header.NotRun, want)
+	}
+}
+
+func TestSuiteSpecValidatesRepsAndDelay(t *testing.T) {
+	s := metaSpec(t)
+	s.InjectDelay = map[string]time.Duration{"mutex": time.Millisecond}
+	if err := s.Validate(); err == nil {
+		t.Error("a delay for a lock the suite does not run accepted")
+	}
+	s = metaSpec(t)
+	s.Reps = -1
+	if err := s.Validate(); err == nil {
+		t.Error("negative reps accepted")
+	}
+}

@@ -1,0 +1,125 @@
+package stats
+
+import (
+	"math"
+	"testing"
+)
+
+func near(t *testing.T, name string, got, want, tol float64) {
+	t.Helper()
+	if math.Abs(got-want) > tol {
+		t.Errorf("%s = %.10g, want %.10g (±%g)", name, got, want, tol)
+	}
+}
+
+func TestMedian(t *testing.T) {
+	near(t, "odd", Median([]float64{3, 1, 2}), 2, 0)
+	near(t, "even", Median([]float64{4, 1, 3, 2}), 2.5, 0)
+	if !math.IsNaN(Median(nil)) {
+		t.Error("Median(nil) is not NaN")
+	}
+}
+
+// Known values: scipy.stats.mannwhitneyu's documented example (males vs
+// females: U = 17, exact p = 0.1111…, asymptotic p = 0.11134688653314041)
+// and complete separations, whose exact p is 2 / C(n1+n2, n1).
+func TestMannWhitneyKnownValues(t *testing.T) {
+	males := []float64{19, 22, 16, 29, 24}
+	females := []float64{20, 11, 17, 12}
+	u, p := MannWhitney(males, females)
+	near(t, "U", u, 17, 0)
+	near(t, "exact p", p, 1.0/9, 1e-12)
+
+	u, p = MannWhitney([]float64{1, 2, 3, 4, 5}, []float64{6, 7, 8, 9, 10})
+	near(t, "U separated", u, 0, 0)
+	near(t, "p separated 5/5", p, 2.0/252, 1e-12)
+	_, p = MannWhitney([]float64{6, 7, 8, 9, 10}, []float64{1, 2, 3, 4, 5})
+	near(t, "p separated reversed", p, 2.0/252, 1e-12)
+	_, p = MannWhitney([]float64{1.1, 2.2, 3.3, 4.4}, []float64{5.5, 6.6, 7.7, 8.8, 9.9})
+	near(t, "p separated 4/5", p, 2.0/126, 1e-12)
+}
+
+func TestMannWhitneyNormalApproximation(t *testing.T) {
+	// A tie forces the normal approximation with tie correction.
+	// a = 1,2,2,3; b = 2,3,4,5: ranks 1, 3,3,3, 5.5,5.5, 7, 8; R1 = 12.5,
+	// U = 2.5; tie term 24+6 = 30; var = 16/12·(9 − 30/56) = 11.2857;
+	// z = (5.5 − 0.5)/√var = 1.48835; p = erfc(z/√2) = 0.1366582.
+	u, p := MannWhitney([]float64{1, 2, 2, 3}, []float64{2, 3, 4, 5})
+	near(t, "U ties", u, 2.5, 0)
+	near(t, "p ties", p, 0.1366582, 1e-6)
+
+	// scipy's documented asymptotic p for the males/females example, from
+	// the same formula without ties.
+	m, n := 5.0, 4.0
+	z := (math.Abs(17-m*n/2) - 0.5) / math.Sqrt(m*n*(m+n+1)/12)
+	near(t, "scipy asymptotic", math.Erfc(z/math.Sqrt2), 0.11134688653314041, 1e-12)
+
+	// All tied: no evidence either way.
+	_, p = MannWhitney([]float64{1, 1, 1}, []float64{1, 1, 1})
+	near(t, "all tied", p, 1, 0)
+	_, p = MannWhitney(nil, []float64{1})
+	near(t, "empty", p, 1, 0)
+}
+
+func TestMannWhitneyLargeSamplesUseApproximation(t *testing.T) {
+	var a, b []float64
+	for i := range 30 {
+		a = append(a, float64(i))
+		b = append(b, float64(i)+0.5)
+	}
+	_, p := MannWhitney(a, b) // 900 > ExactLimit
+	if p < 0.5 || p > 1 {
+		t.Errorf("interleaved samples: p = %g, want large", p)
+	}
+	for i := range b {
+		b[i] += 100
+	}
+	if _, p := MannWhitney(a, b); p > 1e-9 {
+		t.Errorf("separated samples of 30: p = %g, want tiny", p)
+	}
+}
+
+// uCounts must sum to C(n1+n2, n1) and be symmetric.
+func TestUCounts(t *testing.T) {
+	c := uCounts(4, 5)
+	sum := 0.0
+	for i, v := range c {
+		sum += v
+		if v != c[len(c)-1-i] {
+			t.Fatalf("not symmetric at %d: %v", i, c)
+		}
+	}
+	near(t, "total", sum, 126, 0)
+}
+
+// Known values: Fisher's lady tasting tea (3 of 4 vs 1 of 4: one-sided
+// p = 17/70) and extreme tables.
+func TestFisherGreater(t *testing.T) {
+	near(t, "tea", FisherGreater(1, 4, 3, 4), 17.0/70, 1e-12)
+	near(t, "0/10 vs 10/10", FisherGreater(0, 10, 10, 10), 1/184756.0, 1e-15)
+	near(t, "0/5 vs 1/5", FisherGreater(0, 5, 1, 5), 0.5, 1e-12)
+	near(t, "no failures", FisherGreater(0, 5, 0, 5), 1, 1e-12)
+	near(t, "fewer failures", FisherGreater(3, 5, 0, 5), 1, 1e-12)
+	near(t, "bad input", FisherGreater(6, 5, 0, 5), 1, 0)
+}
+
+func TestHolm(t *testing.T) {
+	got := Holm([]float64{0.01, 0.04, 0.03, 0.005}, 0.05)
+	want := []bool{true, false, false, true}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("Holm = %v, want %v", got, want)
+		}
+	}
+	// Bonferroni's first step: with 10 tests, 0.006 is not enough.
+	ps := []float64{0.006, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5}
+	if Holm(ps, 0.05)[0] {
+		t.Error("0.006 among 10 tests rejected")
+	}
+	if len(Holm(nil, 0.05)) != 0 {
+		t.Error("Holm(nil) not empty")
+	}
+	if Holm([]float64{math.NaN()}, 0.05)[0] {
+		t.Error("NaN rejected")
+	}
+}
