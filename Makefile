@@ -52,7 +52,7 @@ REV ?= $(shell git rev-parse --verify -q origin/main >/dev/null && echo origin/m
 REGRESS_REPS ?= 10
 REGRESS_MATRIX ?= --locks queue,txn --scenarios contention,herd,holder-crash --quick-duration 1s
 regress: build
-	./$(BIN) regress --base $(REV) --reps $(REGRESS_REPS) $(REGRESS_MATRIX) --out $(OUT) $(SUITE_FLAGS)
+	./$(BIN) regress --base $(REV) --reps $(REGRESS_REPS) $(REGRESS_MATRIX) --out $(OUT)
 
 # Offline: the default suite against the committed results/baseline.json
 # (figures from another machine are compared floor-normalized; a
