@@ -77,6 +77,28 @@ func (f faultEffect) excuse(r int64) []window {
 	return []window{{f.from, f.from + r}, {f.to, f.to + r}}
 }
 
+// excuses are the merged windows a history's faults excuse (see excuse),
+// with one addition: a client fault near the start of a member fault (a
+// leader change while a dead client's lease runs out) excuses bound more,
+// because a leader change extends every lease by up to a TTL plus an
+// election.
+func excuses(effects []faultEffect, r, bound int64) []window {
+	var ws []window
+	for _, f := range effects {
+		ws = append(ws, f.excuse(r)...)
+		if f.process < 0 || f.name == "delay-client" {
+			continue
+		}
+		for _, m := range effects {
+			if m.member && m.from >= f.from-r && m.from < f.from+r {
+				ws = append(ws, window{f.from, f.from + r + bound})
+				break
+			}
+		}
+	}
+	return mergeWindows(ws)
+}
+
 // mergeWindows sorts windows and joins those that overlap or touch.
 func mergeWindows(ws []window) []window {
 	slices.SortFunc(ws, func(a, b window) int {

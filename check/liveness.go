@@ -120,12 +120,7 @@ func newLiveWalk(p *prepared, opts Options) *liveWalk {
 	}
 	w.deltas = p.possDeltas()
 	if w.bound >= 0 {
-		r := w.bound + int64(opts.RecoverySlack)
-		var ws []window
-		for _, f := range faultEffects(p.faultOps()) {
-			ws = append(ws, f.excuse(r)...)
-		}
-		w.excused = mergeWindows(ws)
+		w.excused = excuses(faultEffects(p.faultOps()), w.bound+int64(opts.RecoverySlack), w.bound)
 	}
 	return w
 }

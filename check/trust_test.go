@@ -3,6 +3,7 @@ package check
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/verdict"
@@ -84,6 +85,32 @@ func TestTrustChecks(t *testing.T) {
 		{"fencing: rejected after the harness saw the key expire", CheckFencing, cat(hold0[:2],
 			[]history.Event{deleted(msec(5), 10, history.CauseLease), w(msec(10), 0, inv, 10, 1), w(msec(11), 0, fail, 10, 1)}, hold0[2:]),
 			verdict.Pass, ""},
+	}
+	// A holder crash with the leader crashing too: the new leader extends
+	// the dead holder's lease, so the lock may stay held (free in the
+	// history: its holder crashed) for r + the bound; alone, a client crash
+	// excuses r. Bound 2.5 s, r 3.5 s; the lock moves on 3.65 s after.
+	crashed := cat([]history.Event{ev(0, 0, inv, acq, 0), ev(msec(1), 0, ok, acq, 10), ev(msec(500), 1, inv, acq, 0)},
+		clientFault(sec(1), sec(6), "crash-client", 0), []history.Event{proc(sec(1), 0, info, history.FCrash)})
+	memberCrash := []history.Event{
+		{Time: sec(1), Process: history.NemesisProcess, Type: inv, F: flt, Value: history.FaultValue(history.Fault{Fault: "crash-member", Target: "leader", Resolved: "member:0"})},
+		{Time: sec(4) + msec(630), Process: history.NemesisProcess, Type: ok, F: flt, Value: history.FaultValue(history.Fault{Fault: "crash-member", Target: "leader", Resolved: "member:0"})},
+	}
+	granted := []history.Event{ev(sec(4)+msec(650), 1, ok, acq, 11)}
+	bound := Options{LivenessBound: 2500 * time.Millisecond}
+	for _, tc := range []struct {
+		name   string
+		events []history.Event
+		want   verdict.Verdict
+	}{
+		{"holder and leader crash together", cat(crashed, memberCrash, granted), verdict.Pass},
+		{"holder crash alone, the same wait", cat(crashed, granted), verdict.Fail},
+	} {
+		t.Run("liveness: "+tc.name, func(t *testing.T) {
+			if res := CheckLiveness(tc.events, bound); res.Verdict != tc.want {
+				t.Errorf("verdict %s, want %s: %+v", res.Verdict, tc.want, res.Violations)
+			}
+		})
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
