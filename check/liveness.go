@@ -50,6 +50,12 @@ type liveLock struct {
 	candLine  int32
 	candPos   int32 // position in the candidate list; -1: no stretch
 	waitPos   int32 // position in the list of locks with waiters, -1
+	// gapAt is when the last waiter of an open stretch stopped waiting
+	// while the lock stayed free (-1: none): a new request within the bound
+	// resumes the stretch. gapLine and gapWaiter say where and who.
+	gapAt     int64
+	gapLine   int32
+	gapWaiter int32
 }
 
 type liveSlot struct {
@@ -103,7 +109,7 @@ func (p *prepared) liveness(opts Options) Result {
 	}
 	w.removed = -1
 	for len(w.cands) > 0 {
-		w.closeStall(w.cands[len(w.cands)-1], p.endTime, -1)
+		w.endStretch(w.cands[len(w.cands)-1], p.endTime, -1)
 	}
 	return w.result()
 }
@@ -113,7 +119,7 @@ func newLiveWalk(p *prepared, opts Options) *liveWalk {
 		locks: make([]liveLock, len(p.locks)), slots: make([]liveSlot, len(p.slotProc)),
 		procHeld: make([][]int32, len(p.procs)), paused: make([]bool, len(p.procs))}
 	for l := range w.locks {
-		w.locks[l].candPos, w.locks[l].waitPos = -1, -1
+		w.locks[l].candPos, w.locks[l].waitPos, w.locks[l].gapAt = -1, -1, -1
 	}
 	for s := range w.slots {
 		w.slots[s].waitIdx = -1
@@ -182,9 +188,20 @@ func (w *liveWalk) closeStall(l int32, t int64, line int32) {
 	removeAt(&w.cands, w.candPos, l)
 }
 
+// endStretch ends lock l's stretch at t, or where its waiters left if
+// they had (the gap).
+func (w *liveWalk) endStretch(l int32, t int64, line int32) {
+	lk := &w.locks[l]
+	if lk.gapAt >= 0 {
+		t, line, w.removed = lk.gapAt, lk.gapLine, lk.gapWaiter
+		lk.gapAt = -1
+	}
+	w.closeStall(l, t, line)
+}
+
 func (w *liveWalk) startStall(l int32, t int64, line int32) {
 	lk := &w.locks[l]
-	lk.candStart, lk.candLine = t, line
+	lk.candStart, lk.candLine, lk.gapAt = t, line, -1
 	lk.candPos = int32(len(w.cands))
 	w.cands = append(w.cands, l)
 }
@@ -289,16 +306,28 @@ func (w *liveWalk) dropHolds(pi, s int32) {
 }
 
 // settle opens or closes the stretches of the locks the event at t
-// touched.
+// touched. A stretch ends when the lock is granted. When every waiter
+// stops waiting (cancelled, timed out) while the lock stays free, the
+// stretch pauses: a new request within the bound resumes it, so clients
+// that retry with a timeout do not reset the clock of a lock that never
+// moves; later, the stretch ends where the waiters left.
 func (w *liveWalk) settle(t int64, line int32) {
 	for _, l := range w.touched {
 		lk := &w.locks[l]
-		free := lk.held == 0 && len(lk.waiters) > 0
 		switch {
-		case free && lk.candPos < 0:
+		case lk.held > 0 && lk.candPos >= 0:
+			w.endStretch(l, t, line)
+		case lk.held == 0 && len(lk.waiters) > 0 && lk.candPos < 0:
 			w.startStall(l, t, line)
-		case !free && lk.candPos >= 0:
-			w.closeStall(l, t, line)
+		case lk.held == 0 && len(lk.waiters) > 0 && lk.gapAt >= 0:
+			if t-lk.gapAt > w.bound {
+				w.endStretch(l, t, line)
+				w.startStall(l, t, line)
+			} else {
+				lk.gapAt = -1
+			}
+		case lk.held == 0 && len(lk.waiters) == 0 && lk.candPos >= 0 && lk.gapAt < 0:
+			lk.gapAt, lk.gapLine, lk.gapWaiter = t, line, w.removed
 		}
 	}
 }

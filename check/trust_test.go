@@ -112,6 +112,35 @@ func TestTrustChecks(t *testing.T) {
 			}
 		})
 	}
+	// Waits cancelled and asked again on a free lock that never moves: the
+	// clock does not restart with each retry; after a long lull it does.
+	retry := func(gap int64) []history.Event {
+		es := []history.Event{ev(0, 0, inv, acq, 0), ev(msec(1), 0, ok, acq, 10), ev(msec(5), 1, inv, acq, 0),
+			ev(msec(10), 0, inv, rel, 0), ev(msec(11), 0, ok, rel, 0)}
+		at := msec(5)
+		for i := 0; i < 3; i++ {
+			at += msec(900)
+			es = append(es, errEv(ev(at, 1, fail, acq, 0), "lock not acquired: context canceled"))
+			at += gap
+			es = append(es, ev(at, 1, inv, acq, 0))
+		}
+		return es
+	}
+	short := Options{LivenessBound: 1500 * time.Millisecond}
+	for _, tc := range []struct {
+		name string
+		gap  int64
+		want verdict.Verdict
+	}{
+		{"retries 20ms apart on a lock that never moves", msec(20), verdict.Fail},
+		{"retries after lulls longer than the bound", sec(2), verdict.Pass},
+	} {
+		t.Run("liveness: "+tc.name, func(t *testing.T) {
+			if res := CheckLiveness(retry(tc.gap), short); res.Verdict != tc.want {
+				t.Errorf("verdict %s, want %s: %+v", res.Verdict, tc.want, res.Violations)
+			}
+		})
+	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			res := tc.check(tc.events, Options{})
