@@ -48,7 +48,31 @@ type deletion struct {
 
 // deletionsUnderHolders lists the key deletions observed while the key's
 // holder still held, and whether the history has key-deleted events.
+// Symmetry, lease and fencing all read it: it is found once.
 func (p *prepared) deletionsUnderHolders() ([]deletion, bool) {
+	if !p.delsDone {
+		p.dels, p.delsSeen = p.findDeletions()
+		p.delsDone = true
+	}
+	return p.dels, p.delsSeen
+}
+
+// leaseExcused is the windows in which a lease that process lost is
+// explained by a fault (leaseExcuses), built once per process.
+func (p *prepared) leaseExcused(process int, r int64) []window {
+	key := [2]int64{int64(process), r}
+	ws, ok := p.excuses[key]
+	if !ok {
+		if p.excuses == nil {
+			p.excuses = map[[2]int64][]window{}
+		}
+		ws = leaseExcuses(faultEffects(p.faultOps()), process, r, p.endTime)
+		p.excuses[key] = ws
+	}
+	return ws
+}
+
+func (p *prepared) findDeletions() ([]deletion, bool) {
 	var dels []int
 	for k := range p.n() {
 		if i := p.at(k); p.op(i) == opKeyDeleted {
@@ -110,9 +134,8 @@ func (p *prepared) lease(opts Options) Result {
 	}
 	o := p.ops()
 	r := int64(opts.LivenessBound + opts.RecoverySlack)
-	effects := faultEffects(o)
 	explained := func(process int, t int64) bool {
-		return uncovered(leaseExcuses(effects, process, r, p.endTime), t-1, t) < 0
+		return uncovered(p.leaseExcused(process, r), t-1, t) < 0
 	}
 	losses := 0
 	for _, m := range o.LeaseLost {

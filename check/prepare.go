@@ -118,6 +118,12 @@ type prepared struct {
 
 	ws     *writeScan // memoized by writes
 	paired *Ops       // memoized by ops
+	// dels, delsSeen and delsDone memoize deletionsUnderHolders; excuses
+	// memoizes leaseExcused per process and recovery bound.
+	dels     []deletion
+	delsSeen bool
+	delsDone bool
+	excuses  map[[2]int64][]window
 }
 
 func (p *prepared) n() int { return len(p.ev) }

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/lockbench/lockbench/history"
@@ -58,7 +59,7 @@ func (p *prepared) progress(opts Options) Result {
 		default:
 			unknown++
 		}
-		if len(firstErrs) < 3 && errText != "" && !containsStr(firstErrs, errText) {
+		if len(firstErrs) < 3 && errText != "" && !slices.Contains(firstErrs, errText) {
 			firstErrs = append(firstErrs, errText)
 			firstLines = append(firstLines, done+1)
 		}
@@ -81,13 +82,4 @@ func (p *prepared) progress(opts Options) Result {
 	res.metric("unknown", float64(unknown))
 	res.metric("cancelled", float64(cancelled))
 	return res
-}
-
-func containsStr(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }

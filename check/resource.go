@@ -467,7 +467,6 @@ func (p *prepared) wronglyRejected(res *Result, opts Options) int {
 	}
 	o := p.ops()
 	r := int64(opts.LivenessBound + opts.RecoverySlack)
-	effects := faultEffects(o)
 	dels, _ := p.deletionsUnderHolders()
 	n := 0
 	for _, wr := range o.Writes {
@@ -476,7 +475,7 @@ func (p *prepared) wronglyRejected(res *Result, opts Options) int {
 		}
 		h, ok := holdAt(o.Holds, wr.Process, wr.From)
 		if !ok || grantedSince(o.Holds, h, wr.To) || lostSince(o.LeaseLost, wr.Process, h.From, wr.To) ||
-			uncovered(leaseExcuses(effects, wr.Process, r, p.endTime), wr.From-1, wr.To) < 0 || keyGone(dels, h) {
+			uncovered(p.leaseExcused(wr.Process, r), wr.From-1, wr.To) < 0 || keyGone(dels, h) {
 			continue
 		}
 		n++

@@ -153,13 +153,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
-	// Best effort: a folder that cannot be removed is no reason not to run.
-	stale, _ := RemoveStale(opts.DataParent)
-	for _, s := range stale {
-		if opts.OnStaleRemoved != nil {
-			opts.OnStaleRemoved(s)
-		}
-	}
+	stale := opts.removeStale()
 	for attempt := 1; ; attempt++ {
 		c, err = start(ctx, opts)
 		if c != nil {

@@ -188,3 +188,17 @@ func RemoveAllDataNow() ([]string, error) {
 	}
 	return removed, errors.Join(errs...)
 }
+
+// removeStale removes dead runs' data folders beside the new one and
+// tells OnStaleRemoved of each; best effort: a folder that cannot be
+// removed is no reason not to run. Both cluster kinds call it at start
+// and keep what it returns (StaleRemoved).
+func (o Options) removeStale() []Stale {
+	stale, _ := RemoveStale(o.DataParent)
+	for _, s := range stale {
+		if o.OnStaleRemoved != nil {
+			o.OnStaleRemoved(s)
+		}
+	}
+	return stale
+}

@@ -102,12 +102,7 @@ func StartProcesses(ctx context.Context, opts Options) (*ProcessCluster, error) 
 	if _, err := memberFlags(bin.Version, memberSpec{UnsafeNoFsync: opts.UnsafeNoFsync}); err != nil {
 		return nil, err
 	}
-	stale, _ := RemoveStale(opts.DataParent)
-	for _, s := range stale {
-		if opts.OnStaleRemoved != nil {
-			opts.OnStaleRemoved(s)
-		}
-	}
+	stale := opts.removeStale()
 	for attempt := 1; ; attempt++ {
 		pc, err := startProcesses(ctx, opts, bin)
 		if err == nil {

@@ -251,12 +251,10 @@ func checkLockService(ctx context.Context, c cluster.Members, lock string) (foun
 // checks either leaves unjudged ("any").
 func ExpectationsFor(sc scenario.Scenario, lock, keepalive string) map[string]verdict.Verdict {
 	st, _ := locks.Lookup(lock)
-	own := st.Expect[sc.Name]
-	if len(own) == 0 {
-		return sc.Expect.For(lock, keepalive)
-	}
-	e := verdict.Expectations{verdict.DefaultKey: sc.Expect.For(lock, keepalive), lock: own}
-	return e.For(lock, keepalive)
+	out := sc.Expect.For(lock, keepalive)
+	maps.Copy(out, st.Expect[sc.Name])
+	maps.DeleteFunc(out, func(_ string, v verdict.Verdict) bool { return v == verdict.Any })
+	return out
 }
 
 // judge compares a run's verdicts with what its scenario expects of the
