@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -261,4 +262,50 @@ func (pc *ProcessCluster) StaleRemoved() []Stale { return pc.stale }
 // newClient connects to one endpoint, for probes and status.
 func newClient(endpoint string) (*clientv3.Client, error) {
 	return clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, Logger: zap.NewNop(), DialKeepAliveTime: time.Second, DialKeepAliveTimeout: time.Second})
+}
+
+// ResolveBinaries resolves each --etcd-bin value of a version matrix
+// (ResolveBinary) and refuses duplicates: the same value or binary twice,
+// or two binaries of one release, since a suite keys its cells by release
+// (report.Summary.Key) and two such columns could not be told apart.
+func ResolveBinaries(ctx context.Context, etcdBins []string) ([]Binary, error) {
+	if len(etcdBins) == 0 {
+		return nil, fmt.Errorf("etcd-bin: no binary given")
+	}
+	out := make([]Binary, 0, len(etcdBins))
+	for i, eb := range etcdBins {
+		if eb == "" {
+			return nil, fmt.Errorf("etcd-bin: empty entry %d in the list", i+1)
+		}
+		b, err := ResolveBinary(ctx, eb)
+		if err != nil {
+			return nil, err
+		}
+		for j, prev := range out {
+			switch {
+			case etcdBins[j] == eb:
+				return nil, fmt.Errorf("etcd-bin: %s given twice: give each binary once", eb)
+			case sameBinary(prev, b):
+				return nil, fmt.Errorf("etcd-bin: %s and %s are the same binary (%s): give each once", etcdBins[j], eb, b.Path)
+			case prev.Version == b.Version:
+				return nil, fmt.Errorf("etcd-bin: %s and %s both run etcd %s: a suite keys its cells by release, give one binary per release", etcdBins[j], eb, b.Version)
+			}
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// sameBinary reports whether a and b run the same executable the same way
+// (a path and a symlink to it, "./etcd" and its absolute path).
+func sameBinary(a, b Binary) bool {
+	if !slices.Equal(a.Prefix, b.Prefix) {
+		return false
+	}
+	if a.Path == b.Path {
+		return true
+	}
+	sa, err1 := os.Stat(a.Path)
+	sb, err2 := os.Stat(b.Path)
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
 }
