@@ -81,7 +81,7 @@ repro-etcd-20716: build
 # waited, and to the waiter behind it too: two holders, which the checker
 # catches (exclusion). examples/etcd-11456.yaml delays one waiter's traffic
 # past its TTL; rpc-trusting is the rpc strategy without its re-read of the
-# granted key (it trusts the answer, as jetcd's users do). Run on Debian's
+# granted key (it trusts the answer, as a caller of jetcd's lock client does). Run on Debian's
 # etcd-server 3.4.23 (/usr/bin/etcd, installed with apt-get when absent
 # and this runs as root), where it must fail exclusion (exit 1), and on
 # lockbench's own 3.7.3 (--etcd-bin self), where it must pass (exit 0).

@@ -18,7 +18,7 @@ func init() {
 	})
 	Register(Strategy{
 		Name:        "rpc-trusting",
-		Description: "rpc without its re-read: trusts the lock service's answer, as jetcd's users and Jepsen's etcd client do; registered to reproduce etcd #11456 (make repro-etcd-11456), hidden from the default suite",
+		Description: "rpc without its re-read: trusts the lock service's answer, as a caller of jetcd's lock client does; registered to reproduce etcd #11456 (make repro-etcd-11456), hidden from the default suite",
 		Origin:      "etcd #11456 (docs/processes.md)",
 		LockService: true,
 		Hidden:      true,
