@@ -75,13 +75,10 @@ func TestRefuses(t *testing.T) {
 	if err := Refuses(Options{}, "pause-member"); err == nil || !strings.Contains(err.Error(), KindEmbedded) {
 		t.Errorf("embedded pause-member: %v", err)
 	}
-	if err := Refuses(Options{EtcdBin: "self"}, "partition-member"); err == nil || !strings.Contains(err.Error(), KindProcess) {
-		t.Errorf("process partition-member: %v", err)
-	}
 	for _, ok := range []struct {
 		o Options
 		f string
-	}{{Options{}, "partition-member"}, {Options{EtcdBin: "self"}, "pause-member"}, {Options{}, "crash-member"}, {Options{EtcdBin: "x"}, "crash-member"}} {
+	}{{Options{}, "partition-member"}, {Options{EtcdBin: "self"}, "partition-member"}, {Options{EtcdBin: "self"}, "pause-member"}, {Options{}, "crash-member"}, {Options{EtcdBin: "x"}, "crash-member"}} {
 		if err := Refuses(ok.o, ok.f); err != nil {
 			t.Errorf("%+v %s: %v", ok.o, ok.f, err)
 		}
