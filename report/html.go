@@ -143,6 +143,10 @@ func WriteSuiteHTML(w io.Writer, cells []Cell) error {
 			scens = append(scens, c.Summary.Scenario)
 		}
 	}
+	p.Scens = len(scens)
+	if multi {
+		p.Etcds = etcds
+	}
 	// Several binaries: a column per scenario and binary, side by side.
 	type column struct{ scenario, etcd string }
 	var cols []column
@@ -458,7 +462,11 @@ func orDash(s string) string {
 
 type suitePage struct {
 	page
+	// Scenarios are the matrix's column heads: a scenario, or a scenario
+	// and a binary when the suite ran several (Etcds of them).
 	Scenarios []string
+	Scens     int
+	Etcds     []string
 	Matrix    []matrixRow
 	Cells     []cellView
 	CDFs      []scenarioCharts

@@ -353,7 +353,7 @@ func TestWriteSuiteHTMLVersions(t *testing.T) {
 	if etcds["3.7.3 (self)"] != 2 || etcds["3.4.23 (/usr/bin/etcd)"] != 2 {
 		t.Errorf("matrix cells by binary %v, want 2 of each", etcds)
 	}
-	for _, want := range []string{"contention · etcd 3.4.23 (/usr/bin/etcd)", "on etcd 3.7.3 (self)"} {
+	for _, want := range []string{"contention · etcd 3.4.23 (/usr/bin/etcd)", "on etcd 3.7.3 (self)", "× 2 etcd binaries: 3.7.3 (self), 3.4.23 (/usr/bin/etcd)"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("suite page lacks %q", want)
 		}
