@@ -120,3 +120,17 @@ func TestSuiteMatrixTwoBinaries(t *testing.T) {
 		t.Errorf("keys %v, want self's then 3.4's", keys)
 	}
 }
+
+// A suite takes a scenario some cluster kind cannot run: its cells are
+// skipped with a note per binary, not the whole suite refused.
+func TestSuiteValidateLeavesRefusalsToCells(t *testing.T) {
+	s := metaSpec(t)
+	s.Scenarios = append(s.Scenarios, pauseLeader(t))
+	if err := s.Validate(); err != nil {
+		t.Errorf("embedded suite with pause-leader refused: %v", err)
+	}
+	s.EtcdBins = []string{cluster.EtcdBinSelf}
+	if err := s.Validate(); err != nil {
+		t.Errorf("process suite with pause-leader refused: %v", err)
+	}
+}

@@ -105,7 +105,7 @@ func (s SuiteSpec) Validate() error {
 	for _, l := range s.Locks {
 		for _, sc := range s.Scenarios {
 			for _, ka := range s.keepAlives() {
-				if err := (RunSpec{Lock: l, Scenario: sc, KeepAlive: ka, Out: s.Out}).Validate(); err != nil {
+				if err := (RunSpec{Lock: l, Scenario: sc, KeepAlive: ka, Out: s.Out}).validate(false); err != nil {
 					return err
 				}
 			}
