@@ -125,6 +125,7 @@ func TestSuiteMatrixTwoBinaries(t *testing.T) {
 // skipped with a note per binary, not the whole suite refused.
 func TestSuiteValidateLeavesRefusalsToCells(t *testing.T) {
 	s := metaSpec(t)
+	s.Out = t.TempDir()
 	s.Scenarios = append(s.Scenarios, pauseLeader(t))
 	if err := s.Validate(); err != nil {
 		t.Errorf("embedded suite with pause-leader refused: %v", err)
