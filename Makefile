@@ -76,17 +76,27 @@ repro-etcd-20716: build
 	if [ $$rc = 1 ] || [ $$rc = 3 ]; then echo "Successful reproduction (exit $$rc)"; \
 	else echo "Failed to reproduce (exit $$rc)"; exit 1; fi
 
-# etcd #11456 (fixed in 3.5.0): etcd 3.4's lock service grants a waiter
-# whose lease (so whose key) went while it waited, and the waiter behind it
-# too: two holders. Runs TestEtcd11456 on member processes: Debian's
-# etcd-server 3.4.23 (/usr/bin/etcd, installed with apt-get when absent and
-# this runs as root) and lockbench's own 3.7.3 (--etcd-bin self), which
-# refuses the grant ("session is expired"). docs/processes.md.
-repro-etcd-11456:
+# etcd #11456 (fixed in 3.5.0) through a scenario: etcd 3.4's lock service
+# grants the lock to a waiter whose lease (so whose key) lapsed while it
+# waited, and to the waiter behind it too: two holders, which the checker
+# catches (exclusion). examples/etcd-11456.yaml delays one waiter's traffic
+# past its TTL; rpc-trusting is the rpc strategy without its re-read of the
+# granted key (it trusts the answer, as a caller of jetcd's lock client does). Run on Debian's
+# etcd-server 3.4.23 (/usr/bin/etcd, installed with apt-get when absent
+# and this runs as root), where it must fail exclusion (exit 1), and on
+# lockbench's own 3.7.3 (--etcd-bin self), where it must pass (exit 0).
+# The lock service alone, without the runner: go test -run TestEtcd11456
+# -v ./cluster. docs/processes.md.
+REPRO_11456 = ./$(BIN) run --lock rpc-trusting --scenario examples/etcd-11456.yaml --out $(OUT)
+repro-etcd-11456: build
 	@[ -x /usr/bin/etcd ] || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null; } || { echo "needs /usr/bin/etcd 3.4: apt-get install etcd-server"; exit 1; }
-	@out=$$($(GO) test -count=1 -run 'TestEtcd11456' -v ./cluster 2>&1); echo "$$out" | grep -E 'etcd 3|Successful|FAIL'; \
-	if echo "$$out" | grep -q 'Successful reproduction' && echo "$$out" | grep -q '^ok'; then echo "Successful reproduction"; \
-	else echo "Failed to reproduce"; exit 1; fi
+	@echo "== $$(/usr/bin/etcd --version | head -1) (--etcd-bin /usr/bin/etcd): must fail exclusion"; \
+	old=$$($(REPRO_11456) --etcd-bin /usr/bin/etcd 2>&1); rc=$$?; echo "$$old" | grep -E '^(violation|run folder)|│ rpc-trusting'; echo "exit $$rc"; \
+	echo "== the built-in etcd (--etcd-bin self): must pass"; \
+	new=$$($(REPRO_11456) --etcd-bin self 2>&1); rc2=$$?; echo "$$new" | grep -E '^(violation|run folder)|│ rpc-trusting'; echo "exit $$rc2"; \
+	if [ $$rc = 1 ] && echo "$$old" | grep -q 'held by two processes at once' && [ $$rc2 = 0 ]; then \
+		echo "Successful reproduction of etcd #11456: etcd 3.4's lock service granted a waiter whose key had lapsed, while the next waiter held; the built-in etcd refused that grant"; \
+	else echo "Failed to reproduce (exit $$rc on 3.4, $$rc2 on self)"; exit 1; fi
 
 vet:
 	$(GO) vet ./...

@@ -91,7 +91,7 @@ func runCompare(_ context.Context, e *env, o compareOptions) error {
 	}
 	c := report.Compare(suites[0], suites[1], report.CompareOptions{Threshold: o.threshold.v, MinDeltaMS: o.minDelta, Alpha: o.alpha, Normalize: o.normalize})
 	if c.Cells == 0 && len(suites[0].Cells) > 0 && len(suites[1].Cells) > 0 {
-		return badInput(errors.New("no cell in common: the files compare different lock/scenario pairs"))
+		return badInput(errors.New("no cell in common: the files compare different cells (lock/scenario, keepalive policy, etcd release of member processes; an embedded suite and a process suite share none)"))
 	}
 	var err error
 	if o.asJSON {

@@ -14,6 +14,9 @@ func TestEtcdBinBadInput(t *testing.T) {
 		{[]string{"run", "--lock", "queue", "--scenario", "contention", "--etcd-bin", "/nonexistent/etcd"}, "--etcd-bin /nonexistent/etcd"},
 		{[]string{"run", "--lock", "queue", "--scenario", "contention", "--etcd-bin", "/tmp"}, "--etcd-bin /tmp"},
 		{[]string{"cluster", "--etcd-bin", "self"}, "lockbench cluster keeps only the embedded cluster"},
+		{[]string{"run", "--lock", "queue", "--scenario", "contention", "--etcd-bin", "self,/usr/bin/etcd"}, "a dimension of suite only"},
+		{[]string{"suite", "--locks", "queue", "--scenarios", "contention", "--etcd-bin", "self,self"}, "--etcd-bin: self given twice"},
+		{[]string{"suite", "--locks", "queue", "--scenarios", "contention", "--etcd-bin", "self,/bin/true"}, "--etcd-bin /bin/true"},
 		{[]string{"run", "--lock", "queue", "--scenario", "../examples/pause-leader.yaml"}, "the embedded cluster cannot freeze one member"},
 	} {
 		code, _, stderr := runCLI(t, tc.args...)

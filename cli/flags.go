@@ -94,6 +94,9 @@ type clusterFlags struct {
 	verbose        bool
 	dataDir        string
 	etcdBin        string
+	// etcdList lets --etcd-bin be a comma-separated list (suite: a version
+	// matrix); other commands run one binary.
+	etcdList bool
 }
 
 // embeddedOnly are clusterFlags' names: with --endpoints they do not apply.
@@ -106,7 +109,7 @@ func (c *clusterFlags) register(fs *flagSet) {
 	fs.DurationVar(&c.election, "election", cluster.DefaultElection, "election timeout of the embedded cluster (≥5× --tick)")
 	fs.BoolVar(&c.noFsync, "unsafe-no-fsync", false, "disable fsync in etcd (faster; a member crash may lose data)")
 	fs.BoolVar(&c.verbose, "verbose", false, "show etcd's own logs")
-	fs.StringVar(&c.etcdBin, "etcd-bin", "", "run the members as processes: 'self' (lockbench's own binary, etcd "+cluster.EmbeddedVersion+") or the path of an etcd binary (3.4 or later; its version is detected) (default: embedded, inside lockbench; docs/processes.md)")
+	fs.StringVar(&c.etcdBin, "etcd-bin", "", "run the members as processes: 'self' (lockbench's own binary, etcd "+cluster.EmbeddedVersion+") or the path of an etcd binary (3.4 or later; its version is detected); suite takes a comma-separated list, each binary a dimension (default: embedded, inside lockbench; docs/processes.md)")
 	fs.StringVar(&c.dataDir, "data-dir", "", "an existing folder to hold etcd's data folder, removed on exit (default $TMPDIR)")
 }
 
@@ -126,8 +129,14 @@ func (c *clusterFlags) options() (cluster.Options, error) {
 			return cluster.Options{}, err
 		}
 	}
-	if err := checkEtcdBin(c.etcdBin); err != nil {
-		return cluster.Options{}, err
+	bins := splitList(c.etcdBin)
+	if len(bins) > 1 && !c.etcdList {
+		return cluster.Options{}, badInputf("--etcd-bin %s: one binary here (a list of binaries is a dimension of suite only)", c.etcdBin)
+	}
+	for _, b := range bins {
+		if err := checkEtcdBin(b); err != nil {
+			return cluster.Options{}, err
+		}
 	}
 	return cluster.Options{Members: c.members, Tick: c.tick, Election: c.election, UnsafeNoFsync: c.noFsync, Verbose: c.verbose, EtcdBin: c.etcdBin}, nil
 }

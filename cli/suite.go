@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockbench/lockbench/cluster"
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
@@ -34,7 +35,7 @@ type suiteOptions struct {
 // suiteCommand is `lockbench suite`: the strategy × scenario × seed
 // matrix on one cluster.
 func suiteCommand(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "suite", "suite [--locks a,b] [--scenarios x,y] [--seeds N] [flags]")
+	fs := newFlags(e, "suite", "suite [--locks a,b] [--scenarios x,y] [--seeds N] [--etcd-bin self,PATH] [flags]")
 	o := suiteOptions{inject: injectDelayFlag{}}
 	fs.IntVar(&o.reps, "reps", 1, "run every seed of every cell N times: the samples compare tests (≥4 a side for timings to gate)")
 	fs.Var(o.inject, "inject-delay", injectUsage)
@@ -48,19 +49,22 @@ func suiteCommand(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&o.junit, "junit", "", "also write the suite as JUnit XML to this file (a testcase per cell, lock/scenario/seed; a failure per cell not as expected)")
 	o.client.register(fs, true, false)
 	o.cluster.register(fs)
+	o.cluster.etcdList = true
 	if err := fs.parseFlagsOnly(args); err != nil {
 		return err
 	}
 	o.set = fs.given()
-	spec, err := o.spec()
+	spec, err := o.spec(ctx)
 	if err != nil {
 		return err
 	}
 	return runSuite(ctx, e, &o, spec)
 }
 
-// spec checks the flags and builds the suite, before anything starts.
-func (o *suiteOptions) spec() (harness.SuiteSpec, error) {
+// spec checks the flags and builds the suite, before anything starts:
+// each --etcd-bin binary is asked its release here, so that a bad one is
+// refused before any folder is made.
+func (o *suiteOptions) spec(ctx context.Context) (harness.SuiteSpec, error) {
 	rpcT, err := o.client.rpcTimeoutSpec()
 	if err != nil {
 		return harness.SuiteSpec{}, err
@@ -91,6 +95,13 @@ func (o *suiteOptions) spec() (harness.SuiteSpec, error) {
 	}
 	if o.quick == 0 {
 		spec.QuickDuration = -1
+	}
+	if bins := splitList(o.cluster.etcdBin); len(bins) > 0 {
+		// Every binary a dimension (one binary: a matrix of one).
+		if _, err := cluster.ResolveBinaries(ctx, bins); err != nil {
+			return spec, badInput(fmt.Errorf("--%w", err))
+		}
+		spec.EtcdBins, spec.Cluster.EtcdBin = bins, ""
 	}
 	for _, n := range splitList(o.scenarios) {
 		sc, err := scenario.Lookup(n)

@@ -93,8 +93,6 @@ func Refuses(opts Options, fault string) error {
 	switch {
 	case opts.EtcdBin == "" && fault == "pause-member":
 		return fmt.Errorf("fault pause-member: the %s cluster cannot freeze one member (its members share lockbench's process); run with --etcd-bin self or --etcd-bin PATH", KindEmbedded)
-	case opts.EtcdBin != "" && fault == "partition-member":
-		return fmt.Errorf("fault partition-member: the %s cluster cannot cut a member from its peers (a TCP proxy on a peer URL cuts only the connections into that member, and etcd's peers talk both ways over connections either side dials); use the embedded cluster (no --etcd-bin)", KindProcess)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,6 +40,10 @@ type ProcessCluster struct {
 	initial string
 	members []*procMember
 	stale   []Stale
+	// cuts and relays: the relay in front of each member's peer port,
+	// through which Partition cuts it (peerproxy.go).
+	cuts   peerCuts
+	relays []*peerRelay
 }
 
 // The process cluster is one kind of Members.
@@ -137,16 +142,22 @@ func startProcesses(ctx context.Context, opts Options, bin Binary) (pc *ProcessC
 	}
 	var initial []string
 	for i := 0; i < opts.Members; i++ {
+		r, err := startPeerRelay(&pc.cuts, i, fmt.Sprintf("127.0.0.1:%d", ports[2*i+1]))
+		if err != nil {
+			return pc, err
+		}
+		pc.relays = append(pc.relays, r)
 		m := &procMember{
-			index:     i,
-			name:      fmt.Sprintf("m%d", i),
-			clientURL: fmt.Sprintf("http://127.0.0.1:%d", ports[2*i]),
-			peerURL:   fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1]),
-			dir:       filepath.Join(dir, fmt.Sprintf("m%d", i)),
-			logPath:   filepath.Join(dir, fmt.Sprintf("m%d.log", i)),
+			index:        i,
+			name:         fmt.Sprintf("m%d", i),
+			clientURL:    fmt.Sprintf("http://127.0.0.1:%d", ports[2*i]),
+			peerURL:      fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1]),
+			advertiseURL: r.URL(),
+			dir:          filepath.Join(dir, fmt.Sprintf("m%d", i)),
+			logPath:      filepath.Join(dir, fmt.Sprintf("m%d.log", i)),
 		}
 		pc.members = append(pc.members, m)
-		initial = append(initial, m.name+"="+m.peerURL)
+		initial = append(initial, m.name+"="+m.advertiseURL)
 	}
 	pc.initial = strings.Join(initial, ",")
 	// Members of a new cluster start together: each waits for a quorum.
@@ -161,7 +172,37 @@ func startProcesses(ctx context.Context, opts Options, bin Binary) (pc *ProcessC
 	if _, err := waitLeader(ctx, pc.opts.Tick, pc.Leader); err != nil {
 		return pc, err
 	}
-	return pc, nil
+	return pc, pc.learnIDs(ctx)
+}
+
+// learnIDs maps each member's id to its index, so that the peer relays
+// know who dialled them (X-Server-From).
+func (pc *ProcessCluster) learnIDs(ctx context.Context) error {
+	cli, err := pc.members[0].statusClient()
+	if err != nil {
+		return fmt.Errorf("member list: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	resp, err := cli.MemberList(ctx)
+	if err != nil {
+		return fmt.Errorf("member list: %w", err)
+	}
+	ids := map[string]int{}
+	for _, mem := range resp.Members {
+		for _, m := range pc.members {
+			if mem.Name == m.name {
+				ids[fmt.Sprintf("%x", mem.ID)] = m.index
+			}
+		}
+	}
+	if len(ids) != len(pc.members) {
+		return fmt.Errorf("member list: %d of %d members named", len(ids), len(pc.members))
+	}
+	pc.cuts.mu.Lock()
+	pc.cuts.ids = ids
+	pc.cuts.mu.Unlock()
+	return nil
 }
 
 // waitAllReady waits for every member to serve clients, in parallel.
@@ -261,4 +302,50 @@ func (pc *ProcessCluster) StaleRemoved() []Stale { return pc.stale }
 // newClient connects to one endpoint, for probes and status.
 func newClient(endpoint string) (*clientv3.Client, error) {
 	return clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, Logger: zap.NewNop(), DialKeepAliveTime: time.Second, DialKeepAliveTimeout: time.Second})
+}
+
+// ResolveBinaries resolves each --etcd-bin value of a version matrix
+// (ResolveBinary) and refuses duplicates: the same value or binary twice,
+// or two binaries of one release, since a suite keys its cells by release
+// (report.Summary.Key) and two such columns could not be told apart.
+func ResolveBinaries(ctx context.Context, etcdBins []string) ([]Binary, error) {
+	if len(etcdBins) == 0 {
+		return nil, fmt.Errorf("etcd-bin: no binary given")
+	}
+	out := make([]Binary, 0, len(etcdBins))
+	for i, eb := range etcdBins {
+		if eb == "" {
+			return nil, fmt.Errorf("etcd-bin: empty entry %d in the list", i+1)
+		}
+		b, err := ResolveBinary(ctx, eb)
+		if err != nil {
+			return nil, err
+		}
+		for j, prev := range out {
+			switch {
+			case etcdBins[j] == eb:
+				return nil, fmt.Errorf("etcd-bin: %s given twice: give each binary once", eb)
+			case sameBinary(prev, b):
+				return nil, fmt.Errorf("etcd-bin: %s and %s are the same binary (%s): give each once", etcdBins[j], eb, b.Path)
+			case prev.Version == b.Version:
+				return nil, fmt.Errorf("etcd-bin: %s and %s both run etcd %s: a suite keys its cells by release, give one binary per release", etcdBins[j], eb, b.Version)
+			}
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// sameBinary reports whether a and b run the same executable the same way
+// (a path and a symlink to it, "./etcd" and its absolute path).
+func sameBinary(a, b Binary) bool {
+	if !slices.Equal(a.Prefix, b.Prefix) {
+		return false
+	}
+	if a.Path == b.Path {
+		return true
+	}
+	sa, err1 := os.Stat(a.Path)
+	sb, err2 := os.Stat(b.Path)
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
 }

@@ -60,7 +60,7 @@ func assertNothingLeft(t *testing.T, pc *ProcessCluster, dir string) {
 		t.Errorf("data folder %s left: %v", dir, err)
 	}
 	for _, m := range pc.members {
-		for _, u := range []string{m.clientURL, m.peerURL} {
+		for _, u := range []string{m.clientURL, m.peerURL, m.advertiseURL} {
 			pu, _ := url.Parse(u)
 			l, err := net.Listen("tcp", pu.Host)
 			if err != nil {
@@ -83,12 +83,19 @@ func startSelf(t *testing.T, bin string) *ProcessCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { pc.Close() }) // a failed test leaves no member for the next
 	return pc
 }
 
 func put(t *testing.T, pc *ProcessCluster, key string) {
 	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: pc.Endpoints(), Logger: zap.NewNop(), DialTimeout: 5 * time.Second})
+	putTo(t, pc.Endpoints(), key)
+}
+
+// putTo writes key through endpoints only.
+func putTo(t *testing.T, endpoints []string, key string) {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, Logger: zap.NewNop(), DialTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,8 +141,41 @@ func exercise(t *testing.T, pc *ProcessCluster) {
 	if _, err := waitLeader(ctx, pc.Tick(), pc.Leader); err != nil {
 		t.Fatal(err)
 	}
-	if err := pc.Partition(0); !errors.Is(err, ErrUnsupported) {
-		t.Errorf("Partition: %v, want ErrUnsupported", err)
+	partitionLeader(ctx, t, pc)
+}
+
+// partitionLeader cuts the leader from its peers at the relays: the
+// others elect a new leader and take writes; once healed, the old leader
+// follows it.
+func partitionLeader(ctx context.Context, t *testing.T, pc *ProcessCluster) {
+	t.Helper()
+	old := pc.Leader()
+	if err := pc.Partition(old); err != nil {
+		t.Fatal(err)
+	}
+	nl, err := waitLeader(ctx, pc.Tick(), func() int {
+		if l := pc.Leader(); l != old {
+			return l
+		}
+		return -1
+	})
+	if err != nil {
+		t.Fatalf("no new leader while member %d is cut off: %v", old, err)
+	}
+	putTo(t, []string{pc.Endpoints()[nl]}, "c") // through the majority's leader
+	if err := pc.Heal(old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := waitLeader(ctx, pc.Tick(), func() int {
+		if pc.Healthy() {
+			return pc.Leader()
+		}
+		return -1
+	}); err != nil {
+		t.Fatalf("after heal (new leader was %d): %v", nl, err)
+	}
+	if err := pc.Partition(pc.Count()); err == nil {
+		t.Error("Partition of a member that does not exist accepted")
 	}
 }
 

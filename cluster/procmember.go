@@ -20,12 +20,15 @@ import (
 type procMember struct {
 	index                    int
 	name, clientURL, peerURL string
-	dir, logPath             string
-	mu                       sync.Mutex
-	cmd                      *exec.Cmd
-	done                     chan struct{} // closed once the process is reaped
-	paused                   bool
-	client                   *clientv3.Client // status and probes; made on first use
+	// advertiseURL is the peer relay in front of peerURL: what the member
+	// advertises and its peers dial.
+	advertiseURL string
+	dir, logPath string
+	mu           sync.Mutex
+	cmd          *exec.Cmd
+	done         chan struct{} // closed once the process is reaped
+	paused       bool
+	client       *clientv3.Client // status and probes; made on first use
 }
 
 func (m *procMember) alive() bool {
@@ -53,7 +56,7 @@ func (m *procMember) isPaused() bool {
 func (pc *ProcessCluster) spawn(m *procMember, state string) error {
 	flags, err := memberFlags(pc.bin.Version, memberSpec{
 		Name: m.name, Dir: m.dir, ClientURL: m.clientURL, PeerURL: m.peerURL,
-		AdvertisePeerURL: m.peerURL, Initial: pc.initial, State: state,
+		AdvertisePeerURL: m.advertiseURL, Initial: pc.initial, State: state,
 		Tick: pc.opts.Tick, Election: pc.opts.Election, UnsafeNoFsync: pc.opts.UnsafeNoFsync,
 	})
 	if err != nil {
@@ -246,13 +249,24 @@ func (pc *ProcessCluster) stopCont(i int, stop bool) error {
 	return nil
 }
 
-// Partition is refused: see Refuses for why a proxy cannot do it.
+// Partition cuts member i from every peer, both ways, at the peer relays
+// (peerproxy.go says what that cuts and what it cannot).
 func (pc *ProcessCluster) Partition(i int) error {
-	return fmt.Errorf("partition member %d: %w: %v", i, ErrUnsupported, Refuses(pc.opts, "partition-member"))
+	if i < 0 || i >= len(pc.members) {
+		return fmt.Errorf("partition member %d: cluster has members 0..%d", i, len(pc.members)-1)
+	}
+	pc.cuts.setCut(i, true)
+	return nil
 }
 
-// Heal has nothing to mend: the process cluster never partitions.
-func (pc *ProcessCluster) Heal(int) error { return nil }
+// Heal undoes Partition of member i.
+func (pc *ProcessCluster) Heal(i int) error {
+	if i < 0 || i >= len(pc.members) {
+		return fmt.Errorf("heal member %d: cluster has members 0..%d", i, len(pc.members)-1)
+	}
+	pc.cuts.setCut(i, false)
+	return nil
+}
 
 // Leader asks every running, unpaused member for its status (in
 // parallel, 300 ms each) and returns the member that a majority names as
@@ -335,6 +349,10 @@ func (pc *ProcessCluster) Close() error {
 		}
 		m.mu.Unlock()
 	}
+	for _, r := range pc.relays {
+		r.close()
+	}
+	pc.relays = nil
 	if pc.dir != "" {
 		if err := os.RemoveAll(pc.dir); err != nil {
 			errs = append(errs, fmt.Errorf("remove data folder: %w", err))

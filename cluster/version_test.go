@@ -1,6 +1,9 @@
 package cluster
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -72,15 +75,65 @@ func TestRefuses(t *testing.T) {
 	if err := Refuses(Options{}, "pause-member"); err == nil || !strings.Contains(err.Error(), KindEmbedded) {
 		t.Errorf("embedded pause-member: %v", err)
 	}
-	if err := Refuses(Options{EtcdBin: "self"}, "partition-member"); err == nil || !strings.Contains(err.Error(), KindProcess) {
-		t.Errorf("process partition-member: %v", err)
-	}
 	for _, ok := range []struct {
 		o Options
 		f string
-	}{{Options{}, "partition-member"}, {Options{EtcdBin: "self"}, "pause-member"}, {Options{}, "crash-member"}, {Options{EtcdBin: "x"}, "crash-member"}} {
+	}{{Options{}, "partition-member"}, {Options{EtcdBin: "self"}, "partition-member"}, {Options{EtcdBin: "self"}, "pause-member"}, {Options{}, "crash-member"}, {Options{EtcdBin: "x"}, "crash-member"}} {
 		if err := Refuses(ok.o, ok.f); err != nil {
 			t.Errorf("%+v %s: %v", ok.o, ok.f, err)
+		}
+	}
+}
+
+// fakeEtcd writes an executable that answers --version as etcd version v
+// would: enough for version detection, which starts nothing.
+func fakeEtcd(t *testing.T, name, v string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	script := "#!/bin/sh\necho 'etcd Version: " + v + "'\necho 'Git SHA: fake'\n"
+	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// A version matrix's binaries: each asked its release; the same binary
+// twice, two of one release, or one that is not etcd is refused with a
+// message naming them.
+func TestResolveBinaries(t *testing.T) {
+	ctx := context.Background()
+	v34, v35 := fakeEtcd(t, "etcd", "3.4.23"), fakeEtcd(t, "etcd", "3.5.17")
+	got, err := ResolveBinaries(ctx, []string{EtcdBinSelf, v34, v35})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vs []string
+	for _, b := range got {
+		vs = append(vs, b.Version.String())
+	}
+	if want := []string{EmbeddedVersion, "3.4.23", "3.5.17"}; !slices.Equal(vs, want) {
+		t.Errorf("versions %v, want %v", vs, want)
+	}
+	link := filepath.Join(t.TempDir(), "etcd-link")
+	if err := os.Symlink(v34, link); err != nil {
+		t.Fatal(err)
+	}
+	other34 := fakeEtcd(t, "etcd", "3.4.23")
+	for _, tc := range []struct {
+		bins []string
+		want string
+	}{
+		{[]string{EtcdBinSelf, EtcdBinSelf}, "self given twice"},
+		{[]string{v34, link}, "are the same binary"},
+		{[]string{v34, other34}, "both run etcd 3.4.23"},
+		{[]string{EtcdBinSelf, fakeEtcd(t, "etcd", EmbeddedVersion)}, "both run etcd " + EmbeddedVersion},
+		{[]string{EtcdBinSelf, "/bin/sh"}, "etcd-bin /bin/sh"},
+		{[]string{fakeEtcd(t, "etcd", "3.3.27")}, "lockbench runs etcd 3.4 and later"},
+		{nil, "no binary"},
+	} {
+		_, err := ResolveBinaries(ctx, tc.bins)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want an error with %q", tc.bins, err, tc.want)
 		}
 	}
 }

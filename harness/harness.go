@@ -53,7 +53,12 @@ type RunSpec struct {
 
 // Validate checks everything that can be checked before a cluster starts,
 // so that bad input never leaves anything behind.
-func (s RunSpec) Validate() error {
+func (s RunSpec) Validate() error { return s.validate(true) }
+
+// validate is Validate; without refuse it leaves out whether the cluster
+// kind can do the scenario's faults (a suite decides that per binary and
+// skips such cells with a note).
+func (s RunSpec) validate(refuse bool) error {
 	if _, err := locks.Lookup(s.Lock); err != nil {
 		return err
 	}
@@ -67,8 +72,10 @@ func (s RunSpec) Validate() error {
 	if err := s.Scenario.CheckMembers(members); err != nil {
 		return err
 	}
-	if err := refused(s.Cluster, s.Scenario); err != nil {
-		return err
+	if refuse {
+		if err := refused(s.Cluster, s.Scenario); err != nil {
+			return err
+		}
 	}
 	if err := runner.CheckSharedConns(s.Scenario, s.SharedConns); err != nil {
 		return err
@@ -199,6 +206,7 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 		ID: runID, Lock: spec.Lock, Scenario: spec.Scenario.Name, Clients: spec.Scenario.Clients,
 		Seed: spec.Seed, Elapsed: out.Elapsed, Interrupted: out.Interrupted, Stopped: out.Stopped, Stuck: out.Stuck,
 		LeaseTTL: spec.Scenario.TTL(), KeepAlive: string(locks.KeepAliveOrDefault(spec.KeepAlive)),
+		Etcd: etcdOf(spec, t), EtcdVersion: etcdVersionOf(t),
 	}, out.Events, rep)
 	dir, err := rundir.Write(spec.Out, cfg, out.Events, sum)
 	if err != nil {
@@ -226,6 +234,27 @@ func etcdBinOf(c cluster.Members) string {
 		return b.Path
 	}
 	return ""
+}
+
+// etcdOf is the --etcd-bin a run's member processes ran ("self" or the
+// path as given), for its summary; "" on the embedded and external kinds.
+func etcdOf(spec RunSpec, t target) string {
+	if t.config.Kind != cluster.KindProcess {
+		return ""
+	}
+	if spec.Cluster.EtcdBin != "" {
+		return spec.Cluster.EtcdBin
+	}
+	return t.config.EtcdBin
+}
+
+// etcdVersionOf is the member processes' release for a run's summary (""
+// unless the members are processes: config.json has the others').
+func etcdVersionOf(t target) string {
+	if t.config.Kind != cluster.KindProcess {
+		return ""
+	}
+	return t.config.Version
 }
 
 // refused says why a cluster of opts cannot run sc's faults, or nil.

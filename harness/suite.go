@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -25,7 +26,7 @@ import (
 const DefaultQuickDuration = 2 * time.Second
 
 // SuiteSpec is a matrix of strategies × scenarios × keepalive policies ×
-// seeds.
+// seeds × etcd binaries.
 type SuiteSpec struct {
 	Locks     []string
 	Scenarios []scenario.Scenario
@@ -36,6 +37,13 @@ type SuiteSpec struct {
 	// holder believes is the policy's doing, and scenarios expect per
 	// policy (verdict.KeepAlivePrefix).
 	KeepAlives []locks.KeepAlive
+	// EtcdBins, when set, are the --etcd-bin values ("self" or paths) the
+	// whole matrix runs on, one binary after the other, each on its own
+	// process cluster: a version matrix, whose cells record the binary and
+	// its release and are keyed by the release (report.Summary.Key), so
+	// old and new etcd releases run side by side. It overrides
+	// Cluster.EtcdBin; none: the cluster Cluster asks for.
+	EtcdBins []string
 	// RPCTimeout is RunSpec.RPCTimeout of every cell.
 	RPCTimeout time.Duration
 	Cluster    cluster.Options
@@ -97,7 +105,7 @@ func (s SuiteSpec) Validate() error {
 	for _, l := range s.Locks {
 		for _, sc := range s.Scenarios {
 			for _, ka := range s.keepAlives() {
-				if err := (RunSpec{Lock: l, Scenario: sc, KeepAlive: ka, Out: s.Out}).Validate(); err != nil {
+				if err := (RunSpec{Lock: l, Scenario: sc, KeepAlive: ka, Out: s.Out}).validate(false); err != nil {
 					return err
 				}
 			}
@@ -114,9 +122,10 @@ func (s SuiteSpec) keepAlives() []locks.KeepAlive {
 	return s.KeepAlives
 }
 
-// Suite runs every cell on one embedded cluster (restarted only when a
-// cell leaves it unhealthy), writes a run folder per cell and suite.json,
-// and compares each cell's verdicts with its scenario's expectations.
+// Suite runs every cell on one cluster (restarted only when a cell leaves
+// it unhealthy), on each binary of EtcdBins in turn, writes a run folder
+// per cell and suite.json, and compares each cell's verdicts with its
+// scenario's expectations.
 func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
@@ -124,86 +133,203 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 	if spec.QuickDuration == 0 {
 		spec.QuickDuration = DefaultQuickDuration
 	}
+	// Before the suite's folder: a bad binary leaves nothing behind.
+	bins, err := spec.binaries(ctx)
+	if err != nil {
+		return nil, err
+	}
 	id := "suite-" + time.Now().UTC().Format("20060102T150405.000Z")
 	dir := filepath.Join(spec.Out, id)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create suite folder: %w", err)
 	}
-	var c cluster.Members
+	r := &suiteRun{spec: spec, dir: dir, bins: bins,
+		res:   &SuiteResult{Dir: dir, Header: spec.header(bins)},
+		total: len(spec.Locks) * len(spec.Scenarios) * len(spec.keepAlives()) * spec.Seeds * max(spec.Reps, 1) * len(bins)}
 	defer func() {
-		if c == nil {
-			return
-		}
-		if cerr := c.Close(); cerr != nil && err == nil {
+		if cerr := r.closeCluster(); cerr != nil && err == nil {
 			err = fmt.Errorf("close etcd cluster: %w", cerr)
 		}
 	}()
-	res = &SuiteResult{Dir: dir, Header: spec.header()}
-	reps := max(spec.Reps, 1)
-	total := len(spec.Locks) * len(spec.Scenarios) * len(spec.keepAlives()) * spec.Seeds * reps
-	for _, sc := range spec.Scenarios {
-		sc = spec.capped(sc)
-		for _, lock := range spec.Locks {
-			for run := range spec.cells() {
-				ka, seed := run.keepAlive, run.seed
+	for _, b := range bins {
+		if err := r.runBinary(ctx, b); err != nil {
+			return r.res, err
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		// One cluster at a time: the next binary's members start on a
+		// machine the last one's have left.
+		if cerr := r.closeCluster(); cerr != nil {
+			r.res.Notes = append(r.res.Notes, fmt.Sprintf("close the etcd %s cluster: %v", b.label(), cerr))
+		}
+	}
+	r.sortCells()
+	if ctx.Err() != nil {
+		r.res.markInterrupted(spec, bins)
+	}
+	return r.res, writeSuite(dir, r.res)
+}
+
+// suiteBin is one binary of a suite's version matrix: the cluster options
+// that run it and what its cells record.
+type suiteBin struct {
+	opts cluster.Options
+	// etcd is the --etcd-bin value and version its release, both "" for
+	// the embedded cluster (report.Summary.Etcd, EtcdVersion).
+	etcd, version string
+}
+
+// label names the binary in notes: "3.4.23 (/usr/bin/etcd)", "embedded".
+func (b suiteBin) label() string {
+	if l := (report.Summary{Etcd: b.etcd, EtcdVersion: b.version}).EtcdLabel(); l != "" {
+		return l
+	}
+	return cluster.KindEmbedded
+}
+
+// binaries resolves the suite's binaries (EtcdBins, else Cluster.EtcdBin,
+// else the embedded cluster), asking each its release and refusing
+// duplicates (cluster.ResolveBinaries), before anything starts.
+func (s SuiteSpec) binaries(ctx context.Context) ([]suiteBin, error) {
+	names := s.EtcdBins
+	if len(names) == 0 && s.Cluster.EtcdBin != "" {
+		names = []string{s.Cluster.EtcdBin}
+	}
+	if len(names) == 0 {
+		return []suiteBin{{opts: s.Cluster}}, nil
+	}
+	resolved, err := cluster.ResolveBinaries(ctx, names)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]suiteBin, len(names))
+	for i, n := range names {
+		opts := s.Cluster
+		opts.EtcdBin = n
+		out[i] = suiteBin{opts: opts, etcd: n, version: resolved[i].Version.String()}
+	}
+	return out, nil
+}
+
+// suiteRun is a suite under way: its cells so far and the cluster of the
+// binary being run.
+type suiteRun struct {
+	spec  SuiteSpec
+	dir   string
+	bins  []suiteBin
+	res   *SuiteResult
+	c     cluster.Members
+	total int
+}
+
+// closeCluster closes the current cluster, if any.
+func (r *suiteRun) closeCluster() error {
+	if r.c == nil {
+		return nil
+	}
+	err := r.c.Close()
+	r.c = nil
+	return err
+}
+
+// runBinary runs every cell on binary b. It returns early, without error,
+// when ctx ends.
+func (r *suiteRun) runBinary(ctx context.Context, b suiteBin) error {
+	for _, sc := range r.spec.Scenarios {
+		sc = r.spec.capped(sc)
+		for _, lock := range r.spec.Locks {
+			for run := range r.spec.cells() {
 				if ctx.Err() != nil {
-					res.markInterrupted(spec)
-					return res, writeSuite(dir, res)
+					return nil
 				}
-				name := fmt.Sprintf("%s × %s (keepalive %s) seed %d", lock, sc.Name, ka, seed)
-				if reps > 1 {
-					name += fmt.Sprintf(" rep %d", run.rep)
+				if err := r.runCell(ctx, b, sc, lock, run); err != nil || ctx.Err() != nil {
+					return err
 				}
-				if rerr := refused(spec.Cluster, sc); rerr != nil {
-					// A fault this cluster kind cannot do: skipped, said.
-					res.Notes = append(res.Notes, fmt.Sprintf("skipped %s: %v", name, rerr))
-					continue
-				}
-				if spec.Progress != nil {
-					spec.Progress(len(res.Cells), total, name)
-				}
-				if c == nil || !c.Healthy() {
-					if c != nil {
-						c.Close()
-					}
-					if c, err = cluster.Open(ctx, spec.Cluster); err != nil {
-						if ctx.Err() != nil {
-							res.markInterrupted(spec)
-							return res, writeSuite(dir, res)
-						}
-						return res, fmt.Errorf("start etcd cluster: %w", err)
-					}
-					res.measureFloor(ctx, c, spec.FloorDuration)
-				}
-				r, err := RunOn(ctx, c, RunSpec{Lock: lock, Scenario: sc, Seed: seed, KeepAlive: ka, RPCTimeout: spec.RPCTimeout, Cluster: spec.Cluster, Out: dir,
-					InjectDelay: spec.InjectDelay[lock]})
-				if err != nil {
-					return res, fmt.Errorf("%s: %w", name, err)
-				}
-				cell := judge(r.Summary, ExpectationsFor(sc, lock, string(ka)))
-				cell.Dir, _ = filepath.Rel(dir, r.Dir)
-				if found, replace := checkLockService(ctx, c, lock); found != "" {
-					note := fmt.Sprintf("after %s: %s", name, found)
-					if replace {
-						note += "; the cluster was replaced"
-						if cerr := c.Close(); cerr != nil {
-							note += fmt.Sprintf(" (close: %v)", cerr)
-						}
-						c = nil
-					}
-					res.Notes = append(res.Notes, note)
-				}
-				if !cell.Matches {
-					res.Mismatches++
-				}
-				res.Cells = append(res.Cells, cell)
 			}
 		}
 	}
-	if ctx.Err() != nil {
-		res.markInterrupted(spec)
+	return nil
+}
+
+// runCell runs one cell on binary b's cluster, starting it when there is
+// none or the last cell left it unhealthy, and judges the cell.
+func (r *suiteRun) runCell(ctx context.Context, b suiteBin, sc scenario.Scenario, lock string, run suiteCell) error {
+	spec, res := r.spec, r.res
+	name := fmt.Sprintf("%s × %s (keepalive %s) seed %d", lock, sc.Name, run.keepAlive, run.seed)
+	if max(spec.Reps, 1) > 1 {
+		name += fmt.Sprintf(" rep %d", run.rep)
 	}
-	return res, writeSuite(dir, res)
+	if len(r.bins) > 1 {
+		name += " on etcd " + b.label()
+	}
+	if rerr := refused(b.opts, sc); rerr != nil {
+		// A fault this cluster kind cannot do: skipped, said.
+		res.Notes = append(res.Notes, fmt.Sprintf("skipped %s: %v", name, rerr))
+		return nil
+	}
+	if spec.Progress != nil {
+		spec.Progress(len(res.Cells), r.total, name)
+	}
+	if r.c == nil || !r.c.Healthy() {
+		r.closeCluster()
+		c, err := cluster.Open(ctx, b.opts)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("start etcd cluster (%s): %w", b.label(), err)
+		}
+		r.c = c
+		res.measureFloor(ctx, c, spec.FloorDuration)
+	}
+	out, err := RunOn(ctx, r.c, RunSpec{Lock: lock, Scenario: sc, Seed: run.seed, KeepAlive: run.keepAlive, RPCTimeout: spec.RPCTimeout, Cluster: b.opts, Out: r.dir,
+		InjectDelay: spec.InjectDelay[lock]})
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	cell := judge(out.Summary, ExpectationsFor(sc, lock, string(run.keepAlive)))
+	cell.Dir, _ = filepath.Rel(r.dir, out.Dir)
+	if found, replace := checkLockService(ctx, r.c, lock); found != "" {
+		note := fmt.Sprintf("after %s: %s", name, found)
+		if replace {
+			note += "; the cluster was replaced"
+			if cerr := r.closeCluster(); cerr != nil {
+				note += fmt.Sprintf(" (close: %v)", cerr)
+			}
+		}
+		res.Notes = append(res.Notes, note)
+	}
+	if !cell.Matches {
+		res.Mismatches++
+	}
+	res.Cells = append(res.Cells, cell)
+	return nil
+}
+
+// sortCells puts a version matrix's cells in the order one binary's would
+// run (scenario, strategy, keepalive policy, seed), each cell's binaries
+// side by side; a suite of one binary keeps its run order.
+func (r *suiteRun) sortCells() {
+	if len(r.bins) < 2 {
+		return
+	}
+	idx := func(names []string, n string) int { return slices.Index(names, n) }
+	scens := make([]string, len(r.spec.Scenarios))
+	for i, sc := range r.spec.Scenarios {
+		scens[i] = sc.Name
+	}
+	kas := make([]string, 0, len(r.spec.keepAlives()))
+	for _, ka := range r.spec.keepAlives() {
+		kas = append(kas, string(locks.KeepAliveOrDefault(ka)))
+	}
+	slices.SortStableFunc(r.res.Cells, func(a, b report.Cell) int {
+		x, y := a.Summary, b.Summary
+		return cmp.Or(cmp.Compare(idx(scens, x.Scenario), idx(scens, y.Scenario)),
+			cmp.Compare(idx(r.spec.Locks, x.Lock), idx(r.spec.Locks, y.Lock)),
+			cmp.Compare(idx(kas, x.KeepAlive), idx(kas, y.KeepAlive)),
+			cmp.Compare(x.Seed, y.Seed))
+	})
 }
 
 // suiteCell is one run of a strategy on a scenario.

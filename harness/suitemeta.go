@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/scenario"
@@ -30,7 +31,7 @@ func (s SuiteSpec) capped(sc scenario.Scenario) scenario.Scenario {
 
 // header is suite.json's fields other than its cells, as far as they are
 // known before the first cell.
-func (s SuiteSpec) header() report.Suite {
+func (s SuiteSpec) header(bins []suiteBin) report.Suite {
 	h := rundir.ThisHost()
 	out := report.Suite{
 		Reps:           max(s.Reps, 1),
@@ -41,11 +42,8 @@ func (s SuiteSpec) header() report.Suite {
 	for _, sc := range s.Scenarios {
 		sc = s.capped(sc)
 		out.ScenarioHashes[sc.Name] = ScenarioHash(sc)
-		for _, lock := range s.Locks {
-			for _, ka := range s.keepAlives() {
-				key := report.Summary{Lock: lock, Scenario: sc.Name, KeepAlive: string(ka)}.Key()
-				out.Expected[key] = ExpectationsFor(sc, lock, string(ka))
-			}
+		for _, key := range s.cellKeys(sc.Name, bins) {
+			out.Expected[key.Key()] = ExpectationsFor(sc, key.Lock, key.KeepAlive)
 		}
 	}
 	for l, d := range s.InjectDelay {
@@ -97,10 +95,26 @@ func (r *SuiteResult) measureFloor(ctx context.Context, c cluster.Members, d tim
 	r.Header.Floor = f
 }
 
+// cellKeys are the cells of scenario sc as summaries that hold only what
+// keys them (report.Summary.Key): strategy, keepalive policy, binary.
+func (s SuiteSpec) cellKeys(sc string, bins []suiteBin) []report.Summary {
+	var out []report.Summary
+	for _, b := range bins {
+		for _, lock := range s.Locks {
+			for _, ka := range s.keepAlives() {
+				out = append(out, report.Summary{Lock: lock, Scenario: sc, KeepAlive: string(locks.KeepAliveOrDefault(ka)),
+					Etcd: b.etcd, EtcdVersion: b.version})
+			}
+		}
+	}
+	return out
+}
+
 // markInterrupted records that the suite ended early and which cells
-// (lock/scenario) are missing runs: a comparison must say so rather than
+// (by key: lock/scenario, with the keepalive policy and binary when not
+// the default) are missing runs: a comparison must say so rather than
 // compare what happened to run.
-func (r *SuiteResult) markInterrupted(s SuiteSpec) {
+func (r *SuiteResult) markInterrupted(s SuiteSpec, bins []suiteBin) {
 	r.Header.Interrupted = true
 	r.Header.NotRun = nil
 	done := map[string]int{}
@@ -110,8 +124,8 @@ func (r *SuiteResult) markInterrupted(s SuiteSpec) {
 		}
 	}
 	for _, sc := range s.Scenarios {
-		for _, lock := range s.Locks {
-			if k := lock + "/" + sc.Name; done[k] < s.Seeds*max(s.Reps, 1) {
+		for _, key := range s.cellKeys(sc.Name, bins) {
+			if k := key.Key(); done[k] < s.Seeds*max(s.Reps, 1) {
 				r.Header.NotRun = append(r.Header.NotRun, k)
 			}
 		}

@@ -28,7 +28,7 @@ func metaSpec(t *testing.T) SuiteSpec {
 // the host and the injected delay.
 func TestSuiteHeader(t *testing.T) {
 	s := metaSpec(t)
-	h := s.header()
+	h := s.header([]suiteBin{{}})
 	if h.Reps != 3 || h.Host == nil || h.Host.CPUs < 1 || h.InjectDelay["queue"] != "2ms" {
 		t.Errorf("header: %+v", h)
 	}
@@ -50,7 +50,7 @@ func TestSuiteHeader(t *testing.T) {
 
 func TestSuiteMarkInterrupted(t *testing.T) {
 	s := metaSpec(t)
-	r := &SuiteResult{Header: s.header()}
+	r := &SuiteResult{Header: s.header([]suiteBin{{}})}
 	sum := func(lock, sc string, interrupted bool) report.Cell {
 		return report.Cell{Summary: report.Summary{Lock: lock, Scenario: sc, Interrupted: interrupted}}
 	}
@@ -58,7 +58,7 @@ func TestSuiteMarkInterrupted(t *testing.T) {
 		r.Cells = append(r.Cells, sum("queue", "contention", false))
 	}
 	r.Cells = append(r.Cells, sum("txn", "contention", false), sum("txn", "contention", true))
-	r.markInterrupted(s)
+	r.markInterrupted(s, []suiteBin{{}})
 	want := []string{"txn/contention", "queue/holder-crash", "txn/holder-crash"}
 	if !r.Header.Interrupted || !slices.Equal(r.Header.NotRun, want) {
 		t.Errorf("interrupted %v, not run %v, want %v", r.Header.Interrupted, r.Header.NotRun, want)

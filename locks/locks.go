@@ -235,6 +235,12 @@ type Strategy struct {
 	// to wake waiters (see cluster.ErrLockServiceStuck): a harness that
 	// reuses a cluster checks the service after such a strategy's run.
 	LockService bool
+	// Hidden keeps a strategy out of Names and All (so out of the default
+	// suite, bench and `lockbench list`), while run and suite still find it
+	// by name: one registered for a single purpose, such as reproducing a
+	// server bug (rpc-trusting), whose verdicts elsewhere would mean
+	// nothing.
+	Hidden bool
 	// Expect, when set, is what this strategy expects of built-in (or any)
 	// scenarios by scenario name, check by check, over the scenario's own
 	// expectations: a user's strategy carries its known limits with it
@@ -258,12 +264,16 @@ func Register(s Strategy) {
 	registry[s.Name] = s
 }
 
-// Names lists the registered strategies in a stable order.
+// Names lists the registered strategies in a stable order, without the
+// hidden ones (Strategy.Hidden).
 func Names() []string {
 	registryMu.RLock()
 	defer registryMu.RUnlock()
 	out := make([]string, 0, len(registry))
-	for n := range registry {
+	for n, s := range registry {
+		if s.Hidden {
+			continue
+		}
 		out = append(out, n)
 	}
 	sort.Strings(out)

@@ -3,6 +3,7 @@ package locks_test
 import (
 	"context"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -228,5 +229,22 @@ func TestQueueMiddleWaiterLost(t *testing.T) {
 				t.Fatal("C did not get the lock after A released it")
 			}
 		})
+	}
+}
+
+// A hidden strategy is found by name but left out of the lists the
+// default suite and bench take.
+func TestHiddenStrategy(t *testing.T) {
+	st, err := locks.Lookup("rpc-trusting")
+	if err != nil || !st.Hidden || !st.LockService {
+		t.Fatalf("rpc-trusting: %+v, %v", st, err)
+	}
+	if slices.Contains(locks.Names(), "rpc-trusting") {
+		t.Error("a hidden strategy in Names")
+	}
+	for _, s := range locks.All() {
+		if s.Hidden {
+			t.Errorf("hidden %s in All", s.Name)
+		}
 	}
 }

@@ -16,6 +16,21 @@ func init() {
 		LockService: true,
 		New:         newRPC,
 	})
+	Register(Strategy{
+		Name:        "rpc-trusting",
+		Description: "rpc without its re-read: trusts the lock service's answer, as a caller of jetcd's lock client does; registered to reproduce etcd #11456 (make repro-etcd-11456), hidden from the default suite",
+		Origin:      "etcd #11456 (docs/processes.md)",
+		LockService: true,
+		Hidden:      true,
+		New: func(ctx context.Context, cli *clientv3.Client, opts Options) (Locker, error) {
+			l, err := newRPC(ctx, cli, opts)
+			if err != nil {
+				return nil, err
+			}
+			l.(*rpcLocker).trusting = true
+			return l, nil
+		},
+	})
 }
 
 // rpcLocker uses etcd's lock service: the server runs concurrency.Mutex on
@@ -30,6 +45,11 @@ type rpcLocker struct {
 	lock   v3lockpb.LockClient
 	leases *leaseKeeper
 	held   *Grant
+	// trusting skips step 3 of Lock: the grant is whatever the lock
+	// service answered (rpc-trusting). Exists to show what etcd 3.4's lock
+	// service does to a client that trusts it (#11456): it may answer with
+	// a key that is gone.
+	trusting bool
 }
 
 func newRPC(ctx context.Context, cli *clientv3.Client, opts Options) (Locker, error) {
@@ -71,6 +91,14 @@ func (l *rpcLocker) Lock(ctx context.Context) (*Grant, error) {
 		return nil, l.leases.settle(ctx, ls, fmt.Errorf("lock rpc: %w", err))
 	}
 	key := string(resp.Key)
+	if l.trusting {
+		// No token: the answer does not carry the key's create revision
+		// (only step 3's read would), and its header revision is not one
+		// (after a wait it is a later read's, shared by every waiter woken
+		// by the same delete). Token 0 tells the checker there is none.
+		l.held = grantOf(key, 0, ls)
+		return l.held, nil
+	}
 	// Step 3: read the token, the key's create revision. The response
 	// header is not it: the server's Mutex returns the header of its put
 	// only when the lock was free at once; after a wait it is the header of

@@ -296,3 +296,34 @@ func TestParseThreshold(t *testing.T) {
 		}
 	}
 }
+
+// withEtcd is ss run on member processes of binary etcd at release v.
+func withEtcd(ss []Summary, etcd, v string) []Summary {
+	out := slices.Clone(ss)
+	for i := range out {
+		out[i].Etcd, out[i].EtcdVersion = etcd, v
+	}
+	return out
+}
+
+// A version matrix compares each release's cells with the same release's
+// only: a 3.4 cell 4× slower than the 3.7 cell beside it is no regression,
+// a release missing from a side is, and where a release's binary lives
+// does not matter.
+func TestCompareKeysByEtcdRelease(t *testing.T) {
+	fast, slow := samples(4, "queue", 1000, 1, 2), samples(4, "queue", 250, 4, 8)
+	base := Suite{Cells: append(withEtcd(fast, "self", "3.7.3"), withEtcd(slow, "/usr/bin/etcd", "3.4.23")...)}
+	moved := Suite{Cells: append(withEtcd(fast, "self", "3.7.3"), withEtcd(slow, "/opt/etcd/bin/etcd", "3.4.23")...)}
+	c := Compare(base, moved, CompareOptions{})
+	if c.Cells != 2 || c.Regressed() {
+		t.Errorf("same releases, binary moved: %d cells compared, regressed %v:\n%s", c.Cells, c.Regressed(), changeLines(c))
+	}
+	c = Compare(base, Suite{Cells: withEtcd(fast, "self", "3.7.3")}, CompareOptions{})
+	if !slices.Equal(c.Removed, []string{"queue/contention/etcd=3.4.23"}) || !c.Regressed() {
+		t.Errorf("3.4.23 missing from new: removed %v, regressed %v", c.Removed, c.Regressed())
+	}
+	c = Compare(Suite{Cells: fast}, Suite{Cells: withEtcd(fast, "self", "3.7.3")}, CompareOptions{})
+	if c.Cells != 0 {
+		t.Errorf("an embedded cell compared with a process cell (%d cells)", c.Cells)
+	}
+}

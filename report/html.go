@@ -132,6 +132,8 @@ const runHTMLFile = "report.html"
 // Cell.Dir is set.
 func WriteSuiteHTML(w io.Writer, cells []Cell) error {
 	p := suitePage{page: newPage("lockbench suite")}
+	etcds := EtcdLabels(cells)
+	multi := len(etcds) > 1
 	var locks, scens []string
 	for _, c := range cells {
 		if !slices.Contains(locks, c.Summary.Lock) {
@@ -141,14 +143,31 @@ func WriteSuiteHTML(w io.Writer, cells []Cell) error {
 			scens = append(scens, c.Summary.Scenario)
 		}
 	}
-	p.Scenarios = scens
+	p.Scens = len(scens)
+	if multi {
+		p.Etcds = etcds
+	}
+	// Several binaries: a column per scenario and binary, side by side.
+	type column struct{ scenario, etcd string }
+	var cols []column
+	for _, sc := range scens {
+		for _, e := range etcds {
+			cols = append(cols, column{sc, e})
+			if multi {
+				p.Scenarios = append(p.Scenarios, sc+" · etcd "+e)
+			} else {
+				p.Scenarios = append(p.Scenarios, sc)
+			}
+		}
+	}
 	for _, l := range locks {
 		row := matrixRow{Lock: l}
-		for _, sc := range scens {
+		for _, col := range cols {
 			var mc *cellView
 			for i := range cells {
-				if cells[i].Summary.Lock == l && cells[i].Summary.Scenario == sc {
-					v := newCellView(cells[i])
+				s := cells[i].Summary
+				if s.Lock == l && s.Scenario == col.scenario && s.EtcdLabel() == col.etcd {
+					v := newCellView(cells[i], multi)
 					mc = &v
 					break
 				}
@@ -158,10 +177,10 @@ func WriteSuiteHTML(w io.Writer, cells []Cell) error {
 		p.Matrix = append(p.Matrix, row)
 	}
 	for _, c := range cells {
-		p.Cells = append(p.Cells, newCellView(c))
+		p.Cells = append(p.Cells, newCellView(c, multi))
 	}
 	for _, sc := range scens {
-		p.CDFs = append(p.CDFs, newScenarioCharts(sc, cells))
+		p.CDFs = append(p.CDFs, newScenarioCharts(sc, cells, multi))
 	}
 	return render(w, "suite.html.tmpl", p)
 }
@@ -443,7 +462,11 @@ func orDash(s string) string {
 
 type suitePage struct {
 	page
+	// Scenarios are the matrix's column heads: a scenario, or a scenario
+	// and a binary when the suite ran several (Etcds of them).
 	Scenarios []string
+	Scens     int
+	Etcds     []string
 	Matrix    []matrixRow
 	Cells     []cellView
 	CDFs      []scenarioCharts
@@ -464,7 +487,9 @@ type scenarioCharts struct {
 
 // newScenarioCharts draws scenario sc's charts from its cells. The time
 // charts span the longest cell; cells without a Series are left out.
-func newScenarioCharts(sc string, cells []Cell) scenarioCharts {
+// With multi (cells from several etcd binaries) each line's label names
+// its binary.
+func newScenarioCharts(sc string, cells []Cell, multi bool) scenarioCharts {
 	var acq, hand []cdfSeries
 	var through, acqT, hoT []tsLine
 	var faults []FaultSpan
@@ -474,8 +499,12 @@ func newScenarioCharts(sc string, cells []Cell) scenarioCharts {
 		if s.Scenario != sc {
 			continue
 		}
-		acq = append(acq, latencySeries(s.Lock, s.LatencyMS[LatAcquire]))
-		hand = append(hand, latencySeries(s.Lock, s.LatencyMS[LatHandoff]))
+		label := s.Lock
+		if multi {
+			label += " · etcd " + s.EtcdLabel()
+		}
+		acq = append(acq, latencySeries(label, s.LatencyMS[LatAcquire]))
+		hand = append(hand, latencySeries(label, s.LatencyMS[LatHandoff]))
 		if s.Series == nil {
 			continue
 		}
@@ -483,9 +512,9 @@ func newScenarioCharts(sc string, cells []Cell) scenarioCharts {
 		if ts.EndS() > end {
 			end, faults = ts.EndS(), ts.Faults
 		}
-		through = append(through, throughputLine(s.Lock, ts))
-		acqT = append(acqT, latencyLine(s.Lock, ts, ts.Acquire, p99, false))
-		hoT = append(hoT, latencyLine(s.Lock, ts, ts.Handoff, p99, false))
+		through = append(through, throughputLine(label, ts))
+		acqT = append(acqT, latencyLine(label, ts, ts.Acquire, p99, false))
+		hoT = append(hoT, latencyLine(label, ts, ts.Handoff, p99, false))
 	}
 	chart := func(title, y string, log bool, lines []tsLine) template.HTML {
 		return tsSVG(tsChart{Title: sc + ": " + title, YLabel: y, Log: log, EndS: end, Faults: faults, Lines: lines})
@@ -500,6 +529,8 @@ func newScenarioCharts(sc string, cells []Cell) scenarioCharts {
 
 type cellView struct {
 	Cell
+	// Etcd is the cell's binary when the suite ran several ("" else).
+	Etcd       string
 	Handoff    Latency
 	Wakeups    string
 	Violations int
@@ -516,9 +547,12 @@ type suiteCheck struct {
 	Messages []string
 }
 
-func newCellView(c Cell) cellView {
+func newCellView(c Cell, multi bool) cellView {
 	v := cellView{Cell: c, Handoff: c.Summary.LatencyMS[LatHandoff], Wakeups: wakeupsString(c.Summary),
 		Violations: c.Summary.TotalViolations(), Match: matchString(c)}
+	if multi {
+		v.Etcd = c.Summary.EtcdLabel()
+	}
 	if c.Dir != "" {
 		v.Link = strings.TrimSuffix(c.Dir, "/") + "/" + runHTMLFile
 	}

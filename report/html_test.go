@@ -328,3 +328,34 @@ func TestMetricTextAndCounts(t *testing.T) {
 		t.Errorf("FormatMS of negatives: %s %s", FormatMS(-1000.4), FormatMS(-12.34))
 	}
 }
+
+// A version matrix's page puts each cell's binaries side by side: a
+// matrix column per scenario and binary, each filled cell naming its own.
+func TestWriteSuiteHTMLVersions(t *testing.T) {
+	var cells []Cell
+	for _, c := range suiteCells()[:2] {
+		for _, e := range [][2]string{{"self", "3.7.3"}, {"/usr/bin/etcd", "3.4.23"}} {
+			c.Summary.Etcd, c.Summary.EtcdVersion = e[0], e[1]
+			cells = append(cells, c)
+		}
+	}
+	var b bytes.Buffer
+	if err := WriteSuiteHTML(&b, cells); err != nil {
+		t.Fatal(err)
+	}
+	doc := parseHTML(t, b.Bytes())
+	etcds := map[string]int{}
+	for _, c := range byClass(doc, "cell") {
+		if e, ok := attr(c, "data-etcd"); ok {
+			etcds[e]++
+		}
+	}
+	if etcds["3.7.3 (self)"] != 2 || etcds["3.4.23 (/usr/bin/etcd)"] != 2 {
+		t.Errorf("matrix cells by binary %v, want 2 of each", etcds)
+	}
+	for _, want := range []string{"contention · etcd 3.4.23 (/usr/bin/etcd)", "on etcd 3.7.3 (self)", "× 2 etcd binaries: 3.7.3 (self), 3.4.23 (/usr/bin/etcd)"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("suite page lacks %q", want)
+		}
+	}
+}

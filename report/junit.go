@@ -87,7 +87,12 @@ func WriteJUnit(w io.Writer, name, suiteDir string, cells []Cell) error {
 // junitTestCase is one cell as a testcase.
 func junitTestCase(c Cell, suiteDir string) junitCase {
 	s := c.Summary
-	tc := junitCase{Name: fmt.Sprintf("%s/%s/%d", s.Lock, s.Scenario, s.Seed), Classname: "lockbench." + s.Lock, Time: secs(s.DurationS)}
+	name := fmt.Sprintf("%s/%s/%d", s.Lock, s.Scenario, s.Seed)
+	if s.Etcd != "" {
+		// Member processes: the release tells a version matrix's cells apart.
+		name += "/etcd-" + s.EtcdVersion
+	}
+	tc := junitCase{Name: name, Classname: "lockbench." + s.Lock, Time: secs(s.DurationS)}
 	if c.Dir != "" {
 		dir := c.Dir
 		if suiteDir != "" && !filepath.IsAbs(dir) {

@@ -112,7 +112,13 @@ type Summary struct {
 	Seed     int64  `json:"seed"`
 	// KeepAlive is the clients' keepalive policy (locks.KeepAlive); a
 	// suite may run several, and the same cell differs by it.
-	KeepAlive      string  `json:"keepalive,omitempty"`
+	KeepAlive string `json:"keepalive,omitempty"`
+	// Etcd is the --etcd-bin the members ran as processes ("self" or a
+	// path) and EtcdVersion the release they ran, both "" for the embedded
+	// cluster and external ones (config.json has their release): a suite
+	// may run several binaries, and the same cell differs by them (Key).
+	Etcd           string  `json:"etcd,omitempty"`
+	EtcdVersion    string  `json:"etcd_version,omitempty"`
 	DurationS      float64 `json:"duration_s"`
 	Events         int     `json:"events"`
 	Acquisitions   int     `json:"acquisitions"`
@@ -155,15 +161,48 @@ type Summary struct {
 // keeps them equal; report does not import the lock strategies).
 const DefaultKeepAlive = "auto"
 
-// Key names a summary's cell in a suite: lock/scenario, and
-// "/keepalive=POLICY" for a policy other than the default (so a suite that
-// runs policies as a dimension has distinct keys, while a default run
-// keeps the key of summaries written before the field existed).
+// Key names a summary's cell in a suite: lock/scenario, then
+// "/keepalive=POLICY" for a policy other than the default and
+// "/etcd=VERSION" for member processes (Etcd set), so that a suite that
+// runs policies or binaries as a dimension has distinct keys, while a
+// default run (embedded, default policy) keeps the key of summaries
+// written before these fields existed. The binary is keyed by its release,
+// not its path, so that suites from machines that keep etcd in different
+// places compare (a suite refuses two binaries of one release).
 func (s Summary) Key() string {
+	k := s.Lock + "/" + s.Scenario
 	if s.KeepAlive != "" && s.KeepAlive != DefaultKeepAlive {
-		return s.Lock + "/" + s.Scenario + "/keepalive=" + s.KeepAlive
+		k += "/keepalive=" + s.KeepAlive
 	}
-	return s.Lock + "/" + s.Scenario
+	if s.Etcd != "" && s.EtcdVersion != "" {
+		k += "/etcd=" + s.EtcdVersion
+	}
+	return k
+}
+
+// EtcdLabel names the member processes' etcd for tables and reports:
+// "3.4.23 (/usr/bin/etcd)", "3.7.3 (self)"; "" for the embedded cluster.
+func (s Summary) EtcdLabel() string {
+	switch {
+	case s.Etcd == "":
+		return ""
+	case s.EtcdVersion == "":
+		return s.Etcd
+	}
+	return s.EtcdVersion + " (" + s.Etcd + ")"
+}
+
+// EtcdLabels are the distinct EtcdLabels of cells in first-seen order:
+// more than one means the cells ran on several binaries, and every label
+// a reader sees must then say which.
+func EtcdLabels(cells []Cell) []string {
+	var out []string
+	for _, c := range cells {
+		if l := c.Summary.EtcdLabel(); !slices.Contains(out, l) {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // TotalViolations is the exact violation count, also for summaries written
@@ -212,6 +251,9 @@ type Run struct {
 	// KeepAlive is the clients' keepalive policy ("" when not known), kept
 	// in the summary because it decides how long a cut-off holder believes.
 	KeepAlive string
+	// Etcd and EtcdVersion are Summary's: the member processes' binary
+	// ("" when embedded or external) and the etcd release.
+	Etcd, EtcdVersion string
 }
 
 // Summarize computes the figures of a run from its history and check
@@ -246,6 +288,7 @@ func Summarize(run Run, events []history.Event, rep check.Report) Summary {
 	}
 	s := Summary{
 		RunID: run.ID, Lock: run.Lock, Scenario: run.Scenario, Clients: run.Clients, Seed: run.Seed, KeepAlive: run.KeepAlive,
+		Etcd: run.Etcd, EtcdVersion: run.EtcdVersion,
 		DurationS:         elapsed.Seconds(),
 		Events:            len(events),
 		Acquisitions:      len(grants),

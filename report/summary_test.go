@@ -165,3 +165,26 @@ func TestSummaryKeyKeepAlive(t *testing.T) {
 		}
 	}
 }
+
+// TestSummaryKeyEtcd: cells of a version matrix that differ only by
+// binary have distinct keys, keyed by release (not path); the embedded
+// cluster's cells keep the key of older summaries.
+func TestSummaryKeyEtcd(t *testing.T) {
+	for _, tc := range []struct {
+		etcd, version, ka, want, label string
+	}{
+		{"", "", "", "queue/contention", ""},
+		{"self", "3.7.3", "", "queue/contention/etcd=3.7.3", "3.7.3 (self)"},
+		{"/usr/bin/etcd", "3.4.23", "", "queue/contention/etcd=3.4.23", "3.4.23 (/usr/bin/etcd)"},
+		{"/opt/etcd-3.4.23/etcd", "3.4.23", "", "queue/contention/etcd=3.4.23", "3.4.23 (/opt/etcd-3.4.23/etcd)"},
+		{"/usr/bin/etcd", "3.4.23", "safe", "queue/contention/keepalive=safe/etcd=3.4.23", "3.4.23 (/usr/bin/etcd)"},
+	} {
+		s := Summary{Lock: "queue", Scenario: "contention", KeepAlive: tc.ka, Etcd: tc.etcd, EtcdVersion: tc.version}
+		if got := s.Key(); got != tc.want {
+			t.Errorf("%s %s: key %q, want %q", tc.etcd, tc.version, got, tc.want)
+		}
+		if got := s.EtcdLabel(); got != tc.label {
+			t.Errorf("%s %s: label %q, want %q", tc.etcd, tc.version, got, tc.label)
+		}
+	}
+}

@@ -62,11 +62,17 @@ func ChecksTable(w io.Writer, s Summary) error {
 }
 
 // SuiteTable prints the suite matrix, one row per cell: strategy ×
-// scenario × keepalive policy, the verdict against the expectation, throughput, handoff
-// p50/p99, violations and wake-ups per handoff.
+// scenario × keepalive policy (× etcd binary, a column only when the cells
+// ran on more than one), the verdict against the expectation, throughput,
+// handoff p50/p99, violations and wake-ups per handoff.
 func SuiteTable(w io.Writer, cells []Cell) error {
-	t := newTable(w, "LLLLLLRRRRR")
-	t.Header("lock", "scenario", "keepalive", "verdict", "expected", "match", "acq/s", "handoff p50 ms", "handoff p99 ms", "violations", "wakeups/handoff")
+	etcds := len(EtcdLabels(cells)) > 1
+	align, head := "LLLLLLRRRRR", []any{"lock", "scenario", "keepalive", "verdict", "expected", "match", "acq/s", "handoff p50 ms", "handoff p99 ms", "violations", "wakeups/handoff"}
+	if etcds {
+		align, head = "LLLL"+align[3:], slices.Insert(head, 3, any("etcd"))
+	}
+	t := newTable(w, align)
+	t.Header(head...)
 	for _, c := range cells {
 		s := c.Summary
 		h := s.LatencyMS[LatHandoff]
@@ -78,8 +84,12 @@ func SuiteTable(w io.Writer, cells []Cell) error {
 		if ka == "" {
 			ka = "-"
 		}
-		if err := t.Append(s.Lock, s.Scenario, ka, cellVerdictString(c), expectedString(c), matchString(c),
-			fmt.Sprintf("%.1f", s.ThroughputPerS), p50, p99, fmt.Sprint(s.TotalViolations()), wakeupsString(s)); err != nil {
+		row := []any{s.Lock, s.Scenario, ka, cellVerdictString(c), expectedString(c), matchString(c),
+			fmt.Sprintf("%.1f", s.ThroughputPerS), p50, p99, fmt.Sprint(s.TotalViolations()), wakeupsString(s)}
+		if etcds {
+			row = slices.Insert(row, 3, any(s.EtcdLabel()))
+		}
+		if err := t.Append(row...); err != nil {
 			return err
 		}
 	}

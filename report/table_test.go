@@ -56,3 +56,28 @@ func TestMatchString(t *testing.T) {
 		}
 	}
 }
+
+// The suite table has an etcd column only when its cells ran on more than
+// one binary, and then each row names its binary.
+func TestSuiteTableEtcdColumn(t *testing.T) {
+	cells := suiteCells()[:1]
+	var one bytes.Buffer
+	if err := SuiteTable(&one, cells); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(one.Bytes(), []byte("etcd")) {
+		t.Errorf("one binary, yet an etcd column:\n%s", one.String())
+	}
+	a, b := cells[0], cells[0]
+	a.Summary.Etcd, a.Summary.EtcdVersion = "self", "3.7.3"
+	b.Summary.Etcd, b.Summary.EtcdVersion = "/usr/bin/etcd", "3.4.23"
+	var two bytes.Buffer
+	if err := SuiteTable(&two, []Cell{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{" etcd ", "3.7.3 (self)", "3.4.23 (/usr/bin/etcd)"} {
+		if !bytes.Contains(two.Bytes(), []byte(want)) {
+			t.Errorf("two binaries: no %q in\n%s", want, two.String())
+		}
+	}
+}
