@@ -74,8 +74,10 @@ func TestOverlappingCutsHoldUntilTheLast(t *testing.T) {
 	if err := cl.startProxies(); err != nil {
 		t.Fatal(err)
 	}
-	defer closeProxies(&r.closing, cl.conn.proxies)
-	defer r.closing.Wait()
+	defer func() {
+		closeProxies(&r.closing, cl.conn.proxies)
+		r.closing.Wait()
+	}()
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://" + strings.TrimPrefix(cl.conn.proxies[0].From(), "tcp://")}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
