@@ -71,6 +71,11 @@ type faultState struct {
 	crashed bool
 	paused  chan struct{} // non-nil while paused; closed on resume
 	pauses  int           // pauses so far: tells a worker it was frozen
+	// isolated: an isolate-client fault has cut the network.
+	isolated bool
+	// stalled: the current proxies hold the client's traffic (see
+	// client.stall); a restart's new proxies start flowing.
+	stalled bool
 }
 
 // position is where the client stands in the lock's queue, for targets
@@ -362,6 +367,7 @@ func (c *client) restart(ctx context.Context) error {
 	}
 	c.mu.Lock()
 	c.faults.crashed = false
+	c.faults.stalled = false // the new proxies
 	c.worker.gen++
 	c.mu.Unlock()
 	c.startWorker(c.r.life)

@@ -60,24 +60,20 @@ func (c *client) needProxies(fault string) error {
 }
 
 // pause freezes the process: its worker stops at its next checkpoint and
-// nothing it sends (keepalives included) gets through.
+// nothing it sends (keepalives included) gets through until it resumes.
 func (c *client) pause() error {
 	if err := c.needProxies("pause"); err != nil {
 		return err
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.faults.paused != nil || c.faults.crashed {
-		c.mu.Unlock()
 		return fmt.Errorf("client %d is already paused or crashed", c.id)
 	}
 	c.faults.paused = make(chan struct{})
 	c.faults.pauses++
 	c.r.record(history.Event{Process: c.id, Type: history.OK, F: history.FPause, Lock: locks.DefaultName})
-	c.mu.Unlock()
-	for _, p := range c.conn.proxies {
-		p.BlackholeTx()
-		p.BlackholeRx()
-	}
+	c.stall()
 	return nil
 }
 
@@ -88,20 +84,18 @@ func (c *client) pauseCount() int {
 	return c.faults.pauses
 }
 
-// resume thaws a paused client: its traffic flows again, then its worker
-// carries on from its checkpoint.
+// resume thaws a paused client: its traffic flows again (unless it is
+// also isolated), then its worker carries on from its checkpoint.
 func (c *client) resume() error {
-	for _, p := range c.conn.proxies {
-		p.UnblackholeTx()
-		p.UnblackholeRx()
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.faults.paused == nil {
-		return nil // crashed meanwhile
+		c.stall() // crashed meanwhile: nothing to thaw
+		return nil
 	}
 	close(c.faults.paused)
 	c.faults.paused = nil
+	c.stall()
 	c.r.record(history.Event{Process: c.id, Type: history.OK, F: history.FResume, Lock: locks.DefaultName})
 	return nil
 }
@@ -111,16 +105,47 @@ func (c *client) isolate(cut bool) error {
 	if err := c.needProxies("isolate"); err != nil {
 		return err
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.faults.isolated = cut
+	c.stall()
+	return nil
+}
+
+// stall makes the client's proxies hold its traffic while it is paused or
+// isolated, and release it when it is neither. c.mu must be held.
+//
+// Why hold and not drop: a cut network or a frozen process delays bytes
+// inside a TCP connection (the sender retransmits, the kernel buffers);
+// it never loses some and delivers the rest. The proxy's Blackhole
+// drops them, which desynchronises the two ends' HTTP/2 HPACK tables
+// once a HEADERS frame is lost (any new gRPC call: the safe keepalive
+// opens one per refresh): after the heal, the member closes the
+// connection with COMPRESSION_ERROR (or refuses each stream with
+// PROTOCOL_ERROR), and a request in flight ends with an unknown outcome —
+// an artefact of the injection, not of the lock (docs/leases.md). Held
+// bytes arrive when the fault ends, as after a real partition; a call
+// whose deadline passed meanwhile arrives too, followed by its
+// RST_STREAM.
+//
+// The proxy's Pause is not counted (a second Pause orphans the first's
+// waiters), so the proxies are paused and unpaused only when the wanted
+// state changes.
+func (c *client) stall() {
+	want := c.faults.paused != nil || c.faults.isolated
+	if want == c.faults.stalled || c.faults.crashed {
+		return
+	}
 	for _, p := range c.conn.proxies {
-		if cut {
-			p.BlackholeTx()
-			p.BlackholeRx()
+		if want {
+			p.PauseTx()
+			p.PauseRx()
 		} else {
-			p.UnblackholeTx()
-			p.UnblackholeRx()
+			p.UnpauseTx()
+			p.UnpauseRx()
 		}
 	}
-	return nil
+	c.faults.stalled = want
 }
 
 // delay adds d of latency each way to everything the client sends and
