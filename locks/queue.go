@@ -17,7 +17,7 @@ import (
 func init() {
 	Register(Strategy{
 		Name:        "queue",
-		Description: "pfx/<lease> keys, lowest create revision holds; each waiter watches its predecessor, then re-checks for older keys",
+		Description: "pfx/<lease> keys, lowest create revision holds; each waiter watches its predecessor, then re-checks for older keys; a holder that knows its successor hands over in its release txn",
 		Origin:      "seed article, scheme one, done right",
 		New:         newQueue(false),
 	})
