@@ -323,10 +323,7 @@ func (l *queueLocker) wait(ctx context.Context, ls *lease, me kv, pred *kv, at i
 			if handed {
 				// Handed over: ours is the oldest key at d, and there
 				// (waitTurn says why): held, with no read.
-				if len(passed) > len(next) {
-					next = passed
-				}
-				return next, nil
+				return longer(passed, next), nil
 			}
 		case !errors.Is(err, errWatch):
 			return nil, err
@@ -338,12 +335,69 @@ func (l *queueLocker) wait(ctx context.Context, ls *lease, me kv, pred *kv, at i
 		// Step 3d: the predecessor is gone, but it may have been a waiter
 		// that crashed in the middle of the queue while an older key still
 		// holds: re-check, at the delete's revision, before taking the
-		// lock.
-		if pred, next, at, err = l.newest(ctx, me, d); err != nil {
+		// lock — unless the handover of the same txn comes first.
+		cur, curNext, curAt, handed, err := l.recheck(ctx, me, d, own)
+		if err != nil {
 			return nil, err
 		}
+		if handed {
+			return longer(curNext, next), nil
+		}
+		pred, next, at = cur, curNext, curAt
 	}
 	return next, nil
+}
+
+// longer is the longer of two lists of successors (a, if as long): both
+// are the oldest keys newer than ours at some revision, so either may be
+// handed over along, and the longer reaches further down the queue.
+func longer(a, b []kv) []kv {
+	if len(b) > len(a) {
+		return b
+	}
+	return a
+}
+
+// recheck is step 3d: newest at revision d, raced against a handover into
+// me on *own (handed true, with the successors it passed on). The delete
+// that woke us and a handover are one txn, but the handover's event, on
+// the other watch, may come just after the delete's: whichever answers
+// first wins. A handover that wins ends the read (its context cancelled,
+// and the read waited for, so that nothing outlives the call).
+func (l *queueLocker) recheck(ctx context.Context, me kv, d int64, own *clientv3.WatchChan) (pred *kv, next []kv, at int64, handed bool, err error) {
+	if *own == nil {
+		pred, next, at, err = l.newest(ctx, me, d)
+		return pred, next, at, false, err
+	}
+	type read struct {
+		pred *kv
+		next []kv
+		at   int64
+		err  error
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan read, 1)
+	go func() {
+		p, n, a, e := l.newest(rctx, me, d)
+		done <- read{p, n, a, e}
+	}()
+	for {
+		select {
+		case r := <-done:
+			return r.pred, r.next, r.at, false, r.err
+		case wr, ok := <-*own:
+			h, passed, alive := handover(wr, ok, me)
+			if !alive {
+				*own = nil // the read goes on alone
+			}
+			if h > 0 {
+				cancel()
+				<-done
+				return nil, passed, h, true, nil
+			}
+		}
+	}
 }
 
 // waitTurn waits on wch for the predecessor's delete after revision after
