@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -75,9 +76,10 @@ func init() {
 // into it (handOver). The successor also watches its own key, and that
 // put, at the release's revision, is its grant: a handoff then costs one
 // commit and one notification, as the ideal handoff does. A holder knows
-// its successor when a read of its own wait (the re-read after its watch
-// opened, or the re-check after a wake-up) saw one; otherwise it releases
-// with a plain delete, and the successor re-checks as before. Why a
+// its successors when its re-check after a wake-up read them (up to
+// maxNext), or a handover passed them on (the rest of the releaser's
+// list, in the put's value); otherwise it releases with a plain delete,
+// and the successor re-checks as before (and reads a new list). Why a
 // handover grants is argued at handOver and waitTurn.
 type queueLocker struct {
 	cli    *clientv3.Client
@@ -245,9 +247,9 @@ func (l *queueLocker) join(ctx context.Context) (*lease, kv, *kv, error) {
 
 // wait returns once me is the oldest key of the queue, starting from pred,
 // the newest older key in the state at revision at (nil: none). It also
-// returns the oldest keys newer than me that its last read saw, or that a
-// handover passed on, whichever are more: the successors a later Unlock
-// may hand the lock over to.
+// returns the oldest keys newer than me that its last re-check after a
+// wake-up read, or that a handover passed on, whichever are more: the
+// successors a later Unlock may hand the lock over to.
 func (l *queueLocker) wait(ctx context.Context, ls *lease, me kv, pred *kv, at int64) ([]kv, error) {
 	// Step 3: watch our own key for a handover (watchOwn); a holder may
 	// have handed over to us already.
@@ -276,7 +278,7 @@ func (l *queueLocker) wait(ctx context.Context, ls *lease, me kv, pred *kv, at i
 			if err := pause(ctx, ls, 50*time.Millisecond); err != nil {
 				return nil, err
 			}
-			if pred, next, at, err = l.newest(ctx, me, 0); err != nil {
+			if pred, _, at, err = l.newest(ctx, me, 0, false); err != nil {
 				return nil, err
 			}
 			continue
@@ -293,10 +295,7 @@ func (l *queueLocker) wait(ctx context.Context, ls *lease, me kv, pred *kv, at i
 		// needed if the watch started no later than the state pred was
 		// seen in (w ≤ at): then the watch covers every change since.
 		if w > at {
-			cur, curNext, curAt, err := l.newest(ctx, me, w)
-			if err == nil {
-				next = curNext
-			}
+			cur, _, curAt, err := l.newest(ctx, me, w, false)
 			if err != nil || cur == nil || *cur != *pred {
 				// Ours is gone (error), or no older key remains (held), or
 				// the predecessor went before the watch and an older key is
@@ -366,7 +365,7 @@ func longer(a, b []kv) []kv {
 // and the read waited for, so that nothing outlives the call).
 func (l *queueLocker) recheck(ctx context.Context, me kv, d int64, own *clientv3.WatchChan) (pred *kv, next []kv, at int64, handed bool, err error) {
 	if *own == nil {
-		pred, next, at, err = l.newest(ctx, me, d)
+		pred, next, at, err = l.newest(ctx, me, d, true)
 		return pred, next, at, false, err
 	}
 	type read struct {
@@ -379,7 +378,7 @@ func (l *queueLocker) recheck(ctx context.Context, me kv, d int64, own *clientv3
 	defer cancel()
 	done := make(chan read, 1)
 	go func() {
-		p, n, a, e := l.newest(rctx, me, d)
+		p, n, a, e := l.newest(rctx, me, d, true)
 		done <- read{p, n, a, e}
 	}()
 	for {
@@ -549,8 +548,11 @@ func (l *queueLocker) naiveWait(ctx context.Context, ls *lease, wch clientv3.Wat
 }
 
 // newest returns the newest key older than me (nil: none, so me holds),
-// the oldest keys newer than me, oldest first (up to maxNext: the
-// successors a handover may go to) and the revision of the state it read, in one read that also checks
+// with succs the oldest keys newer than me, oldest first (up to maxNext:
+// the successors a handover may go to; read only by the re-check after a
+// wake-up, since a read right after joining rarely finds any and each is
+// one more range over the whole prefix) and the revision of the state it
+// read, in one read that also checks
 // that me is still there: a key deleted with its expired lease must not go
 // on to "hold" the lock.
 //
@@ -571,24 +573,24 @@ func (l *queueLocker) naiveWait(ctx context.Context, ls *lease, wch clientv3.Wat
 // every event after rev, so after any later one too); the read is never
 // made before me.rev, since a watch served by a lagging member can report
 // a revision older than me.
-func (l *queueLocker) newest(ctx context.Context, me kv, rev int64) (pred *kv, next []kv, at int64, err error) {
+func (l *queueLocker) newest(ctx context.Context, me kv, rev int64, succs bool) (pred *kv, next []kv, at int64, err error) {
 	older := append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(me.rev-1), clientv3.WithKeysOnly())
 	newer := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend),
 		clientv3.WithLimit(maxNext), clientv3.WithMinCreateRev(me.rev + 1), clientv3.WithKeysOnly()}
 	if rev > 0 {
 		rev = max(rev, me.rev)
 		at := []clientv3.OpOption{clientv3.WithRev(rev), clientv3.WithSerializable()}
+		ops := []clientv3.Op{clientv3.OpGet(me.key, append(at, clientv3.WithKeysOnly())...), clientv3.OpGet(l.pfx, append(older, at...)...)}
+		if succs {
+			ops = append(ops, clientv3.OpGet(l.pfx, append(newer, at...)...))
+		}
 		for try := 0; try < 3; try++ {
-			resp, err := l.cli.Txn(ctx).
-				Then(clientv3.OpGet(me.key, append(at, clientv3.WithKeysOnly())...),
-					clientv3.OpGet(l.pfx, append(older, at...)...),
-					clientv3.OpGet(l.pfx, append(newer, at...)...)).
-				Commit()
+			resp, err := l.cli.Txn(ctx).Then(ops...).Commit()
 			if err == nil {
 				if mine := resp.Responses[0].GetResponseRange().Kvs; len(mine) == 0 || mine[0].CreateRevision != me.rev {
 					return nil, nil, 0, fmt.Errorf("%w: key %s@%d is gone", ErrLeaseLost, me.key, me.rev)
 				}
-				return firstKV(resp.Responses[1].GetResponseRange().Kvs), kvsOf(resp.Responses[2].GetResponseRange().Kvs), rev, nil
+				return firstKV(resp.Responses[1].GetResponseRange().Kvs), nextOf(resp.Responses[2:]), rev, nil
 			}
 			if ctx.Err() != nil {
 				return nil, nil, 0, err
@@ -598,9 +600,13 @@ func (l *queueLocker) newest(ctx context.Context, me kv, rev int64) (pred *kv, n
 			}
 		}
 	}
+	ops := []clientv3.Op{clientv3.OpGet(l.pfx, older...)}
+	if succs {
+		ops = append(ops, clientv3.OpGet(l.pfx, newer...))
+	}
 	resp, err := l.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(me.key), "=", me.rev)).
-		Then(clientv3.OpGet(l.pfx, older...), clientv3.OpGet(l.pfx, newer...)).
+		Then(ops...).
 		Commit()
 	if err != nil {
 		return nil, nil, 0, err
@@ -608,11 +614,16 @@ func (l *queueLocker) newest(ctx context.Context, me kv, rev int64) (pred *kv, n
 	if !resp.Succeeded {
 		return nil, nil, 0, fmt.Errorf("%w: key %s@%d is gone", ErrLeaseLost, me.key, me.rev)
 	}
-	return firstKV(resp.Responses[0].GetResponseRange().Kvs), kvsOf(resp.Responses[1].GetResponseRange().Kvs), resp.Header.Revision, nil
+	return firstKV(resp.Responses[0].GetResponseRange().Kvs), nextOf(resp.Responses[1:]), resp.Header.Revision, nil
 }
 
-// kvsOf is kvs as keys at their create revisions.
-func kvsOf(kvs []*mvccpb.KeyValue) []kv {
+// nextOf is the successors read by newest's last op, if it read them (no
+// op: none).
+func nextOf(resps []*etcdserverpb.ResponseOp) []kv {
+	if len(resps) == 0 {
+		return nil
+	}
+	kvs := resps[0].GetResponseRange().Kvs
 	out := make([]kv, 0, len(kvs))
 	for _, k := range kvs {
 		out = append(out, kv{key: string(k.Key), rev: k.CreateRevision})
@@ -647,8 +658,8 @@ func (l *queueLocker) leave(ctx context.Context, ls *lease, me kv, cause error) 
 	return notAcquired(cause)
 }
 
-// Unlock deletes g's key; when g knows its successors (a read of its wait
-// saw them, or a handover passed them on), it hands the lock over to the
+// Unlock deletes g's key; when g knows its successors (its re-check after
+// a wake-up read them, or a handover passed them on), it hands the lock over to the
 // first in the same txn (handOver).
 func (l *queueLocker) Unlock(ctx context.Context, g *Grant) error {
 	next := l.takeNext(g.Token)
@@ -662,7 +673,7 @@ func (l *queueLocker) Unlock(ctx context.Context, g *Grant) error {
 // revision h), grants the lock to next[0] by putting handoverValue into
 // its key, if that key is still there at its create revision. next are
 // the oldest keys newer than g's, oldest first, in the state at some
-// revision r that a read saw (a read of g's wait, or, passed on by
+// revision r that a read saw (g's re-check, or, passed on by
 // handovers, of an earlier holder's). Why next[0] holds from h on:
 //   - g holds: its key is still there (the compare), and it was the oldest
 //     key when g was granted; no key older than it can join later (a new
