@@ -89,6 +89,10 @@ type queueLocker struct {
 	// naive takes the lock on the first event of the predecessor's key,
 	// with no re-check: the seed article's scheme one as its code does it.
 	naive bool
+	// noHandover is the protocol before handovers (no watch of our own
+	// key, plain deletes, no successors read), kept for
+	// TestMeasureHandover's A/B against it.
+	noHandover bool
 
 	mu sync.Mutex
 	// next are the successors the current grant (by token) will hand over
@@ -254,7 +258,7 @@ func (l *queueLocker) wait(ctx context.Context, ls *lease, me kv, pred *kv, at i
 	// Step 3: watch our own key for a handover (watchOwn); a holder may
 	// have handed over to us already.
 	own := new(clientv3.WatchChan) // none: a nil channel
-	if !l.naive {
+	if !l.naive && !l.noHandover {
 		own = l.watchOwn(me.key)
 		if h, passed := pollHandover(own, me); h > 0 {
 			l.opts.OnWakeup()
@@ -365,7 +369,7 @@ func longer(a, b []kv) []kv {
 // and the read waited for, so that nothing outlives the call).
 func (l *queueLocker) recheck(ctx context.Context, me kv, d int64, own *clientv3.WatchChan) (pred *kv, next []kv, at int64, handed bool, err error) {
 	if *own == nil {
-		pred, next, at, err = l.newest(ctx, me, d, true)
+		pred, next, at, err = l.newest(ctx, me, d, !l.noHandover)
 		return pred, next, at, false, err
 	}
 	type read struct {
@@ -663,7 +667,7 @@ func (l *queueLocker) leave(ctx context.Context, ls *lease, me kv, cause error) 
 // first in the same txn (handOver).
 func (l *queueLocker) Unlock(ctx context.Context, g *Grant) error {
 	next := l.takeNext(g.Token)
-	if len(next) == 0 {
+	if len(next) == 0 || l.noHandover {
 		return unlockOwn(ctx, l.cli, l.leases, g)
 	}
 	return unlockWith(ctx, l.leases, g, func(ctx context.Context) error { return l.handOver(ctx, g, next) })
