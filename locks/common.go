@@ -17,8 +17,14 @@ import (
 // still exist under a lease this client keeps alive; the lease is given up
 // so that the key ends with it.
 func unlockOwn(ctx context.Context, cli *clientv3.Client, leases *leaseKeeper, g *Grant) error {
+	return unlockWith(ctx, leases, g, func(ctx context.Context) error { return deleteOwn(ctx, cli, g.Key, g.Token) })
+}
+
+// unlockWith is unlockOwn with del, a txn that deletes g's key only if it
+// is still g's (and may do more in the same txn: queue's handover).
+func unlockWith(ctx context.Context, leases *leaseKeeper, g *Grant, del func(context.Context) error) error {
 	// Step 1: delete the key if it is still this grant's.
-	err := deleteOwn(ctx, cli, g.Key, g.Token)
+	err := del(ctx)
 	if err == nil {
 		return nil
 	}

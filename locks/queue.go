@@ -2,10 +2,14 @@ package locks
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -14,7 +18,7 @@ import (
 func init() {
 	Register(Strategy{
 		Name:        "queue",
-		Description: "pfx/<lease> keys, lowest create revision holds; each waiter watches its predecessor, then re-checks for older keys",
+		Description: "pfx/<lease> keys, lowest create revision holds; each waiter watches its predecessor, then re-checks for older keys; a holder that knows its successor hands over in its release txn",
 		Origin:      "seed article, scheme one, done right",
 		New:         newQueue(false),
 	})
@@ -62,6 +66,21 @@ func init() {
 // revision R ≥ W. If the predecessor is still there at R, its delete comes
 // after R, hence after W, and the watch delivers it; if not, the re-read
 // shows it gone. This holds whichever members serve the watch and the read.
+//
+// Handover. A waiter woken by its predecessor's delete must still learn,
+// at that delete's revision or later, that no older key is left and that
+// its own key is still there (etcd #11456): one read, on every handoff's
+// critical path. A holder that knows its successor does that work in its
+// release instead: one txn deletes its key and, if the successor's key is
+// still there at the create revision the holder saw, writes handoverValue
+// into it (handOver). The successor also watches its own key, and that
+// put, at the release's revision, is its grant: a handoff then costs one
+// commit and one notification, as the ideal handoff does. A holder knows
+// its successors when its re-check after a wake-up read them (up to
+// maxNext), or a handover passed them on (the rest of the releaser's
+// list, in the put's value); otherwise it releases with a plain delete,
+// and the successor re-checks as before (and reads a new list). Why a
+// handover grants is argued at handOver and waitTurn.
 type queueLocker struct {
 	cli    *clientv3.Client
 	opts   Options
@@ -70,7 +89,44 @@ type queueLocker struct {
 	// naive takes the lock on the first event of the predecessor's key,
 	// with no re-check: the seed article's scheme one as its code does it.
 	naive bool
+	// noHandover is the protocol before handovers (no watch of our own
+	// key, plain deletes, no successors read), kept for
+	// TestMeasureHandover's A/B against it.
+	noHandover bool
+
+	mu sync.Mutex
+	// next are the successors the current grant (by token) will hand over
+	// to on Unlock; zero when none is known.
+	next handoff
+	// own watches our key (named by the lease, so reused by every
+	// acquisition on it) for handovers, from the first wait on a lease to
+	// Close or the next lease: one watch a client, not one an acquisition.
+	own ownWatch
 }
+
+// ownWatch is the watch of our own key for handovers (nil ch: none).
+type ownWatch struct {
+	key    string
+	ch     clientv3.WatchChan
+	cancel context.CancelFunc
+}
+
+// handoff is a grant's known successors: the oldest keys newer than the
+// grant's, oldest first, at their create revisions, as one read saw them
+// (or a handover passed them on).
+type handoff struct {
+	token int64
+	next  []kv
+}
+
+// handoverValue begins what a releasing holder writes into its
+// successor's key: that put is the successor's grant. The rest of the
+// value is the releaser's other known successors (encodeNext), which the
+// new holder hands over to in turn.
+const handoverValue = "granted"
+
+// maxNext bounds the successors one read fetches and a handover passes on.
+const maxNext = 16
 
 func newQueue(naive bool) Factory {
 	return func(ctx context.Context, cli *clientv3.Client, opts Options) (Locker, error) {
@@ -96,8 +152,10 @@ func (l *queueLocker) Lock(ctx context.Context) (*Grant, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Step 3: wait until no older key remains.
-	if err := l.wait(ctx, ls, me, pred, me.rev); err != nil {
+	// Step 3: wait until no older key remains (or the predecessor hands
+	// the lock over).
+	next, err := l.wait(ctx, ls, me, pred, me.rev)
+	if err != nil {
 		return nil, l.leave(ctx, ls, me, err)
 	}
 	// A lease this client no longer refreshes will not keep the lock.
@@ -105,8 +163,30 @@ func (l *queueLocker) Lock(ctx context.Context) (*Grant, error) {
 		return nil, l.leave(ctx, ls, me, leaseLost(ls))
 	}
 	// Step 4: our key is the oldest: the lock is held, fenced by the key's
-	// create revision.
+	// create revision. Remember the successors, if a read saw any or the
+	// handover passed some on, for the handover at Unlock.
+	l.setNext(me.rev, next)
 	return grantOf(me.key, me.rev, ls), nil
+}
+
+// setNext records next (none: none known) as the successors of the grant
+// at token.
+func (l *queueLocker) setNext(token int64, next []kv) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.next = handoff{token: token, next: next}
+}
+
+// takeNext returns and forgets the known successors of the grant at token.
+func (l *queueLocker) takeNext(token int64) []kv {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h := l.next
+	l.next = handoff{}
+	if h.token != token {
+		return nil
+	}
+	return h.next
 }
 
 // join puts our key at the tail of the queue and returns it with its
@@ -169,9 +249,23 @@ func (l *queueLocker) join(ctx context.Context) (*lease, kv, *kv, error) {
 	}
 }
 
-// wait returns nil once me is the oldest key of the queue, starting from
-// pred, the newest older key in the state at revision at (nil: none).
-func (l *queueLocker) wait(ctx context.Context, ls *lease, me kv, pred *kv, at int64) error {
+// wait returns once me is the oldest key of the queue, starting from pred,
+// the newest older key in the state at revision at (nil: none). It also
+// returns the oldest keys newer than me that its last re-check after a
+// wake-up read, or that a handover passed on, whichever are more: the
+// successors a later Unlock may hand the lock over to.
+func (l *queueLocker) wait(ctx context.Context, ls *lease, me kv, pred *kv, at int64) ([]kv, error) {
+	// Step 3: watch our own key for a handover (watchOwn); a holder may
+	// have handed over to us already.
+	own := new(clientv3.WatchChan) // none: a nil channel
+	if !l.naive && !l.noHandover {
+		own = l.watchOwn(me.key)
+		if h, passed := pollHandover(own, me); h > 0 {
+			l.opts.OnWakeup()
+			return passed, nil
+		}
+	}
+	var next []kv
 	for pred != nil {
 		// Step 3a: watch the predecessor's key from the server's current
 		// revision, and wait until the server confirms the watch (at
@@ -181,15 +275,15 @@ func (l *queueLocker) wait(ctx context.Context, ls *lease, me kv, pred *kv, at i
 		if err != nil {
 			cancel()
 			if !errors.Is(err, errWatch) {
-				return err
+				return nil, err
 			}
 			// A watch refused or cut (no leader, compaction): pause and
 			// start over from a fresh read.
 			if err := pause(ctx, ls, 50*time.Millisecond); err != nil {
-				return err
+				return nil, err
 			}
-			if pred, at, err = l.newest(ctx, me, 0); err != nil {
-				return err
+			if pred, _, at, err = l.newest(ctx, me, 0, false); err != nil {
+				return nil, err
 			}
 			continue
 		}
@@ -198,21 +292,21 @@ func (l *queueLocker) wait(ctx context.Context, ls *lease, me kv, pred *kv, at i
 			// take it on the key's first event. No look at older keys.
 			err = l.naiveWait(ctx, ls, wch, *pred)
 			cancel()
-			return err
+			return nil, err
 		}
 		// Step 3b: re-read, at the watch's revision or later, the newest
 		// key older than ours, and check that ours is still there. Not
 		// needed if the watch started no later than the state pred was
 		// seen in (w ≤ at): then the watch covers every change since.
 		if w > at {
-			cur, curAt, err := l.newest(ctx, me, w)
+			cur, _, curAt, err := l.newest(ctx, me, w, false)
 			if err != nil || cur == nil || *cur != *pred {
 				// Ours is gone (error), or no older key remains (held), or
 				// the predecessor went before the watch and an older key is
 				// the new predecessor: watch that one instead.
 				cancel()
 				if err != nil {
-					return err
+					return nil, err
 				}
 				pred, at = cur, curAt
 				continue
@@ -221,29 +315,212 @@ func (l *queueLocker) wait(ctx context.Context, ls *lease, me kv, pred *kv, at i
 		}
 		// Step 3c: wait for the predecessor's delete (at revision d; it was
 		// there at revision at, so an earlier delete of its name is not
-		// its own).
-		d, err := waitDelete(ctx, ls, wch, at)
+		// its own), or for a handover into our key (at revision d).
+		d, handed, passed, err := l.waitTurn(ctx, ls, wch, own, me, at)
 		cancel()
 		switch {
 		case err == nil:
-			// Woken by the predecessor's delete: one wake-up.
+			// Woken by the predecessor's delete or the handover: one
+			// wake-up.
 			l.opts.OnWakeup()
+			if handed {
+				// Handed over: ours is the oldest key at d, and there
+				// (waitTurn says why): held, with no read.
+				return longer(passed, next), nil
+			}
 		case !errors.Is(err, errWatch):
-			return err
+			return nil, err
 		default:
 			if err := pause(ctx, ls, 50*time.Millisecond); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		// Step 3d: the predecessor is gone, but it may have been a waiter
 		// that crashed in the middle of the queue while an older key still
 		// holds: re-check, at the delete's revision, before taking the
-		// lock.
-		if pred, at, err = l.newest(ctx, me, d); err != nil {
-			return err
+		// lock — unless the handover of the same txn comes first.
+		cur, curNext, curAt, handed, err := l.recheck(ctx, me, d, own)
+		if err != nil {
+			return nil, err
+		}
+		if handed {
+			return longer(curNext, next), nil
+		}
+		pred, next, at = cur, curNext, curAt
+	}
+	return next, nil
+}
+
+// longer is the longer of two lists of successors (a, if as long): both
+// are the oldest keys newer than ours at some revision, so either may be
+// handed over along, and the longer reaches further down the queue.
+func longer(a, b []kv) []kv {
+	if len(b) > len(a) {
+		return b
+	}
+	return a
+}
+
+// recheck is step 3d: newest at revision d, raced against a handover into
+// me on *own (handed true, with the successors it passed on). The delete
+// that woke us and a handover are one txn, but the handover's event, on
+// the other watch, may come just after the delete's: whichever answers
+// first wins. A handover that wins ends the read (its context cancelled,
+// and the read waited for, so that nothing outlives the call).
+func (l *queueLocker) recheck(ctx context.Context, me kv, d int64, own *clientv3.WatchChan) (pred *kv, next []kv, at int64, handed bool, err error) {
+	if *own == nil {
+		pred, next, at, err = l.newest(ctx, me, d, !l.noHandover)
+		return pred, next, at, false, err
+	}
+	type read struct {
+		pred *kv
+		next []kv
+		at   int64
+		err  error
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan read, 1)
+	go func() {
+		p, n, a, e := l.newest(rctx, me, d, true)
+		done <- read{p, n, a, e}
+	}()
+	for {
+		select {
+		case r := <-done:
+			return r.pred, r.next, r.at, false, r.err
+		case wr, ok := <-*own:
+			h, passed, alive := handover(wr, ok, me)
+			if !alive {
+				*own = nil // the read goes on alone
+			}
+			if h > 0 {
+				cancel()
+				<-done
+				return nil, passed, h, true, nil
+			}
 		}
 	}
-	return nil
+}
+
+// waitTurn waits on wch for the predecessor's delete after revision after
+// (handed false), or on *own for a handover into me (handed true, with the
+// successors it passed on), and returns the revision d of whichever comes
+// first. A handover is a grant: only a holder's release (handOver) puts
+// handoverValue into a queue key, and only in a txn that found both its
+// own key and ours (at our create revision) still there; handOver argues
+// that ours is then the oldest key at the txn's revision, and it exists at
+// that revision (the event is a put at our create revision). The handover
+// and the predecessor's delete are one txn, but two watches: their events
+// may come in either order. A watch of our own key that fails is dropped
+// (*own set to nil): the predecessor's watch still tells of every turn, by
+// a re-check. It gives up when ls is lost.
+func (l *queueLocker) waitTurn(ctx context.Context, ls *lease, wch clientv3.WatchChan, own *clientv3.WatchChan, me kv, after int64) (d int64, handed bool, passed []kv, err error) {
+	for {
+		select {
+		case wr, ok := <-wch:
+			if err := ctx.Err(); err != nil {
+				return 0, false, nil, err
+			}
+			if !ok || wr.Err() != nil || wr.Canceled {
+				return 0, false, nil, fmt.Errorf("%w: %v", errWatch, wr.Err())
+			}
+			for _, ev := range wr.Events {
+				if ev.Type == mvccpb.DELETE && ev.Kv.ModRevision > after {
+					// The handover of the same txn may be waiting already.
+					if h, passed := pollHandover(own, me); h > 0 {
+						return h, true, passed, nil
+					}
+					return ev.Kv.ModRevision, false, nil, nil
+				}
+			}
+		case wr, ok := <-*own:
+			h, passed, alive := handover(wr, ok, me)
+			if h > 0 {
+				return h, true, passed, nil
+			}
+			if !alive {
+				*own = nil
+			}
+		case <-lostOf(ls):
+			return 0, false, nil, leaseLost(ls)
+		case <-ctx.Done():
+			return 0, false, nil, ctx.Err()
+		}
+	}
+}
+
+// pollHandover returns the revision of a handover into me already
+// delivered on *own (0: none yet) and the successors it passed on,
+// without waiting.
+func pollHandover(own *clientv3.WatchChan, me kv) (int64, []kv) {
+	for {
+		select {
+		case wr, ok := <-*own:
+			h, passed, alive := handover(wr, ok, me)
+			if !alive {
+				*own = nil
+			}
+			if h > 0 || !alive {
+				return h, passed
+			}
+		default:
+			return 0, nil
+		}
+	}
+}
+
+// handover returns the revision of a handover into me in wr (0: none) with
+// the successors it passed on, and whether the watch goes on. A handover
+// is a put of a value that begins with handoverValue into our key at our
+// create revision (not into an earlier key of the same name) after it was
+// created.
+func handover(wr clientv3.WatchResponse, ok bool, me kv) (int64, []kv, bool) {
+	if !ok || wr.Err() != nil || wr.Canceled {
+		return 0, nil, false
+	}
+	for _, ev := range wr.Events {
+		if ev.Type == mvccpb.PUT && ev.Kv.CreateRevision == me.rev && ev.Kv.ModRevision > me.rev &&
+			strings.HasPrefix(string(ev.Kv.Value), handoverValue) {
+			return ev.Kv.ModRevision, decodeNext(ev.Kv.Value[len(handoverValue):]), true
+		}
+	}
+	return 0, nil, true
+}
+
+// nextKey is one passed-on successor in a handover's value.
+type nextKey struct {
+	Key string `json:"k"`
+	Rev int64  `json:"r"`
+}
+
+// encodeNext is the part of a handover's value after handoverValue: the
+// successors passed on, oldest first.
+func encodeNext(next []kv) string {
+	if len(next) == 0 {
+		return ""
+	}
+	out := make([]nextKey, len(next))
+	for i, k := range next {
+		out[i] = nextKey{k.key, k.rev}
+	}
+	b, _ := json.Marshal(out) // strings and integers: cannot fail
+	return string(b)
+}
+
+// decodeNext reads encodeNext's output; anything else reads as none (the
+// grant does not depend on it: with no successor known, the new holder
+// releases with a plain delete).
+func decodeNext(b []byte) []kv {
+	var in []nextKey
+	if len(b) == 0 || json.Unmarshal(b, &in) != nil {
+		return nil
+	}
+	next := make([]kv, 0, len(in))
+	for _, k := range in {
+		next = append(next, kv{key: k.Key, rev: k.Rev})
+	}
+	return next
 }
 
 // naiveWait is the seed article's wait: the predecessor's key gone, or any
@@ -274,10 +551,14 @@ func (l *queueLocker) naiveWait(ctx context.Context, ls *lease, wch clientv3.Wat
 	}
 }
 
-// newest returns the newest key older than me (nil: none, so me holds) and
-// the revision of the state it read, in one read that also checks that me
-// is still there: a key deleted with its expired lease must not go on to
-// "hold" the lock.
+// newest returns the newest key older than me (nil: none, so me holds),
+// with succs the oldest keys newer than me, oldest first (up to maxNext:
+// the successors a handover may go to; read only by the re-check after a
+// wake-up, since a read right after joining rarely finds any and each is
+// one more range over the whole prefix) and the revision of the state it
+// read, in one read that also checks
+// that me is still there: a key deleted with its expired lease must not go
+// on to "hold" the lock.
 //
 // With rev > 0 it reads the state at revision rev, serializably: from the
 // member it reaches, with no round of agreement among members (a
@@ -296,41 +577,62 @@ func (l *queueLocker) naiveWait(ctx context.Context, ls *lease, wch clientv3.Wat
 // every event after rev, so after any later one too); the read is never
 // made before me.rev, since a watch served by a lagging member can report
 // a revision older than me.
-func (l *queueLocker) newest(ctx context.Context, me kv, rev int64) (*kv, int64, error) {
+func (l *queueLocker) newest(ctx context.Context, me kv, rev int64, succs bool) (pred *kv, next []kv, at int64, err error) {
 	older := append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(me.rev-1), clientv3.WithKeysOnly())
+	newer := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend),
+		clientv3.WithLimit(maxNext), clientv3.WithMinCreateRev(me.rev + 1), clientv3.WithKeysOnly()}
 	if rev > 0 {
 		rev = max(rev, me.rev)
 		at := []clientv3.OpOption{clientv3.WithRev(rev), clientv3.WithSerializable()}
+		ops := []clientv3.Op{clientv3.OpGet(me.key, append(at, clientv3.WithKeysOnly())...), clientv3.OpGet(l.pfx, append(older, at...)...)}
+		if succs {
+			ops = append(ops, clientv3.OpGet(l.pfx, append(newer, at...)...))
+		}
 		for try := 0; try < 3; try++ {
-			resp, err := l.cli.Txn(ctx).
-				Then(clientv3.OpGet(me.key, append(at, clientv3.WithKeysOnly())...),
-					clientv3.OpGet(l.pfx, append(older, at...)...)).
-				Commit()
+			resp, err := l.cli.Txn(ctx).Then(ops...).Commit()
 			if err == nil {
 				if mine := resp.Responses[0].GetResponseRange().Kvs; len(mine) == 0 || mine[0].CreateRevision != me.rev {
-					return nil, 0, fmt.Errorf("%w: key %s@%d is gone", ErrLeaseLost, me.key, me.rev)
+					return nil, nil, 0, fmt.Errorf("%w: key %s@%d is gone", ErrLeaseLost, me.key, me.rev)
 				}
-				return firstKV(resp.Responses[1].GetResponseRange().Kvs), rev, nil
+				return firstKV(resp.Responses[1].GetResponseRange().Kvs), nextOf(resp.Responses[2:]), rev, nil
 			}
 			if ctx.Err() != nil {
-				return nil, 0, err
+				return nil, nil, 0, err
 			}
 			if !errors.Is(err, rpctypes.ErrFutureRev) {
 				break
 			}
 		}
 	}
+	ops := []clientv3.Op{clientv3.OpGet(l.pfx, older...)}
+	if succs {
+		ops = append(ops, clientv3.OpGet(l.pfx, newer...))
+	}
 	resp, err := l.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(me.key), "=", me.rev)).
-		Then(clientv3.OpGet(l.pfx, older...)).
+		Then(ops...).
 		Commit()
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	if !resp.Succeeded {
-		return nil, 0, fmt.Errorf("%w: key %s@%d is gone", ErrLeaseLost, me.key, me.rev)
+		return nil, nil, 0, fmt.Errorf("%w: key %s@%d is gone", ErrLeaseLost, me.key, me.rev)
 	}
-	return firstKV(resp.Responses[0].GetResponseRange().Kvs), resp.Header.Revision, nil
+	return firstKV(resp.Responses[0].GetResponseRange().Kvs), nextOf(resp.Responses[1:]), resp.Header.Revision, nil
+}
+
+// nextOf is the successors read by newest's last op, if it read them (no
+// op: none).
+func nextOf(resps []*etcdserverpb.ResponseOp) []kv {
+	if len(resps) == 0 {
+		return nil
+	}
+	kvs := resps[0].GetResponseRange().Kvs
+	out := make([]kv, 0, len(kvs))
+	for _, k := range kvs {
+		out = append(out, kv{key: string(k.Key), rev: k.CreateRevision})
+	}
+	return out
 }
 
 func firstKV(kvs []*mvccpb.KeyValue) *kv {
@@ -360,11 +662,84 @@ func (l *queueLocker) leave(ctx context.Context, ls *lease, me kv, cause error) 
 	return notAcquired(cause)
 }
 
+// Unlock deletes g's key; when g knows its successors (its re-check after
+// a wake-up read them, or a handover passed them on), it hands the lock over to the
+// first in the same txn (handOver).
 func (l *queueLocker) Unlock(ctx context.Context, g *Grant) error {
-	return unlockOwn(ctx, l.cli, l.leases, g)
+	next := l.takeNext(g.Token)
+	if len(next) == 0 || l.noHandover {
+		return unlockOwn(ctx, l.cli, l.leases, g)
+	}
+	return unlockWith(ctx, l.leases, g, func(ctx context.Context) error { return l.handOver(ctx, g, next) })
 }
 
-func (l *queueLocker) Close(ctx context.Context) error { return l.leases.close(ctx) }
+// handOver deletes g's key if it is still g's and, in the same txn (at
+// revision h), grants the lock to next[0] by putting handoverValue into
+// its key, if that key is still there at its create revision. next are
+// the oldest keys newer than g's, oldest first, in the state at some
+// revision r that a read saw (g's re-check, or, passed on by
+// handovers, of an earlier holder's). Why next[0] holds from h on:
+//   - g holds: its key is still there (the compare), and it was the oldest
+//     key when g was granted; no key older than it can join later (a new
+//     key's create revision is above every existing one).
+//   - No key between g's and next[0]'s (by create revision) is left: none
+//     existed at r (g's key was there, or was one of the keys the read saw
+//     before next, and next[0] the next one), and none can be created
+//     after r (its create revision would be above r ≥ next[0].rev).
+//   - next[0]'s key is still there at h, at its create revision (the
+//     compare): its owner has not left, and its lease has not ended (etcd
+//     #11456).
+//
+// So at h, with g's key deleted, next[0]'s key is the oldest of the queue
+// and exists: its owner holds. The put keeps that key's lease
+// (WithIgnoreLease) and changes neither its name nor its create revision
+// (the fencing token). Its value passes next[1:] on: for the same reasons,
+// next[1] is then the oldest key newer than next[0]'s, and so on. If a
+// compare fails, the else branch deletes g's key alone, if it is still
+// g's, as deleteOwn does; a waiter behind it learns of that from its
+// predecessor's watch and re-checks.
+func (l *queueLocker) handOver(ctx context.Context, g *Grant, next []kv) error {
+	mine := clientv3.Compare(clientv3.CreateRevision(g.Key), "=", g.Token)
+	_, err := l.cli.Txn(ctx).
+		If(mine, clientv3.Compare(clientv3.CreateRevision(next[0].key), "=", next[0].rev)).
+		Then(clientv3.OpDelete(g.Key), clientv3.OpPut(next[0].key, handoverValue+encodeNext(next[1:]), clientv3.WithIgnoreLease())).
+		Else(clientv3.OpTxn([]clientv3.Cmp{mine}, []clientv3.Op{clientv3.OpDelete(g.Key)}, nil)).
+		Commit()
+	return err
+}
+
+// Close ends the watch of our key and revokes the lease.
+func (l *queueLocker) Close(ctx context.Context) error {
+	l.watchOwn("")
+	return l.leases.close(ctx)
+}
+
+// watchOwn returns the watch of key, our key, for handovers: the one open
+// since an earlier wait on the same key, or a new one (and the old one
+// ended) when the key changed with the lease or the watch ended (waitTurn
+// sets a watch that failed to nil). It is not waited for: a handover made
+// before the server registers the watch is missed, and the predecessor's
+// delete and a re-check (step 3d) grant the lock instead. Events on key
+// wait in the watch between acquisitions (our own join's put each time);
+// only a handover at the current create revision counts (handover).
+// key "" just ends the watch.
+func (l *queueLocker) watchOwn(key string) *clientv3.WatchChan {
+	if l.own.key == key && l.own.ch != nil {
+		return &l.own.ch
+	}
+	if l.own.cancel != nil {
+		l.own.cancel()
+	}
+	l.own = ownWatch{key: key}
+	if key != "" {
+		// On the same stream as the predecessor's watches (same metadata),
+		// so that a handover and the delete of the same txn come from one
+		// member.
+		ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
+		l.own.ch, l.own.cancel = l.cli.Watch(ctx, key, clientv3.WithFilterDelete()), cancel
+	}
+	return &l.own.ch
+}
 
 // TryLock puts our key only if the queue is empty, in one txn: a range
 // compare over the prefix is true only when no key in it exists (every key
@@ -392,6 +767,7 @@ func (l *queueLocker) TryLock(ctx context.Context) (*Grant, error) {
 		case !resp.Succeeded:
 			return nil, ErrLocked
 		}
+		l.setNext(resp.Header.Revision, nil)
 		return grantOf(key, resp.Header.Revision, ls), nil
 	}
 }

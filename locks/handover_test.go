@@ -1,0 +1,43 @@
+package locks
+
+import (
+	"slices"
+	"testing"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// TestHandoverEvent: only a put of handoverValue into our key at our
+// create revision, after it, is a handover; a put into an earlier key of
+// the same name (an earlier acquisition on the lease), our own join, or
+// any other value is not.
+func TestHandoverEvent(t *testing.T) {
+	me := kv{key: "/l/k", rev: 10}
+	put := func(create, mod int64, value string) *clientv3.Event {
+		return &clientv3.Event{Type: mvccpb.PUT, Kv: &mvccpb.KeyValue{Key: []byte(me.key), CreateRevision: create, ModRevision: mod, Value: []byte(value)}}
+	}
+	passed := []kv{{"/l/a", 11}, {"/l/b", 12}}
+	for _, tc := range []struct {
+		name string
+		ev   *clientv3.Event
+		want int64
+		next []kv
+	}{
+		{"handover", put(10, 15, handoverValue), 15, nil},
+		{"handover passing successors on", put(10, 15, handoverValue+encodeNext(passed)), 15, passed},
+		{"handover with an unreadable rest", put(10, 15, handoverValue+"{"), 15, nil},
+		{"our join", put(10, 10, ""), 0, nil},
+		{"an earlier key of the same name", put(7, 9, handoverValue), 0, nil},
+		{"another value", put(10, 15, "x"), 0, nil},
+		{"a delete", &clientv3.Event{Type: mvccpb.DELETE, Kv: &mvccpb.KeyValue{Key: []byte(me.key), ModRevision: 15}}, 0, nil},
+	} {
+		h, next, alive := handover(clientv3.WatchResponse{Events: []*clientv3.Event{tc.ev}}, true, me)
+		if h != tc.want || !slices.Equal(next, tc.next) || !alive {
+			t.Errorf("%s: handover = %d, %v, %v; want %d, %v, true", tc.name, h, next, alive, tc.want, tc.next)
+		}
+	}
+	if h, _, alive := handover(clientv3.WatchResponse{}, false, me); h != 0 || alive {
+		t.Errorf("closed watch: handover = %d, alive %v; want 0, false", h, alive)
+	}
+}

@@ -1,0 +1,137 @@
+package locks_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/harness"
+	"github.com/lockbench/lockbench/locks"
+)
+
+// TestMeasureHandover is an A/B of queue with and without handovers, not
+// a check: it runs only with LOCKBENCH_MEASURE=handover. On one 3-member
+// cluster (fsync on) it runs rounds of three 2 s slices back to back: the
+// ideal handoff (harness.MeasureIdeal), then queue without and with
+// handovers (in turn first), 8 clients, hold 0, and prints each variant's
+// rate and handoff p50 as ratios to the round's ideal. Slices seconds apart
+// share the machine's load, which on a shared machine moves more between
+// separate bench runs than the difference measured.
+//
+//	LOCKBENCH_MEASURE=handover go test -run TestMeasureHandover -v ./locks
+func TestMeasureHandover(t *testing.T) {
+	if os.Getenv("LOCKBENCH_MEASURE") != "handover" || testing.Short() {
+		t.Skip("set LOCKBENCH_MEASURE=handover to measure")
+	}
+	ctx := context.Background()
+	c, err := cluster.Start(ctx, cluster.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	eps, d, rounds := c.DirectEndpoints(), 2*time.Second, 8
+	queue, err := locks.Lookup("queue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	variants := []struct {
+		name string
+		f    locks.Factory
+	}{{"without", locks.NewQueueWithoutHandover()}, {"with", queue.New}}
+	ratios := map[string][2][]float64{}
+	for r := range rounds {
+		id, err := harness.MeasureIdeal(ctx, clientv3.Config{Endpoints: eps}, fmt.Sprintf("/measure-handover/ideal/%d/", r), 8, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		line := fmt.Sprintf("round %d: ideal %4.0f/s step p50 %.2f ms", r, id.RatePerS, id.StepP50MS)
+		for i := range variants {
+			v := variants[(i+r)%2]
+			rate, p50 := handoffs(t, eps, v.f, fmt.Sprintf("/measure-handover/%s/%d/", v.name, r), 8, d)
+			x, ho := ratios[v.name][0], ratios[v.name][1]
+			ratios[v.name] = [2][]float64{append(x, rate/id.RatePerS), append(ho, p50/id.StepP50MS)}
+			line += fmt.Sprintf(" | %s %4.0f/s ×ideal %.2f, handoff p50 %.2f ms ÷ step %.2f", v.name, rate, rate/id.RatePerS, p50, p50/id.StepP50MS)
+		}
+		t.Log(line)
+	}
+	for _, v := range variants {
+		x, ho := ratios[v.name][0], ratios[v.name][1]
+		t.Logf("%s handovers: ×ideal median %.2f (%.2f–%.2f), handoff p50 ÷ ideal step median %.2f (%.2f–%.2f), %d rounds",
+			v.name, median(x), slices.Min(x), slices.Max(x), median(ho), slices.Min(ho), slices.Max(ho), rounds)
+	}
+}
+
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[len(s)/2]
+}
+
+// handoffs runs n clients of f looping Lock → Unlock (hold 0) for d, and
+// returns the grants per second and the handoff p50 in ms: from a
+// release's Unlock called to the next grant's Lock returning, as the
+// bench's handoff runs from the release invoked to the next grant.
+func handoffs(t *testing.T, eps []string, f locks.Factory, prefix string, n int, d time.Duration) (float64, float64) {
+	t.Helper()
+	opts := locks.Options{Name: "m", Prefix: prefix, TTL: 5 * time.Second}
+	lockers := make([]locks.Locker, n)
+	for i := range lockers {
+		cli, err := clientv3.New(clientv3.Config{Endpoints: eps, Logger: zap.NewNop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cli.Close()
+		if lockers[i], err = f(context.Background(), cli, opts); err != nil {
+			t.Fatal(err)
+		}
+		defer lockers[i].Close(context.Background())
+	}
+	var (
+		mu       sync.Mutex
+		ho       []time.Duration
+		wg       sync.WaitGroup
+		released atomic.Int64 // ns since t0 of the last Unlock called; 0: none yet
+		grants   atomic.Int64
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	t0 := time.Now()
+	for _, l := range lockers {
+		wg.Go(func() {
+			var mine []time.Duration
+			for ctx.Err() == nil {
+				g, err := l.Lock(ctx)
+				if err != nil {
+					continue
+				}
+				if r := released.Load(); r > 0 {
+					mine = append(mine, time.Since(t0)-time.Duration(r))
+				}
+				grants.Add(1)
+				released.Store(int64(time.Since(t0)))
+				l.Unlock(context.Background(), g)
+			}
+			mu.Lock()
+			ho = append(ho, mine...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	el := time.Since(t0)
+	if len(ho) == 0 {
+		t.Fatalf("%s: no handoff in %s", prefix, d)
+	}
+	slices.Sort(ho)
+	return float64(grants.Load()) / el.Seconds(), float64(ho[len(ho)/2]) / float64(time.Millisecond)
+}

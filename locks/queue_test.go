@@ -1,0 +1,251 @@
+package locks_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/lockbench/lockbench/locks"
+)
+
+// queueRig is a queue lock with n clients on one cluster, and an admin
+// client to look at its keys.
+type queueRig struct {
+	t       *testing.T
+	ctx     context.Context
+	opts    locks.Options
+	admin   *clientv3.Client
+	clients []locks.Locker
+}
+
+func newQueueRig(t *testing.T, name string, n int) *queueRig {
+	t.Helper()
+	eps := endpoints(t)
+	s, err := locks.Lookup("queue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	r := &queueRig{t: t, ctx: ctx, admin: dial(t, eps),
+		opts: locks.Options{Name: locks.DefaultName, Prefix: "/" + name + "/", TTL: 5 * time.Second}}
+	t.Cleanup(func() { r.admin.Delete(context.Background(), r.opts.Prefix, clientv3.WithPrefix()) })
+	for range n {
+		l, err := s.New(ctx, dial(t, eps), r.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close(context.Background()) })
+		r.clients = append(r.clients, l)
+	}
+	return r
+}
+
+// queue waits until the queue has n keys and returns them, oldest first.
+func (r *queueRig) queue(n int) []*mvccpb.KeyValue {
+	r.t.Helper()
+	for {
+		resp, err := r.admin.Get(r.ctx, r.opts.Key()+"/", clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		if len(resp.Kvs) == n {
+			return resp.Kvs
+		}
+		select {
+		case <-r.ctx.Done():
+			r.t.Fatalf("queue never reached %d keys", n)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+type lockResult struct {
+	g   *locks.Grant
+	err error
+}
+
+// lock starts client i's Lock and returns where its result will come.
+func (r *queueRig) lock(i int) chan lockResult { return r.lockCtx(r.ctx, i) }
+
+func (r *queueRig) lockCtx(ctx context.Context, i int) chan lockResult {
+	ch := make(chan lockResult, 1)
+	go func() {
+		g, err := r.clients[i].Lock(ctx)
+		ch <- lockResult{g, err}
+	}()
+	return ch
+}
+
+func (r *queueRig) granted(name string, ch chan lockResult) *locks.Grant {
+	r.t.Helper()
+	select {
+	case res := <-ch:
+		if res.err != nil {
+			r.t.Fatalf("%s: %v", name, res.err)
+		}
+		return res.g
+	case <-r.ctx.Done():
+		r.t.Fatalf("%s did not get the lock", name)
+	}
+	return nil
+}
+
+// TestQueueHandover: A holds; B, C and D wait in that order. A releases
+// with a plain delete (granted on joining an empty queue, it never read
+// its successors); B's re-check reads C and D behind it. B's release then
+// hands the lock to C in the same txn (a put into C's key at the revision
+// of B's delete), passing D on, and C's release hands it to D.
+func TestQueueHandover(t *testing.T) {
+	r := newQueueRig(t, "handover", 4)
+	ga, err := r.clients[0].Lock(r.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bch := r.lock(1)
+	r.queue(2)
+	cch := r.lock(2)
+	r.queue(3)
+	dch := r.lock(3)
+	kvs := r.queue(4)
+	wch := r.admin.Watch(r.ctx, r.opts.Key()+"/", clientv3.WithPrefix(), clientv3.WithRev(kvs[3].CreateRevision+1))
+
+	if err := r.clients[0].Unlock(r.ctx, ga); err != nil {
+		t.Fatal(err)
+	}
+	gb := r.granted("B", bch)
+	if err := r.clients[1].Unlock(r.ctx, gb); err != nil {
+		t.Fatal(err)
+	}
+	gc := r.granted("C", cch)
+	if err := r.clients[2].Unlock(r.ctx, gc); err != nil {
+		t.Fatal(err)
+	}
+	gd := r.granted("D", dch)
+	if gb.Token != kvs[1].CreateRevision || gc.Token != kvs[2].CreateRevision || gd.Token != kvs[3].CreateRevision {
+		t.Fatalf("tokens B %d C %d D %d, want the keys' create revisions %d %d %d",
+			gb.Token, gc.Token, gd.Token, kvs[1].CreateRevision, kvs[2].CreateRevision, kvs[3].CreateRevision)
+	}
+	if err := r.clients[3].Unlock(r.ctx, gd); err != nil {
+		t.Fatal(err)
+	}
+
+	// Each revision's events, until D's key is deleted.
+	byRev := map[int64][]*clientv3.Event{}
+	for done := false; !done; {
+		select {
+		case wr := <-wch:
+			for _, ev := range wr.Events {
+				byRev[ev.Kv.ModRevision] = append(byRev[ev.Kv.ModRevision], ev)
+				done = done || (ev.Type == mvccpb.DELETE && string(ev.Kv.Key) == gd.Key)
+			}
+		case <-r.ctx.Done():
+			t.Fatal("D's key was not deleted")
+		}
+	}
+	// handedTo reports whether from's delete and a handover put into to's
+	// key are one revision.
+	handedTo := func(from, to *locks.Grant) bool {
+		for _, evs := range byRev {
+			var del, put bool
+			for _, ev := range evs {
+				del = del || (ev.Type == mvccpb.DELETE && string(ev.Kv.Key) == from.Key)
+				put = put || (ev.Type == mvccpb.PUT && string(ev.Kv.Key) == to.Key &&
+					ev.Kv.CreateRevision == to.Token && strings.HasPrefix(string(ev.Kv.Value), "granted"))
+			}
+			if del && put {
+				return true
+			}
+		}
+		return false
+	}
+	if handedTo(ga, gb) {
+		t.Error("A handed over to B, but A never read its successors")
+	}
+	if !handedTo(gb, gc) {
+		t.Error("B did not hand the lock over to C in its release")
+	}
+	if !handedTo(gc, gd) {
+		t.Error("C did not hand the lock over to D in its release")
+	}
+}
+
+// TestQueueHandoverSuccessorGone: B holds and knows C and D behind it;
+// then C's key goes. B's release must not hand the lock to C (etcd
+// #11456: a waiter whose key is gone must not be granted), nor to a new
+// key of C's of the same name (created behind D, so D would hold too): it
+// deletes B's key alone, and D, behind C, gets the lock by its own
+// re-check. C's key goes with its lease (revoked), or C gives up waiting
+// and joins again on the same lease (same key name, new create revision).
+func TestQueueHandoverSuccessorGone(t *testing.T) {
+	for _, rejoin := range []bool{false, true} {
+		name := map[bool]string{false: "lease-revoked", true: "rejoined"}[rejoin]
+		t.Run(name, func(t *testing.T) {
+			r := newQueueRig(t, "handover-gone-"+name, 4)
+			ga, err := r.clients[0].Lock(r.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bch := r.lock(1)
+			r.queue(2)
+			cctx, cancelC := context.WithCancel(r.ctx)
+			defer cancelC()
+			cch := r.lockCtx(cctx, 2)
+			r.queue(3)
+			dch := r.lock(3)
+			kvs := r.queue(4)
+			if err := r.clients[0].Unlock(r.ctx, ga); err != nil {
+				t.Fatal(err)
+			}
+			gb := r.granted("B", bch)
+			if rejoin {
+				cancelC()
+			} else if _, err := r.admin.Revoke(r.ctx, clientv3.LeaseID(kvs[2].Lease)); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case res := <-cch:
+				if res.err == nil {
+					t.Fatalf("C, whose key went, got the lock: %+v", res.g)
+				}
+			case <-r.ctx.Done():
+				t.Fatal("C's Lock did not return")
+			}
+			r.queue(2) // B and D
+			c2 := make(chan lockResult, 1)
+			if rejoin {
+				c2 = r.lock(2)
+				r.queue(3) // B, D, C again
+			}
+			if err := r.clients[1].Unlock(r.ctx, gb); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := r.admin.Get(r.ctx, string(kvs[2].Key))
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case !rejoin && len(resp.Kvs) != 0:
+				t.Errorf("C's key is back after B's release: %+v", resp.Kvs[0])
+			case rejoin && (len(resp.Kvs) != 1 || strings.HasPrefix(string(resp.Kvs[0].Value), "granted")):
+				t.Errorf("B's release handed the lock to C's new key, behind D: %+v", resp.Kvs)
+			}
+			gd := r.granted("D", dch)
+			if gd.Token != kvs[3].CreateRevision {
+				t.Errorf("D's token %d, want its key's create revision %d", gd.Token, kvs[3].CreateRevision)
+			}
+			if rejoin {
+				if err := r.clients[3].Unlock(r.ctx, gd); err != nil {
+					t.Fatal(err)
+				}
+				if gc := r.granted("C again", c2); gc.Token <= gd.Token {
+					t.Errorf("C's new token %d is not above D's %d", gc.Token, gd.Token)
+				}
+			}
+		})
+	}
+}
