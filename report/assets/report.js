@@ -342,7 +342,9 @@
   });
 
   window.addEventListener('resize', schedule);
-  draw();
+  // A page opened at #v=N is drawn zoomed at once, not on a later
+  // animation frame (a headless browser under load may dump it first).
   fromHash();
+  draw();
   }
 })();
