@@ -19,7 +19,7 @@ import (
 // TestMeasure is a quick contention measurement, not a check: it runs only
 // with LOCKBENCH_MEASURE=1 (the official figures come from the CLI). Each
 // client loops Lock → Unlock (hold 0) on its own connection, on a fresh
-// 3-member cluster with fsync on, as in DESIGN §6.
+// 3-member cluster with fsync on, as the bench does (docs/measurements.md).
 //
 //	LOCKBENCH_MEASURE=1 go test -run TestMeasure -v ./locks
 func TestMeasure(t *testing.T) {

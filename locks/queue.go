@@ -44,7 +44,7 @@ func init() {
 // new entry per acquisition makes each read slower as a run goes on
 // (measured: 0.14 ms per range over an empty prefix, 0.77 ms with 5,000
 // deleted keys in it). A reused name invites an ABA deadlock if keys are
-// compared by name (DESIGN §6: the predecessor leaves and re-joins under
+// compared by name (docs/design.md §10: the predecessor leaves and re-joins under
 // the same name behind us, and we wait for it); so a key here is always a
 // name at a create revision, every comparison is of both, only keys older
 // than ours (create revision below ours) are ever predecessors, and only
@@ -55,8 +55,8 @@ func init() {
 // current revision) and a handoff costs one commit (the release), one
 // notification and one local read. concurrency.Mutex opens its watch at the
 // revision of an earlier Get, which the store has usually passed by then,
-// so etcd only catches that watcher up on its 100 ms resync tick (DESIGN
-// §6).
+// so etcd only catches that watcher up on its 100 ms resync tick
+// (docs/design.md §10).
 //
 // Why no delete can be missed: the server confirms the watch with the
 // revision W at which it started (read after the watcher was registered:
