@@ -9,6 +9,7 @@ import (
 )
 
 func init() {
+	locks.Register(locks.Strategy{Name: "test-own-lease", Description: "test only", OwnLease: true})
 	locks.Register(locks.Strategy{Name: "test-carries-expect", Description: "test only",
 		Expect: map[string]map[string]verdict.Verdict{
 			"waiter-crash": {verdict.Exclusion: verdict.Any, verdict.Liveness: verdict.Fail},
@@ -36,5 +37,47 @@ func TestStrategyCarriesItsExpectations(t *testing.T) {
 	hc, _ := scenario.Lookup("holder-crash")
 	if got := ExpectationsFor(hc, "test-carries-expect", "auto"); got[verdict.Exclusion] != verdict.Pass {
 		t.Errorf("another scenario changed: %v", got)
+	}
+}
+
+// TestOwnLeaseIsNeverJudgedByAPolicy: a strategy that keeps its own lease
+// runs once however many policies a suite asks for, is labelled "own", and
+// is not held to what client-isolation asserts under keepalive:safe
+// (exclusion) — a guarantee of lockbench's keeper it never used — while
+// queue, which uses the keeper, is.
+func TestOwnLeaseIsNeverJudgedByAPolicy(t *testing.T) {
+	ci, err := scenario.Lookup("client-isolation")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ExpectationsFor(ci, "queue", "safe"); got[verdict.Exclusion] != verdict.Pass {
+		t.Fatalf("queue under safe: exclusion %q, want pass (the scenario's premise changed?)", got[verdict.Exclusion])
+	}
+	if got := ExpectationsFor(ci, "test-own-lease", "safe"); got[verdict.Exclusion] == verdict.Pass {
+		t.Errorf("own-lease strategy judged by safe's expectations: %v", got)
+	}
+	spec := SuiteSpec{Locks: []string{"queue", "test-own-lease"}, Seeds: 2,
+		KeepAlives: []locks.KeepAlive{locks.KeepAliveAuto, locks.KeepAliveSafe}, Scenarios: []scenario.Scenario{ci}}
+	if n := len(spec.keepAlivesFor("test-own-lease")); n != 1 {
+		t.Errorf("own-lease strategy runs under %d policies, want 1", n)
+	}
+	if n := spec.runsPerBinary(); n != (2+1)*2 {
+		t.Errorf("runs per binary = %d, want (2 policies for queue + 1) × 2 seeds = 6", n)
+	}
+	keys := map[string]bool{}
+	for _, k := range spec.cellKeys(ci.Name, []suiteBin{{}}) {
+		keys[k.Key()] = true
+	}
+	want := []string{"queue/client-isolation", "queue/client-isolation/keepalive=safe", "test-own-lease/client-isolation"}
+	if len(keys) != len(want) {
+		t.Errorf("cell keys %v, want %v", keys, want)
+	}
+	for _, k := range want {
+		if !keys[k] {
+			t.Errorf("cell keys %v lack %q", keys, k)
+		}
+	}
+	if got := locks.EffectiveKeepAlive("test-own-lease", locks.KeepAliveSafe); got != locks.KeepAliveOwn {
+		t.Errorf("EffectiveKeepAlive = %q, want own", got)
 	}
 }

@@ -175,7 +175,7 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 		Lock:         spec.Lock,
 		Scenario:     spec.Scenario,
 		Seed:         spec.Seed,
-		KeepAlive:    spec.KeepAlive,
+		KeepAlive:    locks.EffectiveKeepAlive(spec.Lock, spec.KeepAlive),
 		RPCTimeoutMS: locks.RPCTimeoutOf(spec.RPCTimeout).Milliseconds(),
 		SharedConns:  spec.SharedConns,
 		Prefix:       prefix,
@@ -205,7 +205,7 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 	sum := report.Summarize(report.Run{
 		ID: runID, Lock: spec.Lock, Scenario: spec.Scenario.Name, Clients: spec.Scenario.Clients,
 		Seed: spec.Seed, Elapsed: out.Elapsed, Interrupted: out.Interrupted, Stopped: out.Stopped, Stuck: out.Stuck,
-		LeaseTTL: spec.Scenario.TTL(), KeepAlive: string(locks.KeepAliveOrDefault(spec.KeepAlive)),
+		LeaseTTL: spec.Scenario.TTL(), KeepAlive: string(locks.EffectiveKeepAlive(spec.Lock, spec.KeepAlive)),
 		Etcd: etcdOf(spec, t), EtcdVersion: etcdVersionOf(t),
 	}, out.Events, rep)
 	dir, err := rundir.Write(spec.Out, cfg, out.Events, sum)

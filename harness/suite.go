@@ -114,6 +114,25 @@ func (s SuiteSpec) Validate() error {
 	return nil
 }
 
+// keepAlivesFor is the policies lock runs under: keepAlives, or only the
+// first for a strategy that keeps its own lease (locks.Strategy.OwnLease:
+// every policy would run the same code).
+func (s SuiteSpec) keepAlivesFor(lock string) []locks.KeepAlive {
+	if st, _ := locks.Lookup(lock); st.OwnLease {
+		return s.keepAlives()[:1]
+	}
+	return s.keepAlives()
+}
+
+// runsPerBinary is how many runs the suite makes on each binary.
+func (s SuiteSpec) runsPerBinary() int {
+	n := 0
+	for _, l := range s.Locks {
+		n += len(s.keepAlivesFor(l))
+	}
+	return n * len(s.Scenarios) * s.Seeds * max(s.Reps, 1)
+}
+
 // keepAlives is KeepAlives, or the default policy alone.
 func (s SuiteSpec) keepAlives() []locks.KeepAlive {
 	if len(s.KeepAlives) == 0 {
@@ -145,7 +164,7 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 	}
 	r := &suiteRun{spec: spec, dir: dir, bins: bins,
 		res:   &SuiteResult{Dir: dir, Header: spec.header(bins)},
-		total: len(spec.Locks) * len(spec.Scenarios) * len(spec.keepAlives()) * spec.Seeds * max(spec.Reps, 1) * len(bins)}
+		total: spec.runsPerBinary() * len(bins)}
 	defer func() {
 		if cerr := r.closeCluster(); cerr != nil && err == nil {
 			err = fmt.Errorf("close etcd cluster: %w", cerr)
@@ -239,7 +258,7 @@ func (r *suiteRun) runBinary(ctx context.Context, b suiteBin) error {
 	for _, sc := range r.spec.Scenarios {
 		sc = r.spec.capped(sc)
 		for _, lock := range r.spec.Locks {
-			for run := range r.spec.cells() {
+			for run := range r.spec.cells(lock) {
 				if ctx.Err() != nil {
 					return nil
 				}
@@ -256,7 +275,7 @@ func (r *suiteRun) runBinary(ctx context.Context, b suiteBin) error {
 // none or the last cell left it unhealthy, and judges the cell.
 func (r *suiteRun) runCell(ctx context.Context, b suiteBin, sc scenario.Scenario, lock string, run suiteCell) error {
 	spec, res := r.spec, r.res
-	name := fmt.Sprintf("%s × %s (keepalive %s) seed %d", lock, sc.Name, run.keepAlive, run.seed)
+	name := fmt.Sprintf("%s × %s (keepalive %s) seed %d", lock, sc.Name, locks.EffectiveKeepAlive(lock, run.keepAlive), run.seed)
 	if max(spec.Reps, 1) > 1 {
 		name += fmt.Sprintf(" rep %d", run.rep)
 	}
@@ -339,12 +358,12 @@ type suiteCell struct {
 	rep       int // 1..Reps: a repetition of the same seed
 }
 
-// cells yields the runs of one strategy on one scenario: every keepalive
-// policy, for each every seed, and each seed Reps times (samples that
-// differ only by the machine's noise).
-func (s SuiteSpec) cells() func(yield func(suiteCell) bool) {
+// cells yields the runs of lock on one scenario: every keepalive policy
+// it runs under, for each every seed, and each seed Reps times (samples
+// that differ only by the machine's noise).
+func (s SuiteSpec) cells(lock string) func(yield func(suiteCell) bool) {
 	return func(yield func(suiteCell) bool) {
-		for _, ka := range s.keepAlives() {
+		for _, ka := range s.keepAlivesFor(lock) {
 			for seed := int64(1); seed <= int64(s.Seeds); seed++ {
 				for rep := 1; rep <= max(s.Reps, 1); rep++ {
 					if !yield(suiteCell{ka, seed, rep}) {
@@ -372,12 +391,14 @@ func checkLockService(ctx context.Context, c cluster.Members, lock string) (foun
 }
 
 // ExpectationsFor is what a suite expects of lock in scenario sc under a
-// keepalive policy: the scenario's expectations for it, overlaid with the
+// keepalive policy (the one lock really runs under, locks.EffectiveKeepAlive:
+// a strategy that keeps its own lease is never judged by a policy's
+// expectations): the scenario's expectations for it, overlaid with the
 // strategy's own for that scenario (locks.Strategy.Expect), without the
 // checks either leaves unjudged ("any").
 func ExpectationsFor(sc scenario.Scenario, lock, keepalive string) map[string]verdict.Verdict {
 	st, _ := locks.Lookup(lock)
-	out := sc.Expect.For(lock, keepalive)
+	out := sc.Expect.For(lock, string(locks.EffectiveKeepAlive(lock, locks.KeepAlive(keepalive))))
 	maps.Copy(out, st.Expect[sc.Name])
 	maps.DeleteFunc(out, func(_ string, v verdict.Verdict) bool { return v == verdict.Any })
 	return out

@@ -61,4 +61,7 @@ func TestDefaultKeepAliveAgrees(t *testing.T) {
 	if string(locks.DefaultKeepAlive) != report.DefaultKeepAlive {
 		t.Fatalf("locks.DefaultKeepAlive %q, report.DefaultKeepAlive %q", locks.DefaultKeepAlive, report.DefaultKeepAlive)
 	}
+	if string(locks.KeepAliveOwn) != report.OwnKeepAlive {
+		t.Fatalf("locks.KeepAliveOwn %q, report.OwnKeepAlive %q", locks.KeepAliveOwn, report.OwnKeepAlive)
+	}
 }

@@ -101,8 +101,8 @@ func (s SuiteSpec) cellKeys(sc string, bins []suiteBin) []report.Summary {
 	var out []report.Summary
 	for _, b := range bins {
 		for _, lock := range s.Locks {
-			for _, ka := range s.keepAlives() {
-				out = append(out, report.Summary{Lock: lock, Scenario: sc, KeepAlive: string(locks.KeepAliveOrDefault(ka)),
+			for _, ka := range s.keepAlivesFor(lock) {
+				out = append(out, report.Summary{Lock: lock, Scenario: sc, KeepAlive: string(locks.EffectiveKeepAlive(lock, ka)),
 					Etcd: b.etcd, EtcdVersion: b.version})
 			}
 		}

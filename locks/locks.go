@@ -124,6 +124,21 @@ const (
 	KeepAliveSafe KeepAlive = "safe"
 )
 
+// KeepAliveOwn labels the runs of a strategy that keeps its own lease
+// (Strategy.OwnLease): no policy of this package applies to it. It is a
+// label, not a policy Options or a flag accept.
+const KeepAliveOwn KeepAlive = "own"
+
+// EffectiveKeepAlive is the policy lock's clients really run under when k
+// is asked for: KeepAliveOwn for a strategy that keeps its own lease, else
+// k or the default.
+func EffectiveKeepAlive(lock string, k KeepAlive) KeepAlive {
+	if st, err := Lookup(lock); err == nil && st.OwnLease {
+		return KeepAliveOwn
+	}
+	return KeepAliveOrDefault(k)
+}
+
 // DefaultKeepAlive is the policy of Options with none.
 const DefaultKeepAlive = KeepAliveAuto
 
@@ -241,6 +256,12 @@ type Strategy struct {
 	// server bug (rpc-trusting), whose verdicts elsewhere would mean
 	// nothing.
 	Hidden bool
+	// OwnLease marks a strategy that keeps its lease itself (e.g. with
+	// etcd's concurrency.Session) instead of through the shared keeper, so
+	// it ignores Options.KeepAlive: a harness runs it once whatever
+	// policies were asked for, and labels and judges its runs as
+	// KeepAliveOwn, never as a policy it did not use.
+	OwnLease bool
 	// Expect, when set, is what this strategy expects of built-in (or any)
 	// scenarios by scenario name, check by check, over the scenario's own
 	// expectations: a user's strategy carries its known limits with it

@@ -112,7 +112,8 @@ func init() {
 		}
 		locks.Register(locks.Strategy{
 			Name: name, Description: desc, Origin: "lockbench's mutant catalogue (package mutants)",
-			Buggy: c.bug != none, New: factory(c.base, c.bug),
+			// Each keeps its lease its own way (the bug's, or a session's).
+			Buggy: c.bug != none, OwnLease: true, New: factory(c.base, c.bug),
 		})
 	}
 }

@@ -161,6 +161,11 @@ type Summary struct {
 // keeps them equal; report does not import the lock strategies).
 const DefaultKeepAlive = "auto"
 
+// OwnKeepAlive is locks.KeepAliveOwn: the label of a strategy that keeps
+// its own lease, which runs once whatever the suite's policies (so it is
+// not part of the key either).
+const OwnKeepAlive = "own"
+
 // Key names a summary's cell in a suite: lock/scenario, then
 // "/keepalive=POLICY" for a policy other than the default and
 // "/etcd=VERSION" for member processes (Etcd set), so that a suite that
@@ -171,7 +176,7 @@ const DefaultKeepAlive = "auto"
 // places compare (a suite refuses two binaries of one release).
 func (s Summary) Key() string {
 	k := s.Lock + "/" + s.Scenario
-	if s.KeepAlive != "" && s.KeepAlive != DefaultKeepAlive {
+	if s.KeepAlive != "" && s.KeepAlive != DefaultKeepAlive && s.KeepAlive != OwnKeepAlive {
 		k += "/keepalive=" + s.KeepAlive
 	}
 	if s.Etcd != "" && s.EtcdVersion != "" {

@@ -27,7 +27,10 @@ func init() {
 		Name:        "mylock",
 		Description: "example: a single-key txn try-lock whose waiters watch the key",
 		Origin:      "examples/mylock",
-		New:         New,
+		// Its lease is a concurrency.Session's, not lockbench's keeper:
+		// --keepalive does not apply to it.
+		OwnLease: true,
+		New:      New,
 	})
 }
 
