@@ -85,7 +85,7 @@ func (s *slicedRun) slices(ctx context.Context, n int, slice time.Duration) ([]r
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	if !sleepCtx(ctx, recordWarmup) {
+	if !runner.Sleep(ctx, recordWarmup) {
 		return nil, ctx.Err()
 	}
 	var runs []report.RecordingRun
@@ -93,7 +93,7 @@ func (s *slicedRun) slices(ctx context.Context, n int, slice time.Duration) ([]r
 		on := (i%4 == 0) || (i%4 == 3) // on off off on on off off on ...
 		s.rec.Store(on)
 		g0, cpu0, t0 := s.grants.Load(), processCPU(), time.Now()
-		if !sleepCtx(ctx, slice) {
+		if !runner.Sleep(ctx, slice) {
 			return runs, ctx.Err()
 		}
 		g, cpu, el := s.grants.Load()-g0, processCPU()-cpu0, time.Since(t0)
@@ -109,16 +109,4 @@ func (s *slicedRun) slices(ctx context.Context, n int, slice time.Duration) ([]r
 		runs = append(runs, run)
 	}
 	return runs, nil
-}
-
-// sleepCtx sleeps for d, or less when ctx ends (then false).
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -3,17 +3,14 @@ package harness
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/url"
-	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/pkg/v3/proxy"
 	"go.uber.org/zap"
 
 	"github.com/lockbench/lockbench/cluster"
 	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/runner"
 )
 
 // relayPath is one way to reach a member: its own listener, its front
@@ -30,9 +27,9 @@ type relayPath struct {
 func MeasureRelay(ctx context.Context, c *cluster.Cluster, key string, d time.Duration) (*report.Relay, error) {
 	lead := max(c.Leader(), 0)
 	m := c.Members()[lead]
-	px, pxURL, err := startRelayProxy(m.DirectURL())
+	px, pxURL, err := runner.StartProxy(m.DirectURL())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("relay cost: %w", err)
 	}
 	defer px.Close()
 	paths := make([]*relayPath, 3)
@@ -56,28 +53,6 @@ func MeasureRelay(ctx context.Context, c *cluster.Cluster, key string, d time.Du
 		return nil, ctx.Err()
 	}
 	return relayResult(lead, rounds, paths), nil
-}
-
-// startRelayProxy starts a fault proxy as the runner gives a faulty
-// client, to target (a URL), and returns it with the URL to dial.
-func startRelayProxy(target string) (proxy.Server, string, error) {
-	to, err := url.Parse(target)
-	if err != nil {
-		return nil, "", err
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, "", fmt.Errorf("relay cost: proxy: %w", err)
-	}
-	from := url.URL{Scheme: "tcp", Host: l.Addr().String()}
-	l.Close()
-	p := proxy.NewServer(proxy.ServerConfig{Logger: zap.NewNop(), From: from, To: url.URL{Scheme: "tcp", Host: to.Host}})
-	select {
-	case <-p.Ready():
-	case err := <-p.Error():
-		return nil, "", fmt.Errorf("relay cost: proxy: %w", err)
-	}
-	return p, to.Scheme + "://" + strings.TrimPrefix(from.Host, "tcp://"), nil
 }
 
 func newRelayPath(c *cluster.Cluster, ep string) (*relayPath, error) {

@@ -37,11 +37,7 @@ func Clean(ctx context.Context, ext External, prefix string, delete bool) (*Clea
 		return nil, inputErr("prefix %q: must start with / and not be / or empty (a clean deletes everything under it)", prefix)
 	}
 	ext.Prefix = ""
-	x, err := ext.normalized()
-	if err != nil {
-		return nil, err
-	}
-	cc, err := x.clientConfig()
+	x, cc, err := ext.prepared()
 	if err != nil {
 		return nil, err
 	}

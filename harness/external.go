@@ -133,6 +133,17 @@ func (x External) normalized() (External, error) {
 	return x, nil
 }
 
+// prepared is x normalized, with its base client configuration: what
+// every use of an external cluster starts from, before any dial.
+func (x External) prepared() (External, clientv3.Config, error) {
+	x, err := x.normalized()
+	if err != nil {
+		return x, clientv3.Config{}, err
+	}
+	cc, err := x.clientConfig()
+	return x, cc, err
+}
+
 // clientConfig is the base etcd client configuration: TLS and credentials.
 func (x External) clientConfig() (clientv3.Config, error) {
 	cc := clientv3.Config{Username: x.User, Password: x.Password}
@@ -292,11 +303,7 @@ func RunExternal(ctx context.Context, ext External, spec RunSpec) (*Result, erro
 	if spec.Scenario.NeedsMembers() {
 		return nil, inputErr("scenario %s injects member faults (crash, partition), which need a cluster lockbench runs itself; an external cluster takes client faults only (pause, isolate, delay, crash a client)", spec.Scenario.Name)
 	}
-	x, err := ext.normalized()
-	if err != nil {
-		return nil, err
-	}
-	cc, err := x.clientConfig()
+	x, cc, err := ext.prepared()
 	if err != nil {
 		return nil, err
 	}

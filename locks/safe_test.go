@@ -2,15 +2,13 @@ package locks_test
 
 import (
 	"context"
-	"net"
-	"net/url"
 	"testing"
 	"time"
 
 	"go.etcd.io/etcd/pkg/v3/proxy"
-	"go.uber.org/zap"
 
 	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/runner"
 )
 
 func TestSafeDeadline(t *testing.T) {
@@ -69,28 +67,15 @@ func TestKeepAliveOptions(t *testing.T) {
 	}
 }
 
-// proxied starts a fault proxy in front of the first endpoint, as the
-// runner does for a client whose network a scenario cuts.
+// proxied starts the runner's fault proxy in front of the first endpoint.
 func proxied(t *testing.T, eps []string) (proxy.Server, string) {
 	t.Helper()
-	to, err := url.Parse(eps[0])
+	p, dial, err := runner.StartProxy(eps[0])
 	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	from := url.URL{Scheme: "tcp", Host: l.Addr().String()}
-	l.Close()
-	p := proxy.NewServer(proxy.ServerConfig{Logger: zap.NewNop(), From: from, To: url.URL{Scheme: "tcp", Host: to.Host}})
-	select {
-	case <-p.Ready():
-	case err := <-p.Error():
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	return p, "http://" + from.Host
+	return p, dial
 }
 
 // TestSafeLeaseCluster holds a lock under the safe policy: Lost never

@@ -76,6 +76,24 @@ func headless(t *testing.T, bin, page string, args ...string) []byte {
 	return stdout.Bytes()
 }
 
+// loadPage writes content to page, loads it in Chromium and returns the
+// DOM after its scripts ran (also saved as dom.html beside the page).
+func loadPage(t *testing.T, bin, page string, content []byte) *html.Node {
+	t.Helper()
+	if err := os.WriteFile(page, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom := headless(t, bin, page, "--dump-dom")
+	if err := os.WriteFile(filepath.Join(filepath.Dir(page), "dom.html"), dom, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := html.Parse(bytes.NewReader(dom))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
 func tail(b []byte, n int) []byte {
 	if len(b) > n {
 		return b[len(b)-n:]
@@ -95,18 +113,7 @@ func renderInBrowser(t *testing.T, f fixture) (page string) {
 	if err := WriteRunHTML(&b, map[string]any{"lock": sum.Lock, "scenario": map[string]any{"name": sum.Scenario}}, ev, sum); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-
-	dom := headless(t, bin, page, "--dump-dom")
-	if err := os.WriteFile(filepath.Join(dir, "dom.html"), dom, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	doc, err := html.Parse(bytes.NewReader(dom))
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := loadPage(t, bin, page, b.Bytes())
 	checkRunDOM(t, doc, f.Clients, p, q)
 	checkPageInBrowser(t, doc, dir)
 	// The script ran: it marks the body and counts what it drew per lane.
@@ -314,17 +321,7 @@ func TestBrowserSuiteReport(t *testing.T) {
 	if err := WriteSuiteHTML(&b, cells); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	dom := headless(t, bin, page, "--dump-dom")
-	if err := os.WriteFile(filepath.Join(dir, "dom.html"), dom, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	doc, err := html.Parse(bytes.NewReader(dom))
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := loadPage(t, bin, page, b.Bytes())
 	checkPageInBrowser(t, doc, dir)
 	if n := len(byClass(doc, "scroll-x")); n == 0 {
 		t.Error("the matrix is not in a scrolling box")

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -129,15 +127,9 @@ func (c *client) endpoints() []string {
 	if len(c.conn.proxies) == 0 {
 		return c.r.cfg.Endpoints
 	}
-	// The proxy forwards raw TCP, so a TLS client still talks TLS end to end
-	// through it: keep each endpoint's scheme.
 	var eps []string
 	for i, p := range c.conn.proxies {
-		scheme := "http"
-		if u, err := url.Parse(c.r.cfg.Endpoints[i]); err == nil && u.Scheme != "" {
-			scheme = u.Scheme
-		}
-		eps = append(eps, scheme+"://"+strings.TrimPrefix(p.From(), "tcp://"))
+		eps = append(eps, proxyURL(c.r.cfg.Endpoints[i], p))
 	}
 	return eps
 }
@@ -247,7 +239,7 @@ func (c *client) checkpoint(ctx context.Context) bool {
 func (c *client) loop(ctx context.Context, gen int, cli *clientv3.Client, locker locks.Locker, rng *rand.Rand) {
 	w := c.r.cfg.Scenario.Workload
 	if gen == 0 {
-		sleep(ctx, time.Duration(c.id)*w.Stagger.D())
+		Sleep(ctx, time.Duration(c.id)*w.Stagger.D())
 	}
 	failures := 0 // consecutive failed acquires
 	for c.checkpoint(ctx) {
@@ -273,7 +265,7 @@ func (c *client) loop(ctx context.Context, gen int, cli *clientv3.Client, locker
 			// Back off, so that a broken or overloaded cluster is not
 			// hammered: 10–50 ms after one failure, doubling with each
 			// failure in a row up to 1.6 s.
-			sleep(ctx, time.Duration(10+rng.IntN(40))*time.Millisecond<<min(failures, 5))
+			Sleep(ctx, time.Duration(10+rng.IntN(40))*time.Millisecond<<min(failures, 5))
 			failures++
 			continue
 		}
@@ -300,7 +292,7 @@ func (c *client) loop(ctx context.Context, gen int, cli *clientv3.Client, locker
 		// again.
 		c.release(gen, locker, g)
 		if w.Think > 0 {
-			sleep(ctx, w.Think.D())
+			Sleep(ctx, w.Think.D())
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,25 +19,49 @@ import (
 // client alone, so that its network can be cut or slowed on its own.
 func (c *client) startProxies() error {
 	for _, ep := range c.r.cfg.Endpoints {
-		to, err := url.Parse(ep)
+		p, _, err := StartProxy(ep)
 		if err != nil {
-			return fmt.Errorf("endpoint %q: %w", ep, err)
+			return fmt.Errorf("client %d: %w", c.id, err)
 		}
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return fmt.Errorf("client %d proxy: %w", c.id, err)
-		}
-		from := url.URL{Scheme: "tcp", Host: l.Addr().String()}
-		l.Close() // the proxy listens on it itself
-		p := proxy.NewServer(proxy.ServerConfig{Logger: zap.NewNop(), From: from, To: url.URL{Scheme: "tcp", Host: to.Host}})
 		c.conn.proxies = append(c.conn.proxies, p)
-		select {
-		case <-p.Ready():
-		case err := <-p.Error():
-			return fmt.Errorf("client %d proxy: %w", c.id, err)
-		}
 	}
 	return nil
+}
+
+// StartProxy starts a fault proxy (go.etcd.io/etcd/pkg/v3/proxy) in front
+// of endpoint, as the runner gives each client whose network a scenario
+// cuts or slows, and returns it ready with the URL to dial through it.
+// The bench's relay-cost figure uses it, so it measures this very path.
+func StartProxy(endpoint string) (proxy.Server, string, error) {
+	to, err := url.Parse(endpoint)
+	if err != nil {
+		return nil, "", fmt.Errorf("endpoint %q: %w", endpoint, err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", fmt.Errorf("proxy for %s: %w", endpoint, err)
+	}
+	from := url.URL{Scheme: "tcp", Host: l.Addr().String()}
+	l.Close() // the proxy listens on it itself
+	p := proxy.NewServer(proxy.ServerConfig{Logger: zap.NewNop(), From: from, To: url.URL{Scheme: "tcp", Host: to.Host}})
+	select {
+	case <-p.Ready():
+	case err := <-p.Error():
+		p.Close()
+		return nil, "", fmt.Errorf("proxy for %s: %w", endpoint, err)
+	}
+	return p, proxyURL(endpoint, p), nil
+}
+
+// proxyURL is the URL a client dials to reach endpoint through p. The
+// proxy forwards raw TCP, so a TLS client still talks TLS end to end
+// through it: the endpoint's scheme is kept.
+func proxyURL(endpoint string, p proxy.Server) string {
+	scheme := "http"
+	if u, err := url.Parse(endpoint); err == nil && u.Scheme != "" {
+		scheme = u.Scheme
+	}
+	return scheme + "://" + strings.TrimPrefix(p.From(), "tcp://")
 }
 
 // closeProxies closes proxies in the background, tracked by wg.

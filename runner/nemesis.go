@@ -37,7 +37,7 @@ func (r *runner) nemesis(ctx context.Context, plan []chaos.PlannedStep) error {
 			<-ctx.Done()
 			break
 		}
-		if !sleep(ctx, wake-time.Duration(r.rec.Now())) {
+		if !Sleep(ctx, wake-time.Duration(r.rec.Now())) {
 			break
 		}
 		if due != nil {
@@ -116,7 +116,7 @@ func (r *runner) resolve(ctx context.Context, st chaos.PlannedStep) (int, error)
 		if err == nil || st.Fault.Targets() != chaos.ClientTarget || time.Now().After(deadline) {
 			return t, err
 		}
-		if !sleep(ctx, 5*time.Millisecond) {
+		if !Sleep(ctx, 5*time.Millisecond) {
 			return -1, err
 		}
 	}

@@ -45,7 +45,7 @@ func (r *runner) observe(ctx context.Context, from int64) {
 				}
 			}
 		}
-		sleep(ctx, 50*time.Millisecond)
+		Sleep(ctx, 50*time.Millisecond)
 	}
 }
 

@@ -455,8 +455,9 @@ func (r *runner) close() {
 	}
 }
 
-// sleep waits d or until ctx ends; it reports whether the full time passed.
-func sleep(ctx context.Context, d time.Duration) bool {
+// Sleep waits d or until ctx ends; it reports whether the full time passed.
+// (The harness paces its own measurements with it too.)
+func Sleep(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
 		return ctx.Err() == nil
 	}
