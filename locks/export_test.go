@@ -19,3 +19,12 @@ func NewQueueWithoutHandover() Factory {
 		return l, nil
 	}
 }
+
+// PredWatchOf is the key name and channel of l's kept predecessor's watch
+// (queue only; "" and nil: none).
+func PredWatchOf(l Locker) (string, clientv3.WatchChan) {
+	q := l.(*queueLocker)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.pred.key, q.pred.ch
+}

@@ -1,6 +1,7 @@
 package locks
 
 import (
+	"context"
 	"slices"
 	"testing"
 
@@ -39,5 +40,24 @@ func TestHandoverEvent(t *testing.T) {
 	}
 	if h, _, alive := handover(clientv3.WatchResponse{}, false, me); h != 0 || alive {
 		t.Errorf("closed watch: handover = %d, alive %v; want 0, false", h, alive)
+	}
+}
+
+// TestWaitTurnSkipsEarlierKeys: a kept predecessor's watch (watchPred)
+// still holds the deletes of the name's earlier keys; only a delete after
+// the revision the predecessor was seen at is its own.
+func TestWaitTurnSkipsEarlierKeys(t *testing.T) {
+	del := func(rev int64) clientv3.WatchResponse {
+		return clientv3.WatchResponse{Events: []*clientv3.Event{{Type: mvccpb.DELETE, Kv: &mvccpb.KeyValue{Key: []byte("/l/p"), ModRevision: rev}}}}
+	}
+	wch := make(chan clientv3.WatchResponse, 3)
+	wch <- del(4) // an earlier key of the name, before we saw the predecessor at 10
+	wch <- del(10)
+	wch <- del(12)
+	own := new(clientv3.WatchChan)
+	l := &queueLocker{}
+	d, handed, _, err := l.waitTurn(context.Background(), nil, wch, own, kv{"/l/me", 9}, 10)
+	if err != nil || handed || d != 12 {
+		t.Fatalf("waitTurn = %d, handed %v, %v; want 12, false, nil", d, handed, err)
 	}
 }

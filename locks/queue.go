@@ -56,7 +56,9 @@ func init() {
 // notification and one local read. concurrency.Mutex opens its watch at the
 // revision of an earlier Get, which the store has usually passed by then,
 // so etcd only catches that watcher up on its 100 ms resync tick
-// (docs/design.md §10).
+// (docs/design.md §10). And the watch is kept for the next wait, which
+// in a busy queue usually has the same predecessor (watchPred): then the
+// wait costs no new watch and no read at all.
 //
 // Why no delete can be missed: the server confirms the watch with the
 // revision W at which it started (read after the watcher was registered:
@@ -92,6 +94,7 @@ type queueLocker struct {
 	// TestMeasureHandover's A/B against it.
 	noHandover bool
 
+	// mu guards next and pred.
 	mu sync.Mutex
 	// next are the successors the current grant (by token) will hand over
 	// to on Unlock; zero when none is known.
@@ -100,6 +103,9 @@ type queueLocker struct {
 	// acquisition on it) for handovers, from the first wait on a lease to
 	// Close or the next lease: one watch a client, not one an acquisition.
 	own ownWatch
+	// pred watches the key name of our last predecessor, kept for the next
+	// wait (watchPred).
+	pred predWatch
 }
 
 func newQueue(naive bool) Factory {
@@ -209,6 +215,8 @@ func (l *queueLocker) join(ctx context.Context) (*lease, kv, *kv, error) {
 // wake-up read, or that a handover passed on, whichever are more: the
 // successors a later Unlock may hand the lock over to.
 func (l *queueLocker) wait(ctx context.Context, ls *lease, me kv, pred *kv, at int64) ([]kv, error) {
+	// The predecessor's watch is kept a while for the next wait.
+	defer l.idlePred()
 	// Step 3: watch our own key for a handover (watchOwn); a holder may
 	// have handed over to us already.
 	own := new(clientv3.WatchChan) // none: a nil channel
@@ -221,13 +229,13 @@ func (l *queueLocker) wait(ctx context.Context, ls *lease, me kv, pred *kv, at i
 	}
 	var next []kv
 	for pred != nil {
-		// Step 3a: watch the predecessor's key from the server's current
-		// revision, and wait until the server confirms the watch (at
-		// revision w).
-		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-		wch, w, err := watchCreated(wctx, l.cli, pred.key, ls)
+		// Step 3a: watch the predecessor's key name: the watch kept from
+		// our last wait if it was on the same name (watchPred), else one
+		// from the server's current revision, once the server confirms it.
+		// Either way the watch delivers every event on the name after
+		// revision w.
+		wch, w, err := l.watchPred(ctx, *pred, ls)
 		if err != nil {
-			cancel()
 			if !errors.Is(err, errWatch) {
 				return nil, err
 			}
@@ -245,20 +253,20 @@ func (l *queueLocker) wait(ctx context.Context, ls *lease, me kv, pred *kv, at i
 			// Naive: if the predecessor's key is gone, take the lock; else
 			// take it on the key's first event. No look at older keys.
 			err = l.naiveWait(ctx, ls, wch, *pred)
-			cancel()
+			l.dropPred()
 			return nil, err
 		}
 		// Step 3b: re-read, at the watch's revision or later, the newest
 		// key older than ours, and check that ours is still there. Not
 		// needed if the watch started no later than the state pred was
-		// seen in (w ≤ at): then the watch covers every change since.
+		// seen in (w ≤ at): then the watch covers every change since. A
+		// kept watch always did.
 		if w > at {
 			cur, _, curAt, err := l.newest(ctx, me, w, false)
 			if err != nil || cur == nil || *cur != *pred {
 				// Ours is gone (error), or no older key remains (held), or
 				// the predecessor went before the watch and an older key is
 				// the new predecessor: watch that one instead.
-				cancel()
 				if err != nil {
 					return nil, err
 				}
@@ -271,7 +279,6 @@ func (l *queueLocker) wait(ctx context.Context, ls *lease, me kv, pred *kv, at i
 		// there at revision at, so an earlier delete of its name is not
 		// its own), or for a handover into our key (at revision d).
 		d, handed, passed, err := l.waitTurn(ctx, ls, wch, own, me, at)
-		cancel()
 		switch {
 		case err == nil:
 			// Woken by the predecessor's delete or the handover: one
@@ -285,6 +292,8 @@ func (l *queueLocker) wait(ctx context.Context, ls *lease, me kv, pred *kv, at i
 		case !errors.Is(err, errWatch):
 			return nil, err
 		default:
+			// The watch ended: the next wait opens a new one.
+			l.dropPred()
 			if err := pause(ctx, ls, 50*time.Millisecond); err != nil {
 				return nil, err
 			}
@@ -547,6 +556,7 @@ func (l *queueLocker) Unlock(ctx context.Context, g *Grant) error {
 // Close ends the watch of our key and revokes the lease.
 func (l *queueLocker) Close(ctx context.Context) error {
 	l.watchOwn("")
+	l.dropPred()
 	return l.leases.close(ctx)
 }
 

@@ -249,3 +249,68 @@ func TestQueueHandoverSuccessorGone(t *testing.T) {
 		})
 	}
 }
+
+// TestQueueKeepsPredecessorWatch: A and B take turns. B's second wait is
+// behind A's key name again (A's lease is the same), so B takes the watch
+// kept from its first wait, and still gets the lock when A releases; a
+// wait behind another name gets a new watch.
+func TestQueueKeepsPredecessorWatch(t *testing.T) {
+	r := newQueueRig(t, "keep-pred-watch", 3)
+	a, b := r.clients[0], r.clients[1]
+	ga, err := a.Lock(r.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bch := r.lock(1)
+	kvs := r.queue(2)
+	if err := a.Unlock(r.ctx, ga); err != nil {
+		t.Fatal(err)
+	}
+	gb := r.granted("B", bch)
+	key, first := locks.PredWatchOf(b)
+	if key != string(kvs[0].Key) || first == nil {
+		t.Fatalf("B's kept watch is of %q (%v), want A's key %s", key, first, kvs[0].Key)
+	}
+	ach := r.lock(0)
+	r.queue(2) // B, A
+	if err := b.Unlock(r.ctx, gb); err != nil {
+		t.Fatal(err)
+	}
+	ga = r.granted("A again", ach)
+	bch = r.lock(1)
+	r.queue(2) // A, B
+	if err := a.Unlock(r.ctx, ga); err != nil {
+		t.Fatal(err)
+	}
+	gb = r.granted("B again", bch)
+	if key, again := locks.PredWatchOf(b); key != string(kvs[0].Key) || again != first {
+		t.Errorf("B's second wait behind A's key name did not take the kept watch (%q)", key)
+	}
+	// B waits behind C: another name, a new watch.
+	if err := b.Unlock(r.ctx, gb); err != nil {
+		t.Fatal(err)
+	}
+	gc, err := r.clients[2].Lock(r.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bch = r.lock(1)
+	kvs = r.queue(2) // C, B
+	if err := r.clients[2].Unlock(r.ctx, gc); err != nil {
+		t.Fatal(err)
+	}
+	r.granted("B behind C", bch)
+	if key, other := locks.PredWatchOf(b); key != string(kvs[0].Key) || other == first || other == nil {
+		t.Errorf("B's wait behind C's key %s: kept watch of %q, the same as before: %v", kvs[0].Key, key, other == first)
+	}
+	// Not kept for a client that does not wait again soon: it would
+	// gather every delete of the name.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, ch := locks.PredWatchOf(b); ch == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("B's kept watch was still open 10 s after its last wait")
+		}
+	}
+}

@@ -14,13 +14,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// ownWatch is the watch of our own key for handovers (nil ch: none).
-type ownWatch struct {
-	key    string
-	ch     clientv3.WatchChan
-	cancel context.CancelFunc
-}
-
 // handoff is a grant's known successors: the oldest keys newer than the
 // grant's, oldest first, at their create revisions, as one read saw them
 // (or a handover passed them on).
@@ -174,31 +167,4 @@ func (l *queueLocker) handOver(ctx context.Context, g *Grant, next []kv) error {
 		Else(clientv3.OpTxn([]clientv3.Cmp{mine}, []clientv3.Op{clientv3.OpDelete(g.Key)}, nil)).
 		Commit()
 	return err
-}
-
-// watchOwn returns the watch of key, our key, for handovers: the one open
-// since an earlier wait on the same key, or a new one (and the old one
-// ended) when the key changed with the lease or the watch ended (waitTurn
-// sets a watch that failed to nil). It is not waited for: a handover made
-// before the server registers the watch is missed, and the predecessor's
-// delete and a re-check (step 3d) grant the lock instead. Events on key
-// wait in the watch between acquisitions (our own join's put each time);
-// only a handover at the current create revision counts (handover).
-// key "" just ends the watch.
-func (l *queueLocker) watchOwn(key string) *clientv3.WatchChan {
-	if l.own.key == key && l.own.ch != nil {
-		return &l.own.ch
-	}
-	if l.own.cancel != nil {
-		l.own.cancel()
-	}
-	l.own = ownWatch{key: key}
-	if key != "" {
-		// On the same stream as the predecessor's watches (same metadata),
-		// so that a handover and the delete of the same txn come from one
-		// member.
-		ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
-		l.own.ch, l.own.cancel = l.cli.Watch(ctx, key, clientv3.WithFilterDelete()), cancel
-	}
-	return &l.own.ch
 }
