@@ -455,7 +455,7 @@ func benchPairedLine(w io.Writer, p *Paired) {
 		}
 		xs = append(xs, x)
 	}
-	fmt.Fprintf(w, "paired with the ideal: %s × %d clients, %s of %.1fs slices (lock, then the ideal at %d clients, alternating order): throughput ÷ ideal median %.3f (%.3f–%.3f), handoff p50 ÷ ideal step median %.3f (%.3f–%.3f); %d with figures; per round: %s\n",
+	fmt.Fprintf(w, "paired with the ideal: %s × %d clients, %s of %.1fs slices (one of the ideal at %d clients and one of the lock a round, in alternating order): throughput ÷ ideal median %.3f (%.3f–%.3f), handoff p50 ÷ ideal step median %.3f (%.3f–%.3f); %d with figures; per round: %s\n",
 		p.Lock, p.Clients, countNoun(p.Rounds, "round"), p.SliceS, p.IdealClients, p.XIdealMedian, p.XIdealMin, p.XIdealMax,
 		p.HandoffXIdealMedian, p.HandoffXIdealMin, p.HandoffXIdealMax, p.Used, strings.Join(xs, ", "))
 }
