@@ -56,7 +56,10 @@ func (r *benchRun) paired() error {
 		}
 		r.progress("paired %d/%d: %s × %d clients and the ideal handoff, %s each", i+1, spec.PairedRounds, spec.TargetLock, spec.TargetClients, spec.PairedSlice)
 		run := r.pairedRound(i, p.IdealClients)
-		if run.Error != "" && r.ctx.Err() == nil {
+		if r.ctx.Err() != nil {
+			return nil // a round cut short is left out, as a cell is
+		}
+		if run.Error != "" {
 			r.failed(fmt.Errorf("paired round %d: %s", i, run.Error))
 		}
 		p.Runs = append(p.Runs, run)

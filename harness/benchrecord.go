@@ -15,8 +15,9 @@ import (
 	"github.com/lockbench/lockbench/scenario"
 )
 
-// recordWarmup is how long the sliced recording run goes before its first
-// slice: the first grants of a run are slower (connections, watches).
+// recordWarmup is how long a sliced run (recording slices, a paired lock
+// slice) goes after its first grant before it is timed: the first grants
+// of a run are slower (connections, watches).
 const recordWarmup = 500 * time.Millisecond
 
 // slicedRun is one run of the target cell timed in slices from outside
