@@ -180,10 +180,10 @@ func NewBenchDir(parent string) string {
 // RunBench measures the commit floor, the ideal handoff and the relays'
 // cost, then every lock at every client count, then the target cell
 // paired with the ideal, then the target cell with recording on and off,
-// on one embedded cluster, and writes bench.json into spec.Dir. When ctx ends early, what
-// ran is still written, marked interrupted. Cells that fail are recorded
-// with their error and the benchmark carries on; the returned error then
-// names the first.
+// on one embedded cluster, and writes bench.json into spec.Dir. When ctx
+// ends early, what ran is still written, marked interrupted. Cells that
+// fail are recorded with their error and the benchmark carries on; the
+// returned error then names the first.
 func RunBench(ctx context.Context, spec BenchSpec) (b *rundir.Bench, err error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err

@@ -177,7 +177,7 @@ func TestBenchPaired(t *testing.T) {
 	}
 	for _, w := range []string{
 		"paired with the ideal: queue × 8 clients, 4 rounds of 1.5s slices (one of the ideal at 8 clients and one of the lock a round, in alternating order): throughput ÷ ideal median 0.900 (0.800–0.900), handoff p50 ÷ ideal step median 1.100 (1.000–1.500); 3 with figures; per round: 0.90, 0.80, error, 0.90",
-		"queue at 8 clients: against the ideal measured once at the start: throughput 0.700, handoff p50 1.400 (no target",
+		"queue at 8 clients: against the ideal measured once at the start: throughput ÷ ideal 0.700, handoff p50 ÷ ideal step 1.400 (no target",
 		"target queue at 8 clients: throughput ÷ ideal handoff rate (median of 3 paired rounds): 0.900 (>= 0.85) met",
 	} {
 		if !strings.Contains(out.String(), w) {

@@ -505,7 +505,7 @@ func benchTargetLines(w io.Writer, b *Bench) {
 			fmt.Fprintf(w, "%s at %d clients: throughput ÷ one writer's rate beside another: %.3f (no target; see floor, two writers)\n", c.Lock, c.Clients, c.XTwoWriters)
 		}
 		if b.PairedJudged() && c.XIdeal > 0 {
-			fmt.Fprintf(w, "%s at %d clients: against the ideal measured once at the start: throughput %.3f, handoff p50 %.3f (no target: drift; the paired rounds are judged)\n",
+			fmt.Fprintf(w, "%s at %d clients: against the ideal measured once at the start: throughput ÷ ideal %.3f, handoff p50 ÷ ideal step %.3f (no target: drift; the paired rounds are judged)\n",
 				c.Lock, c.Clients, c.XIdeal, c.HandoffXIdeal)
 		}
 	}
@@ -530,8 +530,9 @@ func benchCellNotes(w io.Writer, b *Bench) {
 // WriteBenchResultLines writes the benchmark in Go benchmark format, for
 // benchstat: the floor, each cell (as WriteBenchLines, named
 // BenchmarkLock/<lock>/contention/clients=N), each paired round
-// (BenchmarkPairedIdeal, one benchstat sample each) and each recording run. The
-// lines come from b alone, so a bench.json read back gives the same ones.
+// (BenchmarkPairedIdeal, one benchstat sample each) and each recording
+// run. The lines come from b alone, so a bench.json read back gives the
+// same ones.
 func WriteBenchResultLines(w io.Writer, b *Bench) error {
 	bw := bufio.NewWriter(w)
 	floor := func(name string, f *Floor) {
