@@ -25,12 +25,14 @@ const benchSynopsis = "bench [--clients 2,8,64] [--locks a,b] [--duration D] [fl
 	"what the members' front doors and a fault proxy cost per RPC (relay cost),\n" +
 	"then every lock at every client count under contention with hold 0\n" +
 	"(throughput, handoff p50/p99, each as a ratio to the floor and to mutex),\n" +
-	"then the target cell in one run with recording switched on and off in\n" +
-	"alternating slices. Cells whose scenario has no member fault (all bench\n" +
-	"cells) dial the members directly, not through the front doors. After a\n" +
-	"cell of a strategy on etcd's lock service (rpc) it probes that service on\n" +
-	"every member and\n" +
-	"replaces a cluster where it is stuck (an etcd bug: see the README).\n" +
+	"then the target cell against the ideal in alternating slices (paired\n" +
+	"rounds: the machine's drift falls on both, and the ideal targets are\n" +
+	"judged on their median), then the target cell in one run with recording\n" +
+	"switched on and off in alternating slices. Cells whose scenario has no\n" +
+	"member fault (all bench cells) dial the members directly, not through the\n" +
+	"front doors. After a cell of a strategy on etcd's lock service (rpc) it\n" +
+	"probes that service on every member and replaces a cluster where it is\n" +
+	"stuck (an etcd bug: see the README).\n" +
 	"Writes bench.json and one run folder per cell into --out. etcd's data\n" +
 	"folder is made under --data-dir, else $TMPDIR."
 
@@ -51,6 +53,7 @@ var benchFlags = map[string]string{
 	"Clients": "clients", "Duration": "duration", "Hold": "hold", "FloorDuration": "floor-duration",
 	"CellFloor": "cell-floor", "RecordRuns": "record-runs", "RecordDuration": "record-duration",
 	"TargetLock": "target-lock", "TargetClients": "target-clients",
+	"PairedRounds": "paired-rounds", "PairedSlice": "paired-slice",
 }
 
 // benchCommand is `lockbench bench`: throughput and handoff latency of
@@ -81,6 +84,8 @@ func (o *benchOptions) register(fs *flagSet) {
 	fs.IntVar(&s.TargetClients, "target-clients", harness.DefaultTargetClients, "client count of that cell")
 	fs.IntVar(&s.RecordRuns, "record-runs", harness.DefaultRecordRuns, "recording on/off pairs of slices in one run of the target cell (0: skip)")
 	fs.DurationVar(&s.RecordDuration, "record-duration", harness.DefaultRecordDuration, "length of each recording on/off slice")
+	fs.IntVar(&s.PairedRounds, "paired-rounds", harness.DefaultPairedRounds, "rounds of one ideal-handoff slice and one target-cell slice, alternating; the ideal targets are judged on their median (0: skip)")
+	fs.DurationVar(&s.PairedSlice, "paired-slice", harness.DefaultPairedSlice, "length of each paired slice")
 	fs.Int64Var(&s.Seed, "seed", 1, "seed of every cell")
 	fs.StringVar(&o.out, "out", "", "the bench folder (default "+filepath.Join(harness.DefaultOut, "bench-<timestamp>")+")")
 	fs.StringVar(&o.benchOut, "bench-out", "", "also write Go benchmark-format lines to this file (- for stdout)")

@@ -31,6 +31,9 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"--cell-floor", "-1s"}, []string{"--cell-floor -1s"}},
 		{[]string{"--record-runs", "-1"}, []string{"--record-runs -1"}},
 		{[]string{"--record-duration", "-1s"}, []string{"--record-duration -1s"}},
+		{[]string{"--paired-rounds", "-1"}, []string{"--paired-rounds -1", "≥0"}},
+		{[]string{"--paired-slice", "0s"}, []string{"--paired-slice 0s", "> 0"}},
+		{[]string{"--paired-slice", "-1s"}, []string{"--paired-slice -1s"}},
 		{[]string{"--target-lock", "nope"}, []string{"--target-lock", `unknown lock "nope"`}},
 		{[]string{"--target-clients", "0"}, []string{"--target-clients 0"}},
 		{[]string{"--keepalive", "sometimes"}, []string{`"sometimes"`}},
@@ -76,11 +79,11 @@ func TestBenchEndToEnd(t *testing.T) {
 	out := filepath.Join(dir, "bench")
 	lines := filepath.Join(dir, "lines.txt")
 	code, stdout, stderr := runCLI(t, "bench", "--locks", "queue,mutex", "--clients", "2", "--duration", "400ms",
-		"--floor-duration", "200ms", "--target-clients", "2", "--record-runs", "1", "--record-duration", "400ms", "--out", out, "--bench-out", lines, "--quiet")
+		"--floor-duration", "200ms", "--target-clients", "2", "--record-runs", "1", "--record-duration", "400ms", "--paired-rounds", "1", "--paired-slice", "300ms", "--out", out, "--bench-out", lines, "--quiet")
 	if code != ExitPass {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
-	for _, w := range []string{"×floor", "│ queue │       2 │", "│ mutex │       2 │", "floor: ", "recording: queue × 2 clients", "bench folder: " + out} {
+	for _, w := range []string{"×floor", "│ queue │       2 │", "│ mutex │       2 │", "floor: ", "recording: queue × 2 clients", "paired with the ideal: queue × 2 clients, 1 round of 0.3s", "(1 paired round)", "bench folder: " + out} {
 		if !strings.Contains(stdout, w) {
 			t.Errorf("stdout lacks %q:\n%s", w, stdout)
 		}
@@ -101,7 +104,7 @@ func TestBenchEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"BenchmarkFloor/put 1 ", "BenchmarkLock/queue/contention/clients=2 1 ", "BenchmarkLock/mutex/contention/clients=2 1 ", "record=off"} {
+	for _, w := range []string{"BenchmarkFloor/put 1 ", "BenchmarkLock/queue/contention/clients=2 1 ", "BenchmarkLock/mutex/contention/clients=2 1 ", "BenchmarkPairedIdeal/queue/contention/clients=2 1 ", "record=off"} {
 		if !strings.Contains(string(got), w) {
 			t.Errorf("bench lines lack %q:\n%s", w, got)
 		}

@@ -80,8 +80,14 @@ type BenchSpec struct {
 	RecordRuns    int
 	// RecordDuration is each recording slice's time (0: Duration).
 	RecordDuration time.Duration
-	Seed           int64
-	KeepAlive      locks.KeepAlive
+	// PairedRounds rounds of one ideal-handoff slice and one target-cell
+	// slice, each PairedSlice long, measure the target cell against the
+	// ideal with the machine's drift shared by both (0: not measured); the
+	// target cell's ideal targets are then judged on them (benchpaired.go).
+	PairedRounds int
+	PairedSlice  time.Duration
+	Seed         int64
+	KeepAlive    locks.KeepAlive
 	// RPCTimeout and SharedConns are RunSpec's, for every cell.
 	RPCTimeout  time.Duration
 	SharedConns int
@@ -123,6 +129,10 @@ func (s BenchSpec) Validate() error {
 		return fieldErr("RecordRuns", s.RecordRuns, "must be ≥0")
 	case s.RecordDuration < 0:
 		return fieldErr("RecordDuration", s.RecordDuration, "must be ≥0")
+	case s.PairedRounds < 0:
+		return fieldErr("PairedRounds", s.PairedRounds, "must be ≥0")
+	case s.PairedSlice < 0 || s.PairedRounds > 0 && s.PairedSlice == 0:
+		return fieldErr("PairedSlice", s.PairedSlice, "must be > 0")
 	case s.TargetClients < 1:
 		return fieldErr("TargetClients", s.TargetClients, "must be ≥1")
 	case s.Dir == "":
@@ -168,12 +178,12 @@ func NewBenchDir(parent string) string {
 }
 
 // RunBench measures the commit floor, the ideal handoff and the relays'
-// cost, then every lock at every client
-// count, then the target cell with recording on and off, on one embedded
-// cluster, and writes bench.json into spec.Dir. When ctx ends early, what
-// ran is still written, marked interrupted. Cells that fail are recorded
-// with their error and the benchmark carries on; the returned error then
-// names the first.
+// cost, then every lock at every client count, then the target cell
+// paired with the ideal, then the target cell with recording on and off,
+// on one embedded cluster, and writes bench.json into spec.Dir. When ctx
+// ends early, what ran is still written, marked interrupted. Cells that
+// fail are recorded with their error and the benchmark carries on; the
+// returned error then names the first.
 func RunBench(ctx context.Context, spec BenchSpec) (b *rundir.Bench, err error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
@@ -187,6 +197,9 @@ func RunBench(ctx context.Context, spec BenchSpec) (b *rundir.Bench, err error) 
 		return r.b, err
 	}
 	if err := r.cells(); err != nil || ctx.Err() != nil {
+		return r.b, err
+	}
+	if err := r.paired(); err != nil {
 		return r.b, err
 	}
 	if err := r.recording(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +34,9 @@ func TestBenchSpecValidate(t *testing.T) {
 		{func(s *BenchSpec) { s.CellFloor = -1 }, "cell floor -1ns"},
 		{func(s *BenchSpec) { s.RecordRuns = -1 }, "record runs -1"},
 		{func(s *BenchSpec) { s.RecordDuration = -1 }, "record duration -1ns"},
+		{func(s *BenchSpec) { s.PairedRounds = -1 }, "paired rounds -1: must be ≥0"},
+		{func(s *BenchSpec) { s.PairedRounds = 2 }, "paired slice 0s: must be > 0"},
+		{func(s *BenchSpec) { s.PairedSlice = -1 }, "paired slice -1ns: must be > 0"},
 		{func(s *BenchSpec) { s.TargetLock = "nope" }, `target lock: unknown lock "nope"`},
 		{func(s *BenchSpec) { s.TargetClients = 0 }, "target clients 0"},
 		{func(s *BenchSpec) { s.KeepAlive = "sometimes" }, "sometimes"},
@@ -121,6 +125,89 @@ func TestBenchFinish(t *testing.T) {
 	for _, tg := range b.Targets[:5] {
 		if tg.Met {
 			t.Errorf("target met by a slow queue: %+v", tg)
+		}
+	}
+}
+
+// TestBenchPaired: the paired rounds' ratios, their median and range, the
+// targets they replace, and how the table and the lines show them.
+func TestBenchPaired(t *testing.T) {
+	b := &report.Bench{
+		Scenario: BenchScenario, TargetLock: "queue", TargetClients: 8,
+		Ideal: &report.Ideal{RatePerS: 1000, StepP50MS: 1},
+		Cells: []report.BenchCell{{Lock: "queue", Clients: 8, ThroughputPerS: 700, HandoffMS: lat(1.4, 3)}},
+		Paired: &report.Paired{Lock: "queue", Clients: 8, IdealClients: 8, Rounds: 4, SliceS: 1.5, Runs: []report.PairedRun{
+			{Round: 0, Order: "ideal first", IdealRatePerS: 800, IdealStepP50MS: 1, RatePerS: 720, HandoffP50MS: 1.1},
+			{Round: 1, Order: "lock first", IdealRatePerS: 1000, IdealStepP50MS: 0.8, RatePerS: 800, HandoffP50MS: 1.2},
+			{Round: 2, Order: "ideal first", IdealRatePerS: 900, RatePerS: 900, Error: "lock slice: boom"},
+			{Round: 3, Order: "lock first", IdealRatePerS: 700, IdealStepP50MS: 1.25, RatePerS: 630, HandoffP50MS: 1.25},
+		}},
+	}
+	finishBench(b)
+	p := b.Paired
+	if p.Used != 3 || p.XIdealMedian != 0.9 || p.XIdealMin != 0.8 || p.XIdealMax != 0.9 ||
+		p.HandoffXIdealMedian != 1.1 || p.HandoffXIdealMin != 1 || p.HandoffXIdealMax != 1.5 {
+		t.Errorf("paired %+v", p)
+	}
+	if r := p.Runs[2]; r.X != 0 || r.H != 0 {
+		t.Errorf("a round with an error has ratios: %+v", r)
+	}
+	// The cell alone misses 0.85 against the ideal of the start (0.7); the
+	// paired median (0.9) meets it, and is what is judged.
+	targets := map[string]report.Target{}
+	for _, tg := range b.Targets {
+		targets[tg.Name] = tg
+	}
+	x, okX := targets["queue at 8 clients: throughput ÷ ideal handoff rate (median of 3 paired rounds)"]
+	h, okH := targets["queue at 8 clients: handoff p50 ÷ ideal step p50 (median of 3 paired rounds)"]
+	if !okX || !x.Met || x.Value != 0.9 || !okH || !h.Met || h.Value != 1.1 {
+		t.Errorf("paired targets: %+v", b.Targets)
+	}
+	for name := range targets {
+		if strings.Contains(name, "ideal") && !strings.Contains(name, "paired") {
+			t.Errorf("single-ideal target %q judged beside the paired ones", name)
+		}
+	}
+	if c := b.Cells[0]; c.XIdeal != 0.7 || c.HandoffXIdeal != 1.4 {
+		t.Errorf("the cell's own ratios changed: %+v", c)
+	}
+	var out bytes.Buffer
+	if err := report.BenchTable(&out, b); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{
+		"paired with the ideal: queue × 8 clients, 4 rounds of 1.5s slices (one of the ideal at 8 clients and one of the lock a round, in alternating order): throughput ÷ ideal median 0.900 (0.800–0.900), handoff p50 ÷ ideal step median 1.100 (1.000–1.500); 3 with figures; per round: 0.90, 0.80, error, 0.90",
+		"queue at 8 clients: against the ideal measured once at the start: throughput ÷ ideal 0.700, handoff p50 ÷ ideal step 1.400 (no target",
+		"target queue at 8 clients: throughput ÷ ideal handoff rate (median of 3 paired rounds): 0.900 (>= 0.85) met",
+	} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("table lacks %q:\n%s", w, out.String())
+		}
+	}
+	out.Reset()
+	if err := report.WriteBenchResultLines(&out, b); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out.String(), "BenchmarkPairedIdeal/queue/contention/clients=8 1 "); n != 3 ||
+		!strings.Contains(out.String(), "clients=8 1 0.8 x-ideal 1.5 handoff-x-ideal 800 acquires/s 1000 ideal-steps/s") {
+		t.Errorf("%d paired lines:\n%s", n, out.String())
+	}
+
+	// Without the paired rounds, or when none gave a ratio, the cell's own
+	// ratios are judged, as before.
+	for _, change := range []func(){func() { b.Paired = nil }, func() {
+		b.Paired = &report.Paired{Lock: "queue", Clients: 8, Rounds: 1, Runs: []report.PairedRun{{Error: "x"}}}
+	}} {
+		change()
+		finishBench(b)
+		var names []string
+		for _, tg := range b.Targets {
+			names = append(names, tg.Name)
+		}
+		got := strings.Join(names, "; ")
+		if strings.Contains(got, "paired") || !strings.Contains(got, "queue at 8 clients: throughput ÷ ideal handoff rate") ||
+			!strings.Contains(got, "queue at 8 clients: handoff p50 ÷ ideal step p50") {
+			t.Errorf("targets without paired figures: %s", got)
 		}
 	}
 }
@@ -219,7 +306,7 @@ func TestRunBench(t *testing.T) {
 	b, err := RunBench(ctx, BenchSpec{
 		Locks: []string{"queue", "mutex", "rpc"}, Clients: []int{2}, Duration: 500 * time.Millisecond,
 		FloorDuration: 300 * time.Millisecond, CellFloor: 100 * time.Millisecond, TargetLock: "queue", TargetClients: 2, RecordRuns: 1, RecordDuration: 400 * time.Millisecond,
-		Seed: 1, Dir: dir, Progress: func(s string) { progress = append(progress, s) },
+		PairedRounds: 2, PairedSlice: 300 * time.Millisecond, Seed: 1, Dir: dir, Progress: func(s string) { progress = append(progress, s) },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -264,11 +351,33 @@ func TestRunBench(t *testing.T) {
 			t.Errorf("recording slice %d: %+v", i, run)
 		}
 	}
-	if len(progress) == 0 {
-		t.Error("no progress")
+	p := b.Paired
+	if p == nil || p.Rounds != 2 || len(p.Runs) != 2 || p.Used != 2 || p.IdealClients != 2 || p.XIdealMedian <= 0 || p.HandoffXIdealMedian <= 0 {
+		t.Fatalf("paired %+v", p)
+	}
+	for i, run := range p.Runs {
+		if run.Error != "" || run.RatePerS <= 0 || run.X <= 0 || run.H <= 0 || run.IdealRatePerS <= 0 || run.HandoffP50MS <= 0 ||
+			run.ElapsedS < 0.3 || run.Order != map[bool]string{true: "ideal first", false: "lock first"}[i == 0] {
+			t.Errorf("paired round %d: %+v", i, run)
+		}
+	}
+	var pairedTargets int
+	for _, tg := range b.Targets {
+		if strings.Contains(tg.Name, "ideal") {
+			if !strings.Contains(tg.Name, "(median of 2 paired rounds)") {
+				t.Errorf("an ideal target not on the paired rounds: %+v", tg)
+			}
+			pairedTargets++
+		}
+	}
+	if pairedTargets != 2 {
+		t.Errorf("%d paired targets: %+v", pairedTargets, b.Targets)
+	}
+	if !slices.ContainsFunc(progress, func(s string) bool { return strings.HasPrefix(s, "paired 2/2: queue × 2 clients") }) {
+		t.Errorf("no progress of the paired rounds: %q", progress)
 	}
 	back, err := rundir.LoadBench(dir)
-	if err != nil || len(back.Cells) != 3 || back.Cluster.Members != 3 || back.Host.CPUs == 0 || back.Recording == nil {
+	if err != nil || len(back.Cells) != 3 || back.Cluster.Members != 3 || back.Host.CPUs == 0 || back.Recording == nil || back.Paired == nil || len(back.Paired.Runs) != 2 {
 		t.Fatalf("bench.json: %v %+v", err, back)
 	}
 	// Lines from bench.json read back are the lines of the run.

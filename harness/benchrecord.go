@@ -15,19 +15,55 @@ import (
 	"github.com/lockbench/lockbench/scenario"
 )
 
-// recordWarmup is how long the sliced recording run goes before its first
-// slice: the first grants of a run are slower (connections, watches).
+// recordWarmup is how long a sliced run (recording slices, a paired lock
+// slice) goes after its first grant before it is timed: the first grants
+// of a run are slower (connections, watches).
 const recordWarmup = 500 * time.Millisecond
 
-// slicedRun is the sliced recording measurement under way: one run of the
-// target cell whose recording is switched on and off.
+// slicedRun is one run of the target cell timed in slices from outside
+// (recording on/off, paired with the ideal): the harness reads its grant
+// counter and may switch its recording.
 type slicedRun struct {
 	rec    atomic.Bool
 	grants atomic.Int64
+	// ctx ends the run; stop cancels it and waits for the run.
+	ctx    context.Context
+	cancel context.CancelFunc
 	// finished is closed when the run has returned, with out and err.
 	finished chan struct{}
 	out      *runner.Outcome
 	err      error
+}
+
+// startSliced starts a run of the target cell under prefix, with
+// recording on or off from the start, that lasts d unless stopped.
+func startSliced(ctx context.Context, c cluster.Members, spec BenchSpec, prefix string, d time.Duration, record bool) (*slicedRun, error) {
+	tlsCfg, err := c.ClientTLSConfig()
+	if err != nil {
+		return nil, err
+	}
+	sc := spec.scenario(spec.TargetClients)
+	sc.Duration = scenario.Duration(d)
+	s := &slicedRun{finished: make(chan struct{})}
+	s.rec.Store(record)
+	s.ctx, s.cancel = context.WithCancel(ctx)
+	go func() {
+		defer close(s.finished)
+		s.out, s.err = runner.Run(s.ctx, runner.Config{
+			Scenario: sc, Lock: spec.TargetLock, Seed: spec.Seed, Prefix: prefix,
+			Endpoints: c.Endpoints(), Cluster: c, ClientConfig: clientv3.Config{TLS: tlsCfg},
+			KeepAlive: spec.KeepAlive, RPCTimeout: spec.RPCTimeout, SharedConns: spec.SharedConns,
+			Recording: &s.rec, Grants: &s.grants,
+		})
+	}()
+	return s, nil
+}
+
+// stop ends the run and waits for it; it returns the run's error.
+func (s *slicedRun) stop() error {
+	s.cancel()
+	<-s.finished
+	return s.err
 }
 
 // recordSlices runs the target cell once and switches recording on and
@@ -35,30 +71,14 @@ type slicedRun struct {
 // pair of pairs is balanced against a linear drift). It returns the slices
 // as RecordingRuns and the events kept per granted acquisition while on.
 func recordSlices(ctx context.Context, c cluster.Members, spec BenchSpec, prefix string, n int, slice time.Duration) ([]report.RecordingRun, float64, error) {
-	tlsCfg, err := c.ClientTLSConfig()
+	// Longer than needed: the run is cut when the last slice ends.
+	s, err := startSliced(ctx, c, spec, prefix, recordWarmup+time.Duration(n)*slice+5*time.Second, false)
 	if err != nil {
 		return nil, 0, err
 	}
-	sc := spec.scenario(spec.TargetClients)
-	// Longer than needed: the run is cut when the last slice ends.
-	sc.Duration = scenario.Duration(recordWarmup + time.Duration(n)*slice + 5*time.Second)
-	s := &slicedRun{finished: make(chan struct{})}
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		defer close(s.finished)
-		s.out, s.err = runner.Run(rctx, runner.Config{
-			Scenario: sc, Lock: spec.TargetLock, Seed: spec.Seed, Prefix: prefix,
-			Endpoints: c.Endpoints(), Cluster: c, ClientConfig: clientv3.Config{TLS: tlsCfg},
-			KeepAlive: spec.KeepAlive, RPCTimeout: spec.RPCTimeout, SharedConns: spec.SharedConns,
-			Recording: &s.rec, Grants: &s.grants,
-		})
-	}()
-	runs, serr := s.slices(rctx, n, slice)
+	runs, serr := s.slices(n, slice)
 	s.rec.Store(false) // the run's closing events are not a slice's
-	cancel()
-	<-s.finished
-	if err := errors.Join(serr, s.err); err != nil {
+	if err := errors.Join(serr, s.stop()); err != nil {
 		return runs, 0, fmt.Errorf("recording slices: %w", err)
 	}
 	var onGrants int64
@@ -73,38 +93,56 @@ func recordSlices(ctx context.Context, c cluster.Members, spec BenchSpec, prefix
 	return runs, round3(float64(len(s.out.Events)) / float64(onGrants)), nil
 }
 
-// slices waits for the run's first grant and the warm-up, then times the
-// n slices, switching recording at each.
-func (s *slicedRun) slices(ctx context.Context, n int, slice time.Duration) ([]report.RecordingRun, error) {
+// warmedUp waits for the run's first grant, then recordWarmup: the first
+// grants of a run are slower (connections, watches).
+func (s *slicedRun) warmedUp() error {
 	for s.grants.Load() == 0 {
 		select {
 		case <-s.finished:
-			return nil, errors.New("the run ended before its first grant")
-		case <-ctx.Done():
-			return nil, ctx.Err()
+			return errors.New("the run ended before its first grant")
+		case <-s.ctx.Done():
+			return s.ctx.Err()
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	if !runner.Sleep(ctx, recordWarmup) {
-		return nil, ctx.Err()
+	if !runner.Sleep(s.ctx, recordWarmup) {
+		return s.ctx.Err()
+	}
+	return nil
+}
+
+// ended reports whether the run has returned (before the harness
+// stopped it, when asked before stop).
+func (s *slicedRun) ended() bool {
+	select {
+	case <-s.finished:
+		return true
+	default:
+		return false
+	}
+}
+
+// slices waits for the run's first grant and the warm-up, then times the
+// n slices, switching recording at each.
+func (s *slicedRun) slices(n int, slice time.Duration) ([]report.RecordingRun, error) {
+	if err := s.warmedUp(); err != nil {
+		return nil, err
 	}
 	var runs []report.RecordingRun
 	for i := range n {
 		on := (i%4 == 0) || (i%4 == 3) // on off off on on off off on ...
 		s.rec.Store(on)
 		g0, cpu0, t0 := s.grants.Load(), processCPU(), time.Now()
-		if !runner.Sleep(ctx, slice) {
-			return runs, ctx.Err()
+		if !runner.Sleep(s.ctx, slice) {
+			return runs, s.ctx.Err()
 		}
 		g, cpu, el := s.grants.Load()-g0, processCPU()-cpu0, time.Since(t0)
 		run := report.RecordingRun{Record: on, Acquisitions: g, ElapsedS: round3(el.Seconds()), CountedPerS: round1(float64(g) / el.Seconds())}
 		if cpu0 > 0 && g > 0 {
 			run.CPUPerAcqUS = round1(float64(cpu) / float64(time.Microsecond) / float64(g))
 		}
-		select {
-		case <-s.finished:
+		if s.ended() {
 			return runs, errors.New("the run ended before its last slice")
-		default:
 		}
 		runs = append(runs, run)
 	}

@@ -115,8 +115,12 @@ type Bench struct {
 	Relay       *Relay      `json:"relay,omitempty"`
 	RelayCostUS float64     `json:"relay_cost_us,omitempty"`
 	Cells       []BenchCell `json:"cells"`
-	Recording   *Recording  `json:"recording,omitempty"`
-	Targets     []Target    `json:"targets"`
+	// Paired is the target cell measured against the ideal handoff in
+	// alternating slices after the cells; when it has figures, the
+	// target cell's ideal targets are judged on it.
+	Paired    *Paired    `json:"paired,omitempty"`
+	Recording *Recording `json:"recording,omitempty"`
+	Targets   []Target   `json:"targets"`
 	// Interrupted is set when a signal ended the benchmark early.
 	Interrupted bool `json:"interrupted,omitempty"`
 }
@@ -150,6 +154,54 @@ type Ideal struct {
 	// release sent to the next grant.
 	StepP50MS float64 `json:"step_p50_ms"`
 	StepMS    Latency `json:"step_ms"`
+}
+
+// Paired is the target cell measured against the ideal handoff in one
+// bench run, in Rounds rounds of two adjacent slices of SliceS each: one of
+// MeasureIdeal, one of the lock (ideal first in even rounds, lock first in
+// odd ones, so that a linear drift cancels). The commit rate of a shared
+// machine drifts by ±15 % over seconds, so a cell's x_ideal against an
+// ideal measured minutes earlier moves as much from drift alone; a ratio of
+// two adjacent slices does not, and the median over rounds is robust to a
+// load spike in one of them.
+type Paired struct {
+	Lock    string `json:"lock"`
+	Clients int    `json:"clients"`
+	// IdealClients is the ideal chain's client count (≥ 2).
+	IdealClients int     `json:"ideal_clients"`
+	Rounds       int     `json:"rounds"`
+	SliceS       float64 `json:"slice_s"`
+	Method       string  `json:"method"`
+	// XIdeal* are over the rounds' X, HandoffXIdeal* over their H; rounds
+	// with an error or no figure are left out (Used counts the others).
+	Used                int         `json:"used"`
+	XIdealMedian        float64     `json:"x_ideal_median"`
+	XIdealMin           float64     `json:"x_ideal_min"`
+	XIdealMax           float64     `json:"x_ideal_max"`
+	HandoffXIdealMedian float64     `json:"handoff_x_ideal_median"`
+	HandoffXIdealMin    float64     `json:"handoff_x_ideal_min"`
+	HandoffXIdealMax    float64     `json:"handoff_x_ideal_max"`
+	Runs                []PairedRun `json:"runs"`
+}
+
+// PairedRun is one round of the paired measurement.
+type PairedRun struct {
+	Round int `json:"round"`
+	// Order is "ideal first" or "lock first".
+	Order          string  `json:"order"`
+	IdealRatePerS  float64 `json:"ideal_rate_per_s"`
+	IdealStepP50MS float64 `json:"ideal_step_p50_ms"`
+	// RatePerS is the lock's grants (counted by the clients) per second
+	// of a steady window that starts after its first grant and a warm-up;
+	// HandoffP50MS is the handoff p50 of the grants in that window.
+	RatePerS     float64 `json:"rate_per_s"`
+	Acquisitions int64   `json:"acquisitions"`
+	ElapsedS     float64 `json:"elapsed_s"`
+	HandoffP50MS float64 `json:"handoff_p50_ms"`
+	// X is RatePerS ÷ IdealRatePerS, H is HandoffP50MS ÷ IdealStepP50MS.
+	X     float64 `json:"x"`
+	H     float64 `json:"h"`
+	Error string  `json:"error,omitempty"`
 }
 
 // Relay is the cost per RPC of the user-space relays in front of the
@@ -291,6 +343,15 @@ type Target struct {
 	Met    bool    `json:"met"`
 }
 
+// PairedJudged reports whether the target cell's ideal targets are judged
+// on the paired measurement: it ran on the target cell and at least one
+// round gave a ratio. The cell's own ratios to the ideal measured once at
+// the start are then shown as information only.
+func (b *Bench) PairedJudged() bool {
+	p := b.Paired
+	return p != nil && p.Used > 0 && p.XIdealMedian > 0 && p.Lock == b.TargetLock && p.Clients == b.TargetClients
+}
+
 // HasViolations reports whether any cell found a violation, for the exit
 // status of a benchmark (a fast lock that breaks exclusion is no result).
 func (b *Bench) HasViolations() bool {
@@ -311,6 +372,7 @@ func BenchTable(w io.Writer, b *Bench) error {
 	}
 	benchFloorLines(w, b)
 	benchReferenceLines(w, b)
+	benchPairedLine(w, b.Paired)
 	benchRecordingLines(w, b.Recording)
 	benchTargetLines(w, b)
 	benchCellNotes(w, b)
@@ -379,6 +441,25 @@ func benchReferenceLines(w io.Writer, b *Bench) {
 	}
 }
 
+// benchPairedLine prints the paired measurement: the medians and their
+// range, and each round's throughput ÷ ideal.
+func benchPairedLine(w io.Writer, p *Paired) {
+	if p == nil {
+		return
+	}
+	var xs []string
+	for _, run := range p.Runs {
+		x := benchRatio(run.X)
+		if run.Error != "" {
+			x = "error"
+		}
+		xs = append(xs, x)
+	}
+	fmt.Fprintf(w, "paired with the ideal: %s × %d clients, %s of %.1fs slices (one of the ideal at %d clients and one of the lock a round, in alternating order): throughput ÷ ideal median %.3f (%.3f–%.3f), handoff p50 ÷ ideal step median %.3f (%.3f–%.3f); %d with figures; per round: %s\n",
+		p.Lock, p.Clients, countNoun(p.Rounds, "round"), p.SliceS, p.IdealClients, p.XIdealMedian, p.XIdealMin, p.XIdealMax,
+		p.HandoffXIdealMedian, p.HandoffXIdealMin, p.HandoffXIdealMax, p.Used, strings.Join(xs, ", "))
+}
+
 func benchRecordingLines(w io.Writer, r *Recording) {
 	if r == nil {
 		return
@@ -417,8 +498,15 @@ func benchTargetLines(w io.Writer, b *Bench) {
 		fmt.Fprintf(w, "target %s: %.3f (%s %.2f) %s\n", tg.Name, tg.Value, tg.Op, tg.Target, mark)
 	}
 	for _, c := range b.Cells {
-		if c.Lock == b.TargetLock && c.Clients == b.TargetClients && c.XTwoWriters > 0 {
+		if c.Lock != b.TargetLock || c.Clients != b.TargetClients {
+			continue
+		}
+		if c.XTwoWriters > 0 {
 			fmt.Fprintf(w, "%s at %d clients: throughput ÷ one writer's rate beside another: %.3f (no target; see floor, two writers)\n", c.Lock, c.Clients, c.XTwoWriters)
+		}
+		if b.PairedJudged() && c.XIdeal > 0 {
+			fmt.Fprintf(w, "%s at %d clients: against the ideal measured once at the start: throughput ÷ ideal %.3f, handoff p50 ÷ ideal step %.3f (no target: drift; the paired rounds are judged)\n",
+				c.Lock, c.Clients, c.XIdeal, c.HandoffXIdeal)
 		}
 	}
 }
@@ -441,8 +529,10 @@ func benchCellNotes(w io.Writer, b *Bench) {
 
 // WriteBenchResultLines writes the benchmark in Go benchmark format, for
 // benchstat: the floor, each cell (as WriteBenchLines, named
-// BenchmarkLock/<lock>/contention/clients=N) and each recording run. The
-// lines come from b alone, so a bench.json read back gives the same ones.
+// BenchmarkLock/<lock>/contention/clients=N), each paired round
+// (BenchmarkPairedIdeal, one benchstat sample each) and each recording
+// run. The lines come from b alone, so a bench.json read back gives the
+// same ones.
 func WriteBenchResultLines(w io.Writer, b *Bench) error {
 	bw := bufio.NewWriter(w)
 	floor := func(name string, f *Floor) {
@@ -465,6 +555,14 @@ func WriteBenchResultLines(w io.Writer, b *Bench) error {
 	}
 	if err := WriteBenchLines(bw, sums); err != nil {
 		return err
+	}
+	if p := b.Paired; p != nil {
+		for _, run := range p.Runs {
+			if run.Error == "" && run.X > 0 {
+				fmt.Fprintf(bw, "BenchmarkPairedIdeal/%s/%s/clients=%d 1 %s x-ideal %s handoff-x-ideal %s acquires/s %s ideal-steps/s\n",
+					benchName(p.Lock), b.Scenario, p.Clients, fmtFloat(run.X), fmtFloat(run.H), fmtFloat(run.RatePerS), fmtFloat(run.IdealRatePerS))
+			}
+		}
 	}
 	if r := b.Recording; r != nil {
 		for _, run := range r.Runs {
@@ -518,5 +616,7 @@ func benchRatio(v float64) string {
 	}
 	return fmt.Sprintf("%.2f", v)
 }
+
+func fmtFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
 func nsOfMS(msv float64) int64 { return int64(msv*1e6 + 0.5) }

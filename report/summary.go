@@ -382,6 +382,23 @@ func recordHandoffs(h hist, grants []check.Op, holds []check.Hold) {
 	}
 }
 
+// HandoffLatency is the handoff distribution of events as Summarize
+// computes it (LatHandoff), over the grants at from ≤ t < to only (times
+// since the history's start), without the CDF: for a run timed over a
+// steady window, whose warm-up's slower handoffs are left out.
+func HandoffLatency(events []history.Event, from, to time.Duration) Latency {
+	ops := check.Pair(events)
+	h := newHist()
+	for _, g := range handoffGaps(ops.Grants(), ops.Holds) {
+		if g.At >= int64(from) && g.At < int64(to) {
+			h.record(g.NS)
+		}
+	}
+	l := h.latency()
+	l.CDF, l.Samples = nil, nil
+	return l
+}
+
 // timed is a duration sample and when it was taken (ns since the start).
 type timed struct {
 	At, NS int64

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/history"
@@ -186,5 +187,28 @@ func TestSummaryKeyEtcd(t *testing.T) {
 		if got := s.EtcdLabel(); got != tc.label {
 			t.Errorf("%s %s: label %q, want %q", tc.etcd, tc.version, got, tc.label)
 		}
+	}
+}
+
+// TestHandoffLatencyWindow: over the whole history HandoffLatency is
+// Summarize's handoff distribution; over a window, only the grants in it.
+func TestHandoffLatencyWindow(t *testing.T) {
+	ev, s := defaultFixture().summary()
+	all := HandoffLatency(ev, 0, time.Duration(math.MaxInt64))
+	want := s.LatencyMS[LatHandoff]
+	if all.Count != want.Count || all.P50 != want.P50 || all.Max != want.Max || all.CDF != nil {
+		t.Errorf("whole history: %+v, Summarize's %+v", all, want)
+	}
+	var end int64
+	for _, e := range ev {
+		end = max(end, e.Time)
+	}
+	half := HandoffLatency(ev, 0, time.Duration(end/2))
+	rest := HandoffLatency(ev, time.Duration(end/2), time.Duration(end+1))
+	if half.Count == 0 || rest.Count == 0 || half.Count+rest.Count != want.Count {
+		t.Errorf("windows: %d + %d handoffs, want %d in all", half.Count, rest.Count, want.Count)
+	}
+	if none := HandoffLatency(ev, time.Duration(end+1), time.Duration(end+2)); none.Count != 0 || none.P50 != 0 {
+		t.Errorf("empty window: %+v", none)
 	}
 }
