@@ -1,0 +1,176 @@
+package locks_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/harness"
+)
+
+// lockParts are the parts of a queue lock's work added to the ideal
+// handoff chain (harness.MeasureIdeal), one at a time.
+type lockParts struct {
+	name string
+	// join: the passer's join-like write is a queue's join — a txn that
+	// creates a new key (deleted by the passer's step) and reads the two
+	// newest keys of the prefix by create revision — instead of a Put.
+	join bool
+	// lease: that key is under the client's lease.
+	lease bool
+	// watch: after joining, the passer opens (and waits for) a watch on
+	// another client's join key, and cancels it at its next turn — a
+	// waiter's watch of its predecessor, new at every acquisition.
+	watch bool
+}
+
+// TestMeasureLockParts is a measurement, not a check: it runs only with
+// LOCKBENCH_MEASURE=parts. On one 3-member cluster (fsync on) it runs
+// rounds of 1 s slices: the ideal handoff, then the same chain with a
+// lock's parts added (lockParts), in rotating order, 8 clients, and prints
+// each variant's rate as a ratio to the round's ideal, median over rounds.
+// It shows what etcd charges for the work every queue lock does beyond
+// the ideal's, and so where a lock's remaining gap to the ideal goes
+// (docs/measurements.md, "Where the gap to the ideal goes").
+//
+//	LOCKBENCH_MEASURE=parts go test -run TestMeasureLockParts -v ./locks
+func TestMeasureLockParts(t *testing.T) {
+	if os.Getenv("LOCKBENCH_MEASURE") != "parts" || testing.Short() {
+		t.Skip("set LOCKBENCH_MEASURE=parts to measure")
+	}
+	variants := []lockParts{{name: "chain"}, {name: "+join", join: true}, {name: "+join+lease", join: true, lease: true},
+		{name: "+join+lease+watch", join: true, lease: true, watch: true}}
+	ctx := context.Background()
+	c, err := cluster.Start(ctx, cluster.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	eps, d, rounds := c.DirectEndpoints(), time.Second, 12
+	ratios := map[string][]float64{}
+	for r := range rounds {
+		id, err := harness.MeasureIdeal(ctx, clientv3.Config{Endpoints: eps}, fmt.Sprintf("/measure-parts/ideal/%d/", r), 8, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		line := fmt.Sprintf("round %d: ideal %4.0f steps/s", r, id.RatePerS)
+		for i := range variants {
+			v := variants[(i+r)%len(variants)]
+			rate := chainWith(t, eps, fmt.Sprintf("/measure-parts/%d/%d/", i, r), 8, d, v)
+			ratios[v.name] = append(ratios[v.name], rate/id.RatePerS)
+			line += fmt.Sprintf(" | %s ×%.2f", v.name, rate/id.RatePerS)
+		}
+		t.Log(line)
+	}
+	for _, v := range variants {
+		x := ratios[v.name]
+		t.Logf("%-18s × ideal median %.2f (%.2f–%.2f), %d rounds", v.name, median(x), slices.Min(x), slices.Max(x), rounds)
+	}
+}
+
+// chainWith runs the ideal chain with parts for d and returns its steps
+// per second. Like MeasureIdeal: client i holds a watch on its turn key,
+// and a step is one txn that puts the next client's turn key if its own
+// is at the revision the step before left.
+func chainWith(t *testing.T, eps []string, prefix string, n int, d time.Duration, parts lockParts) float64 {
+	t.Helper()
+	clis, leases := make([]*clientv3.Client, n), make([]clientv3.LeaseID, n)
+	for i := range clis {
+		cli, err := clientv3.New(clientv3.Config{Endpoints: eps, Logger: zap.NewNop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cli.Close()
+		clis[i] = cli
+		if parts.lease {
+			lr, err := cli.Grant(context.Background(), 30)
+			if err != nil {
+				t.Fatal(err)
+			}
+			leases[i] = lr.ID
+		}
+	}
+	turn := func(i int) string { return prefix + "turn/" + strconv.Itoa(i%n) }
+	join := func(i int) string { return prefix + "join/" + strconv.Itoa(i%n) }
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	watches := make([]clientv3.WatchChan, n)
+	for i, cli := range clis {
+		watches[i] = cli.Watch(ctx, turn(i), clientv3.WithCreatedNotify(), clientv3.WithFilterDelete())
+		<-watches[i]
+	}
+	var steps atomic.Int64
+	var wg sync.WaitGroup
+	for i, cli := range clis {
+		wg.Go(func() {
+			var endWatch context.CancelFunc = func() {}
+			defer func() { endWatch() }()
+			for wr := range watches[i] {
+				for _, ev := range wr.Events {
+					if ev.Type != mvccpb.PUT || ctx.Err() != nil {
+						continue
+					}
+					steps.Add(1)
+					endWatch()
+					if !chainStep(ctx, cli, ev.Kv.ModRevision, turn(i), turn(i+1), join(i), parts) {
+						return
+					}
+					if !chainJoin(ctx, cli, prefix+"join/", join(i), leases[i], parts) {
+						return
+					}
+					if parts.watch {
+						endWatch = chainWatch(ctx, cli, join(i+n-1))
+					}
+				}
+			}
+		})
+	}
+	t0 := time.Now()
+	clis[0].Put(ctx, turn(0), "0")
+	wg.Wait()
+	return float64(steps.Load()) / time.Since(t0).Seconds()
+}
+
+// chainStep passes the turn on (and, with a join, deletes the passer's
+// join key, as a lock's release deletes its key).
+func chainStep(ctx context.Context, cli *clientv3.Client, rev int64, mine, next, joinKey string, parts lockParts) bool {
+	then := []clientv3.Op{clientv3.OpPut(next, "x")}
+	if parts.join {
+		then = append(then, clientv3.OpDelete(joinKey))
+	}
+	_, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(mine), "=", rev)).Then(then...).Commit()
+	return err == nil
+}
+
+// chainJoin writes the passer's join key, as a Put or as a queue's join
+// txn.
+func chainJoin(ctx context.Context, cli *clientv3.Client, joinPrefix, key string, lease clientv3.LeaseID, parts lockParts) bool {
+	if !parts.join {
+		_, err := cli.Put(ctx, key, "1")
+		return err == nil
+	}
+	_, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, "", clientv3.WithLease(lease)),
+			clientv3.OpGet(joinPrefix, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(2), clientv3.WithKeysOnly())).
+		Commit()
+	return err == nil
+}
+
+// chainWatch opens a watch on key and waits until the server confirms it;
+// the returned function ends it.
+func chainWatch(ctx context.Context, cli *clientv3.Client, key string) context.CancelFunc {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	<-cli.Watch(wctx, key, clientv3.WithCreatedNotify(), clientv3.WithFilterPut())
+	return cancel
+}
