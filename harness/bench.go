@@ -151,6 +151,10 @@ func (s BenchSpec) Validate() error {
 	return nil
 }
 
+// idealClients is the ideal chain's client count: the target cell's, but
+// a chain needs two.
+func (s BenchSpec) idealClients() int { return max(s.TargetClients, 2) }
+
 func (s BenchSpec) recordDuration() time.Duration {
 	if s.RecordDuration > 0 {
 		return s.RecordDuration
@@ -327,14 +331,9 @@ func (r *benchRun) floors() error {
 // references measures the ideal handoff chain on the cells' data path and
 // what the relays cost per RPC.
 func (r *benchRun) references() error {
-	tlsCfg, err := r.c.ClientTLSConfig()
-	if err != nil {
-		return err
-	}
-	n := max(r.spec.TargetClients, 2)
-	r.progress("ideal handoff: %d clients for %s", n, r.spec.FloorDuration)
-	base := clientv3.Config{Endpoints: r.c.DirectEndpoints(), TLS: tlsCfg}
-	if r.b.Ideal, err = MeasureIdeal(r.ctx, base, r.ns+"ideal/", n, r.spec.FloorDuration); err != nil {
+	r.progress("ideal handoff: %d clients for %s", r.spec.idealClients(), r.spec.FloorDuration)
+	var err error
+	if r.b.Ideal, err = r.measureIdeal(r.ns+"ideal/", r.spec.FloorDuration); err != nil {
 		return fmt.Errorf("ideal handoff: %w", err)
 	}
 	// Only the embedded cluster has front doors to measure; member
@@ -349,6 +348,16 @@ func (r *benchRun) references() error {
 	}
 	r.b.RelayCostUS = r.b.Relay.FrontDoorUS
 	return nil
+}
+
+// measureIdeal runs the ideal handoff chain for d under prefix, with
+// spec.idealClients() clients on the cells' data path.
+func (r *benchRun) measureIdeal(prefix string, d time.Duration) (*report.Ideal, error) {
+	base, err := directConfig(r.c)
+	if err != nil {
+		return nil, err
+	}
+	return MeasureIdeal(r.ctx, base, prefix, r.spec.idealClients(), d)
 }
 
 // cells runs every lock at every client count. A cell cut short by ctx is

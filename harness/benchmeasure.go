@@ -161,9 +161,20 @@ func closeCluster(c cluster.Members, wait time.Duration) error {
 // listeners, as the cells' clients do (runner: no member fault, no front
 // door), so that the floor is measured on the cells' data path.
 func newAdmin(c cluster.Members) (*clientv3.Client, error) {
-	tlsCfg, err := c.ClientTLSConfig()
+	cfg, err := directConfig(c)
 	if err != nil {
 		return nil, err
 	}
-	return clientv3.New(clientv3.Config{Endpoints: c.DirectEndpoints(), TLS: tlsCfg, DialTimeout: DefaultDialTimeout, Logger: zap.NewNop()})
+	cfg.DialTimeout, cfg.Logger = DefaultDialTimeout, zap.NewNop()
+	return clientv3.New(cfg)
+}
+
+// directConfig is a client config for the members' own listeners (no
+// front door): the cells' data path.
+func directConfig(c cluster.Members) (clientv3.Config, error) {
+	tlsCfg, err := c.ClientTLSConfig()
+	if err != nil {
+		return clientv3.Config{}, err
+	}
+	return clientv3.Config{Endpoints: c.DirectEndpoints(), TLS: tlsCfg}, nil
 }

@@ -6,11 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/lockbench/lockbench/cluster"
 	"github.com/lockbench/lockbench/report"
-	"github.com/lockbench/lockbench/runner"
 )
 
 // The paired measurement: the target cell against the ideal handoff in
@@ -43,7 +40,7 @@ func (r *benchRun) paired() error {
 	if spec.PairedRounds == 0 || r.ctx.Err() != nil {
 		return nil
 	}
-	p := &report.Paired{Lock: spec.TargetLock, Clients: spec.TargetClients, IdealClients: max(spec.TargetClients, 2),
+	p := &report.Paired{Lock: spec.TargetLock, Clients: spec.TargetClients, IdealClients: spec.idealClients(),
 		Rounds: spec.PairedRounds, SliceS: spec.PairedSlice.Seconds(),
 		Method: "rounds of one ideal-handoff slice and one slice of the lock (a run timed from its first grant + warm-up), ideal first in even rounds, lock first in odd; ratios per round, median over rounds"}
 	r.b.Paired = p
@@ -55,7 +52,7 @@ func (r *benchRun) paired() error {
 			return err
 		}
 		r.progress("paired %d/%d: %s × %d clients and the ideal handoff, %s each", i+1, spec.PairedRounds, spec.TargetLock, spec.TargetClients, spec.PairedSlice)
-		run := r.pairedRound(i, p.IdealClients)
+		run := r.pairedRound(i)
 		if r.ctx.Err() != nil {
 			return nil // a round cut short is left out, as a cell is
 		}
@@ -69,19 +66,14 @@ func (r *benchRun) paired() error {
 
 // pairedRound measures one round: the ideal and the lock, each for one
 // slice, in the round's order.
-func (r *benchRun) pairedRound(i, idealClients int) report.PairedRun {
+func (r *benchRun) pairedRound(i int) report.PairedRun {
 	run := report.PairedRun{Round: i, Order: pairedIdealFirst}
 	if i%2 == 1 {
 		run.Order = pairedLockFirst
 	}
 	prefix := fmt.Sprintf("%spaired/%d/", r.ns, i)
 	ideal := func() error {
-		tlsCfg, err := r.c.ClientTLSConfig()
-		if err != nil {
-			return err
-		}
-		base := clientv3.Config{Endpoints: r.c.DirectEndpoints(), TLS: tlsCfg}
-		id, err := MeasureIdeal(r.ctx, base, prefix+"ideal/", idealClients, r.spec.PairedSlice)
+		id, err := r.measureIdeal(prefix+"ideal/", r.spec.PairedSlice)
 		if err != nil {
 			return fmt.Errorf("ideal slice: %w", err)
 		}
@@ -114,20 +106,15 @@ func pairedLockSlice(ctx context.Context, c cluster.Members, spec BenchSpec, pre
 	if err != nil {
 		return err
 	}
-	var g0 int64
+	var g int64
 	var t0, t1 time.Time
 	werr := s.warmedUp()
 	if werr == nil {
-		g0, t0 = s.grants.Load(), time.Now()
-		if !runner.Sleep(s.ctx, spec.PairedSlice) {
-			werr = s.ctx.Err()
-		}
-		t1 = time.Now()
+		g, t0, t1, werr = s.window(spec.PairedSlice)
 	}
-	if werr == nil && s.ended() {
+	if errors.Is(werr, errRunEnded) {
 		werr = errors.New("the run ended before the window did")
 	}
-	g := s.grants.Load() - g0
 	if err := errors.Join(werr, s.stop()); err != nil {
 		return err
 	}

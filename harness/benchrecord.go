@@ -93,8 +93,7 @@ func recordSlices(ctx context.Context, c cluster.Members, spec BenchSpec, prefix
 	return runs, round3(float64(len(s.out.Events)) / float64(onGrants)), nil
 }
 
-// warmedUp waits for the run's first grant, then recordWarmup: the first
-// grants of a run are slower (connections, watches).
+// warmedUp waits for the run's first grant, then recordWarmup.
 func (s *slicedRun) warmedUp() error {
 	for s.grants.Load() == 0 {
 		select {
@@ -122,6 +121,25 @@ func (s *slicedRun) ended() bool {
 	}
 }
 
+// errRunEnded: the run returned before the harness stopped timing it.
+var errRunEnded = errors.New("the run ended")
+
+// window times the next d of the run: the grants counted in it and when
+// it began and ended. It fails with errRunEnded if the run returned
+// meanwhile, or with ctx's error.
+func (s *slicedRun) window(d time.Duration) (g int64, t0, t1 time.Time, err error) {
+	g0 := s.grants.Load()
+	t0 = time.Now()
+	if !runner.Sleep(s.ctx, d) {
+		return 0, t0, time.Now(), s.ctx.Err()
+	}
+	g, t1 = s.grants.Load()-g0, time.Now()
+	if s.ended() {
+		return g, t0, t1, errRunEnded
+	}
+	return g, t0, t1, nil
+}
+
 // slices waits for the run's first grant and the warm-up, then times the
 // n slices, switching recording at each.
 func (s *slicedRun) slices(n int, slice time.Duration) ([]report.RecordingRun, error) {
@@ -132,17 +150,18 @@ func (s *slicedRun) slices(n int, slice time.Duration) ([]report.RecordingRun, e
 	for i := range n {
 		on := (i%4 == 0) || (i%4 == 3) // on off off on on off off on ...
 		s.rec.Store(on)
-		g0, cpu0, t0 := s.grants.Load(), processCPU(), time.Now()
-		if !runner.Sleep(s.ctx, slice) {
-			return runs, s.ctx.Err()
+		cpu0 := processCPU()
+		g, t0, t1, err := s.window(slice)
+		if errors.Is(err, errRunEnded) {
+			return runs, errors.New("the run ended before its last slice")
 		}
-		g, cpu, el := s.grants.Load()-g0, processCPU()-cpu0, time.Since(t0)
+		if err != nil {
+			return runs, err
+		}
+		cpu, el := processCPU()-cpu0, t1.Sub(t0)
 		run := report.RecordingRun{Record: on, Acquisitions: g, ElapsedS: round3(el.Seconds()), CountedPerS: round1(float64(g) / el.Seconds())}
 		if cpu0 > 0 && g > 0 {
 			run.CPUPerAcqUS = round1(float64(cpu) / float64(time.Microsecond) / float64(g))
-		}
-		if s.ended() {
-			return runs, errors.New("the run ended before its last slice")
 		}
 		runs = append(runs, run)
 	}
