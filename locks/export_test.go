@@ -28,3 +28,16 @@ func PredWatchOf(l Locker) (string, clientv3.WatchChan) {
 	defer q.mu.Unlock()
 	return q.pred.key, q.pred.ch
 }
+
+// NextOf is the key names of the successors l's current grant will hand
+// over to (queue only).
+func NextOf(l Locker) []string {
+	q := l.(*queueLocker)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []string
+	for _, k := range q.next.next {
+		out = append(out, k.key)
+	}
+	return out
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockbench/lockbench/cluster"
 	"github.com/lockbench/lockbench/harness"
+	"github.com/lockbench/lockbench/locks"
 )
 
 // lockParts are the parts of a queue lock's work added to the ideal
@@ -33,6 +34,18 @@ type lockParts struct {
 	// another client's join key, and cancels it at its next turn — a
 	// waiter's watch of its predecessor, new at every acquisition.
 	watch bool
+	// dataflow: the queue's own writes and events with no lock logic. A
+	// client's join key is also where its turn arrives (a queue's
+	// handover puts into the successor's key): the step deletes the
+	// passer's key and puts into the next client's, the join creates the
+	// passer's key again (an event on its own watch, as a queue's join
+	// is), and each client keeps a watch on its predecessor's key for
+	// deletes (one more event a step). Implies join and lease.
+	dataflow bool
+	// lock: not the chain but the queue strategy itself, in a bare
+	// Lock/Unlock loop per client (no runner): the dataflow's row with the
+	// lock's logic added.
+	lock bool
 }
 
 // TestMeasureLockParts is a measurement, not a check: it runs only with
@@ -50,14 +63,19 @@ func TestMeasureLockParts(t *testing.T) {
 		t.Skip("set LOCKBENCH_MEASURE=parts to measure")
 	}
 	variants := []lockParts{{name: "chain"}, {name: "+join", join: true}, {name: "+join+lease", join: true, lease: true},
-		{name: "+join+lease+watch", join: true, lease: true, watch: true}}
+		{name: "+join+lease+watch", join: true, lease: true, watch: true},
+		{name: "queue dataflow", join: true, lease: true, dataflow: true}, {name: "queue lock", lock: true}}
 	ctx := context.Background()
 	c, err := cluster.Start(ctx, cluster.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	eps, d, rounds := c.DirectEndpoints(), time.Second, 12
+	queue, err := locks.Lookup("queue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps, d, rounds := c.DirectEndpoints(), 1500*time.Millisecond, 16
 	ratios := map[string][]float64{}
 	for r := range rounds {
 		id, err := harness.MeasureIdeal(ctx, clientv3.Config{Endpoints: eps}, fmt.Sprintf("/measure-parts/ideal/%d/", r), 8, d)
@@ -67,7 +85,13 @@ func TestMeasureLockParts(t *testing.T) {
 		line := fmt.Sprintf("round %d: ideal %4.0f steps/s", r, id.RatePerS)
 		for i := range variants {
 			v := variants[(i+r)%len(variants)]
-			rate := chainWith(t, eps, fmt.Sprintf("/measure-parts/%d/%d/", i, r), 8, d, v)
+			prefix := fmt.Sprintf("/measure-parts/%d/%d/", i, r)
+			var rate float64
+			if v.lock {
+				rate, _ = handoffs(t, eps, queue.New, prefix, 8, d)
+			} else {
+				rate = chainWith(t, eps, prefix, 8, d, v)
+			}
 			ratios[v.name] = append(ratios[v.name], rate/id.RatePerS)
 			line += fmt.Sprintf(" | %s ×%.2f", v.name, rate/id.RatePerS)
 		}
@@ -103,12 +127,30 @@ func chainWith(t *testing.T, eps []string, prefix string, n int, d time.Duration
 	}
 	turn := func(i int) string { return prefix + "turn/" + strconv.Itoa(i%n) }
 	join := func(i int) string { return prefix + "join/" + strconv.Itoa(i%n) }
+	if parts.dataflow {
+		turn = join
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	watches := make([]clientv3.WatchChan, n)
 	for i, cli := range clis {
+		if parts.dataflow && !chainJoin(ctx, cli, prefix+"join/", join(i), leases[i], parts) {
+			t.Fatal("join")
+		}
 		watches[i] = cli.Watch(ctx, turn(i), clientv3.WithCreatedNotify(), clientv3.WithFilterDelete())
 		<-watches[i]
+	}
+	var preds sync.WaitGroup
+	defer preds.Wait()
+	for i, cli := range clis {
+		if parts.dataflow {
+			pred := cli.Watch(ctx, join(i+n-1), clientv3.WithCreatedNotify(), clientv3.WithFilterPut())
+			<-pred
+			preds.Go(func() {
+				for range pred { // a waiter's wake-up, unused here
+				}
+			})
+		}
 	}
 	var steps atomic.Int64
 	var wg sync.WaitGroup
@@ -118,7 +160,7 @@ func chainWith(t *testing.T, eps []string, prefix string, n int, d time.Duration
 			defer func() { endWatch() }()
 			for wr := range watches[i] {
 				for _, ev := range wr.Events {
-					if ev.Type != mvccpb.PUT || ctx.Err() != nil {
+					if ev.Type != mvccpb.PUT || len(ev.Kv.Value) == 0 || ctx.Err() != nil {
 						continue
 					}
 					steps.Add(1)
@@ -137,7 +179,13 @@ func chainWith(t *testing.T, eps []string, prefix string, n int, d time.Duration
 		})
 	}
 	t0 := time.Now()
-	clis[0].Put(ctx, turn(0), "0")
+	var first []clientv3.OpOption
+	if parts.dataflow {
+		first = append(first, clientv3.WithIgnoreLease())
+	}
+	if _, err := clis[0].Put(ctx, turn(0), "0", first...); err != nil {
+		t.Fatalf("first turn: %v", err)
+	}
 	wg.Wait()
 	return float64(steps.Load()) / time.Since(t0).Seconds()
 }
@@ -146,6 +194,9 @@ func chainWith(t *testing.T, eps []string, prefix string, n int, d time.Duration
 // join key, as a lock's release deletes its key).
 func chainStep(ctx context.Context, cli *clientv3.Client, rev int64, mine, next, joinKey string, parts lockParts) bool {
 	then := []clientv3.Op{clientv3.OpPut(next, "x")}
+	if parts.dataflow {
+		then[0] = clientv3.OpPut(next, "x", clientv3.WithIgnoreLease())
+	}
 	if parts.join {
 		then = append(then, clientv3.OpDelete(joinKey))
 	}

@@ -78,9 +78,12 @@ func init() {
 // commit and one notification, as the ideal handoff does. A holder knows
 // its successors when its re-check after a wake-up read them (up to
 // maxNext), or a handover passed them on (the rest of the releaser's
-// list, in the put's value); otherwise it releases with a plain delete,
-// and the successor re-checks as before (and reads a new list). Why a
-// handover grants is argued at handOver (queuehandover.go) and waitTurn.
+// list, in the put's value), or an extension reached its key while it
+// waited: a holder whose list is about to run out reads, in its handover
+// txn, the keys after the list's last, and its next join puts them into
+// that key (refillAt). Otherwise it releases with a plain delete, and the
+// successor re-checks as before (and reads a new list). Why a handover
+// grants is argued at handOver (queuehandover.go) and waitTurn.
 type queueLocker struct {
 	cli    *clientv3.Client
 	opts   Options
@@ -94,11 +97,17 @@ type queueLocker struct {
 	// TestMeasureHandover's A/B against it.
 	noHandover bool
 
-	// mu guards next and pred.
+	// mu guards next, ext, refill and pred.
 	mu sync.Mutex
 	// next are the successors the current grant (by token) will hand over
 	// to on Unlock; zero when none is known.
 	next handoff
+	// ext is an extension put into our key (by create revision, as token)
+	// while it waited: successors for when the list handed over runs out.
+	ext handoff
+	// refill is the extension our last handover read, for the next join
+	// to put into the key it is for.
+	refill refill
 	// own watches our key (named by the lease, so reused by every
 	// acquisition on it) for handovers, from the first wait on a lease to
 	// Close or the next lease: one watch a client, not one an acquisition.
@@ -143,9 +152,10 @@ func (l *queueLocker) Lock(ctx context.Context) (*Grant, error) {
 		return nil, l.leave(ctx, ls, me, leaseLost(ls))
 	}
 	// Step 4: our key is the oldest: the lock is held, fenced by the key's
-	// create revision. Remember the successors, if a read saw any or the
-	// handover passed some on, for the handover at Unlock.
-	l.setNext(me.rev, next)
+	// create revision. Remember the successors, if a read saw any, the
+	// handover passed some on or an extension came, for the handover at
+	// Unlock.
+	l.setNext(me.rev, longer(next, l.takeExt(me.rev)))
 	return grantOf(me.key, me.rev, ls), nil
 }
 
@@ -163,12 +173,14 @@ func (l *queueLocker) join(ctx context.Context) (*lease, kv, *kv, error) {
 		// Step 2: join the queue. One txn puts our key under the lease and
 		// reads the two newest keys of the queue at the put's revision: the
 		// newest is ours, the other (if any) our predecessor. Our key's
-		// create revision is the txn's revision.
+		// create revision is the txn's revision. It also carries the
+		// extension our last handover read, if any (extend).
 		me := kv{key: l.keyOf(ls)}
 		resp, err := l.cli.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(me.key), "=", 0)).
-			Then(clientv3.OpPut(me.key, "", clientv3.WithLease(ls.id)),
-				clientv3.OpGet(l.pfx, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(2), clientv3.WithKeysOnly())).
+			Then(append([]clientv3.Op{clientv3.OpPut(me.key, "", clientv3.WithLease(ls.id)),
+				clientv3.OpGet(l.pfx, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(2), clientv3.WithKeysOnly())},
+				l.extend(me.key)...)...).
 			Else(clientv3.OpGet(me.key, clientv3.WithKeysOnly())).
 			Commit()
 		switch {
@@ -222,7 +234,7 @@ func (l *queueLocker) wait(ctx context.Context, ls *lease, me kv, pred *kv, at i
 	own := new(clientv3.WatchChan) // none: a nil channel
 	if !l.naive && !l.noHandover {
 		own = l.watchOwn(me.key)
-		if h, passed := pollHandover(own, me); h > 0 {
+		if h, passed := l.pollHandover(own, me); h > 0 {
 			l.opts.OnWakeup()
 			return passed, nil
 		}
@@ -314,13 +326,18 @@ func (l *queueLocker) wait(ctx context.Context, ls *lease, me kv, pred *kv, at i
 	return next, nil
 }
 
-// recheck is step 3d: newest at revision d, raced against a handover into
-// me on *own (handed true, with the successors it passed on). The delete
-// that woke us and a handover are one txn, but the handover's event, on
-// the other watch, may come just after the delete's: whichever answers
-// first wins. A handover that wins ends the read (its context cancelled,
-// and the read waited for, so that nothing outlives the call).
+// recheck is step 3d: newest at revision d, unless a handover into me
+// comes on *own (handed true, with the successors it passed on). The
+// delete that woke us and a handover are one txn, but the handover's
+// event, on the other watch, may come just after the delete's: the read
+// starts only if none came within handoverGrace, and is then raced
+// against a late one — whichever answers first wins. A handover that wins
+// ends the read (its context cancelled, and the read waited for, so that
+// nothing outlives the call).
 func (l *queueLocker) recheck(ctx context.Context, me kv, d int64, own *clientv3.WatchChan) (pred *kv, next []kv, at int64, handed bool, err error) {
+	if h, passed := l.awaitHandover(ctx, own, me, handoverGrace); h > 0 {
+		return nil, passed, h, true, nil
+	}
 	if *own == nil {
 		pred, next, at, err = l.newest(ctx, me, d, !l.noHandover)
 		return pred, next, at, false, err
@@ -343,7 +360,7 @@ func (l *queueLocker) recheck(ctx context.Context, me kv, d int64, own *clientv3
 		case r := <-done:
 			return r.pred, r.next, r.at, false, r.err
 		case wr, ok := <-*own:
-			h, passed, alive := handover(wr, ok, me)
+			h, passed, alive := l.handover(wr, ok, me)
 			if !alive {
 				*own = nil // the read goes on alone
 			}
@@ -381,14 +398,14 @@ func (l *queueLocker) waitTurn(ctx context.Context, ls *lease, wch clientv3.Watc
 			for _, ev := range wr.Events {
 				if ev.Type == mvccpb.DELETE && ev.Kv.ModRevision > after {
 					// The handover of the same txn may be waiting already.
-					if h, passed := pollHandover(own, me); h > 0 {
+					if h, passed := l.pollHandover(own, me); h > 0 {
 						return h, true, passed, nil
 					}
 					return ev.Kv.ModRevision, false, nil, nil
 				}
 			}
 		case wr, ok := <-*own:
-			h, passed, alive := handover(wr, ok, me)
+			h, passed, alive := l.handover(wr, ok, me)
 			if h > 0 {
 				return h, true, passed, nil
 			}
@@ -459,8 +476,7 @@ func (l *queueLocker) naiveWait(ctx context.Context, ls *lease, wch clientv3.Wat
 // a revision older than me.
 func (l *queueLocker) newest(ctx context.Context, me kv, rev int64, succs bool) (pred *kv, next []kv, at int64, err error) {
 	older := append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(me.rev-1), clientv3.WithKeysOnly())
-	newer := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend),
-		clientv3.WithLimit(maxNext), clientv3.WithMinCreateRev(me.rev + 1), clientv3.WithKeysOnly()}
+	newer := successors(me.rev)
 	if rev > 0 {
 		rev = max(rev, me.rev)
 		at := []clientv3.OpOption{clientv3.WithRev(rev), clientv3.WithSerializable()}
@@ -499,6 +515,13 @@ func (l *queueLocker) newest(ctx context.Context, me kv, rev int64, succs bool) 
 		return nil, nil, 0, fmt.Errorf("%w: key %s@%d is gone", ErrLeaseLost, me.key, me.rev)
 	}
 	return firstKV(resp.Responses[0].GetResponseRange().Kvs), nextOf(resp.Responses[1:]), resp.Header.Revision, nil
+}
+
+// successors are the options of a read of the oldest keys of the queue
+// (with l.pfx) created after revision rev, oldest first, up to maxNext.
+func successors(rev int64) []clientv3.OpOption {
+	return []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend),
+		clientv3.WithLimit(maxNext), clientv3.WithMinCreateRev(rev + 1), clientv3.WithKeysOnly()}
 }
 
 // nextOf is the successors read by newest's last op, if it read them (no

@@ -314,3 +314,53 @@ func TestQueueKeepsPredecessorWatch(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueExtendsList: a list of successors shrinks by one at every
+// handover; the holder whose list is about to run out (refillAt) reads
+// the keys that follow its last key and, in its next join, puts them into
+// that key, so that its owner still knows a successor when the list
+// reaches it empty. H holds; A–E wait. A (granted by a re-check, which
+// read [B C D E]) hands over to B, which gets [C D E]; A joins again (A').
+// B's release reads [A'] after E and B's next join puts it into E's key;
+// C and D hand over along; E gets an empty list, yet knows A'.
+func TestQueueExtendsList(t *testing.T) {
+	r := newQueueRig(t, "extends-list", 6)
+	gh, err := r.clients[0].Lock(r.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chs := map[int]chan lockResult{}
+	for i := 1; i <= 5; i++ {
+		chs[i] = r.lock(i)
+		r.queue(i + 1)
+	}
+	unlock := func(name string, i int, g *locks.Grant) {
+		t.Helper()
+		if err := r.clients[i].Unlock(r.ctx, g); err != nil {
+			t.Fatalf("%s unlock: %v", name, err)
+		}
+	}
+	unlock("H", 0, gh)
+	ga := r.granted("A", chs[1])
+	unlock("A", 1, ga)
+	gb := r.granted("B", chs[2])
+	if next := locks.NextOf(r.clients[2]); len(next) != 3 {
+		t.Fatalf("B was handed %d successors, want 3 (C D E): %v", len(next), next)
+	}
+	chs[1] = r.lock(1)
+	aAgain := string(r.queue(5)[4].Key) // B C D E A'
+	unlock("B", 2, gb)
+	gc := r.granted("C", chs[3])
+	chs[2] = r.lock(2)
+	r.queue(5) // C D E A' B': B's join is in, with the extension
+	unlock("C", 3, gc)
+	gd := r.granted("D", chs[4])
+	unlock("D", 4, gd)
+	ge := r.granted("E", chs[5])
+	if next := locks.NextOf(r.clients[5]); len(next) == 0 || next[0] != aAgain {
+		t.Fatalf("E, handed an empty list, knows successors %v; want A's new key %s first (the extension)", next, aAgain)
+	}
+	unlock("E", 5, ge)
+	unlock("A'", 1, r.granted("A'", chs[1]))
+	unlock("B'", 2, r.granted("B'", chs[2]))
+}

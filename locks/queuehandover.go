@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
@@ -31,6 +32,28 @@ const handoverValue = "granted"
 // maxNext bounds the successors one read fetches and a handover passes on.
 const maxNext = 16
 
+// extensionValue begins what a releaser puts into the last key of a list
+// it passed on, when that list is about to run out (refillAt): the rest
+// is the keys that follow that key (encodeNext), for its owner to hand
+// over along once it holds. Not a grant (it does not begin with
+// handoverValue).
+const extensionValue = "next"
+
+// refillAt is the length of a releaser's list at which its handover also
+// reads the keys that follow the list's last key, to extend it. A list
+// shrinks by one at every handover; without an extension, the holder that
+// gets it empty releases with a plain delete, and its successor needs a
+// re-check read on the handoff's path. At three, the extension has two
+// handoffs' time to reach the last key's owner before it holds.
+const refillAt = 3
+
+// refill is an extension read by a handover, still to be put into key to
+// (by the releaser's next join).
+type refill struct {
+	to   kv
+	next []kv
+}
+
 // setNext records next (none: none known) as the successors of the grant
 // at token.
 func (l *queueLocker) setNext(token int64, next []kv) {
@@ -43,12 +66,34 @@ func (l *queueLocker) setNext(token int64, next []kv) {
 func (l *queueLocker) takeNext(token int64) []kv {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	h := l.next
-	l.next = handoff{}
-	if h.token != token {
+	return take(&l.next, token)
+}
+
+// takeExt returns and forgets an extension put into our key at create
+// revision rev (none: nil).
+func (l *queueLocker) takeExt(rev int64) []kv {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return take(&l.ext, rev)
+}
+
+// take returns *h's successors if they are of token, and forgets them.
+func take(h *handoff, token int64) []kv {
+	out := *h
+	*h = handoff{}
+	if out.token != token {
 		return nil
 	}
-	return h.next
+	return out.next
+}
+
+// takeRefill returns and forgets the extension the last handover read.
+func (l *queueLocker) takeRefill() refill {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := l.refill
+	l.refill = refill{}
+	return r
 }
 
 // longer is the longer of two lists of successors (a, if as long): both
@@ -64,11 +109,11 @@ func longer(a, b []kv) []kv {
 // pollHandover returns the revision of a handover into me already
 // delivered on *own (0: none yet) and the successors it passed on,
 // without waiting.
-func pollHandover(own *clientv3.WatchChan, me kv) (int64, []kv) {
+func (l *queueLocker) pollHandover(own *clientv3.WatchChan, me kv) (int64, []kv) {
 	for {
 		select {
 		case wr, ok := <-*own:
-			h, passed, alive := handover(wr, ok, me)
+			h, passed, alive := l.handover(wr, ok, me)
 			if !alive {
 				*own = nil
 			}
@@ -81,19 +126,59 @@ func pollHandover(own *clientv3.WatchChan, me kv) (int64, []kv) {
 	}
 }
 
+// handoverGrace is how long a waiter woken by its predecessor's delete
+// waits for the handover of the same txn before it re-checks by a read.
+// The two events come on two watches of one stream, microseconds apart
+// or in either order; a delete with no handover behind it (the releaser
+// knew no successor, or crashed) is rare once lists are extended
+// (refillAt), so a short wait costs little and saves the read in most
+// cases where the delete came first.
+const handoverGrace = time.Millisecond
+
+// awaitHandover is pollHandover that waits up to grace for the handover.
+func (l *queueLocker) awaitHandover(ctx context.Context, own *clientv3.WatchChan, me kv, grace time.Duration) (int64, []kv) {
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	for *own != nil {
+		select {
+		case wr, ok := <-*own:
+			h, passed, alive := l.handover(wr, ok, me)
+			if !alive {
+				*own = nil
+			}
+			if h > 0 {
+				return h, passed
+			}
+		case <-t.C:
+			return 0, nil
+		case <-ctx.Done():
+			return 0, nil
+		}
+	}
+	return 0, nil
+}
+
 // handover returns the revision of a handover into me in wr (0: none) with
 // the successors it passed on, and whether the watch goes on. A handover
 // is a put of a value that begins with handoverValue into our key at our
 // create revision (not into an earlier key of the same name) after it was
-// created.
-func handover(wr clientv3.WatchResponse, ok bool, me kv) (int64, []kv, bool) {
+// created. An extension put into the same key (extensionValue) is kept
+// for the grant (takeExt).
+func (l *queueLocker) handover(wr clientv3.WatchResponse, ok bool, me kv) (int64, []kv, bool) {
 	if !ok || wr.Err() != nil || wr.Canceled {
 		return 0, nil, false
 	}
 	for _, ev := range wr.Events {
-		if ev.Type == mvccpb.PUT && ev.Kv.CreateRevision == me.rev && ev.Kv.ModRevision > me.rev &&
-			strings.HasPrefix(string(ev.Kv.Value), handoverValue) {
-			return ev.Kv.ModRevision, decodeNext(ev.Kv.Value[len(handoverValue):]), true
+		if ev.Type != mvccpb.PUT || ev.Kv.CreateRevision != me.rev || ev.Kv.ModRevision <= me.rev {
+			continue
+		}
+		switch v := ev.Kv.Value; {
+		case strings.HasPrefix(string(v), handoverValue):
+			return ev.Kv.ModRevision, decodeNext(v[len(handoverValue):]), true
+		case strings.HasPrefix(string(v), extensionValue):
+			l.mu.Lock()
+			l.ext = handoff{token: me.rev, next: decodeNext(v[len(extensionValue):])}
+			l.mu.Unlock()
 		}
 	}
 	return 0, nil, true
@@ -159,12 +244,45 @@ func decodeNext(b []byte) []kv {
 // compare fails, the else branch deletes g's key alone, if it is still
 // g's, as deleteOwn does; a waiter behind it learns of that from its
 // predecessor's watch and re-checks.
+//
+// Refill. A list of refillAt keys is about to run out: the txn also reads
+// the oldest keys newer than its last key, to (in the state at h), and
+// the releaser's next join puts them into to's key (extend). They are
+// valid successors of to for the same reasons as above: if to's owner
+// ever holds, its key existed at h (it was created before r ≤ h, and a
+// key never comes back at the same create revision), no key between it
+// and the extension's first existed at h, and none can be created after.
 func (l *queueLocker) handOver(ctx context.Context, g *Grant, next []kv) error {
 	mine := clientv3.Compare(clientv3.CreateRevision(g.Key), "=", g.Token)
-	_, err := l.cli.Txn(ctx).
+	then := []clientv3.Op{clientv3.OpDelete(g.Key), clientv3.OpPut(next[0].key, handoverValue+encodeNext(next[1:]), clientv3.WithIgnoreLease())}
+	var to kv
+	if len(next) == refillAt {
+		to = next[len(next)-1]
+		then = append(then, clientv3.OpGet(l.pfx, successors(to.rev)...))
+	}
+	resp, err := l.cli.Txn(ctx).
 		If(mine, clientv3.Compare(clientv3.CreateRevision(next[0].key), "=", next[0].rev)).
-		Then(clientv3.OpDelete(g.Key), clientv3.OpPut(next[0].key, handoverValue+encodeNext(next[1:]), clientv3.WithIgnoreLease())).
+		Then(then...).
 		Else(clientv3.OpTxn([]clientv3.Cmp{mine}, []clientv3.Op{clientv3.OpDelete(g.Key)}, nil)).
 		Commit()
+	if err == nil && resp.Succeeded && to.key != "" {
+		if ext := nextOf(resp.Responses[2:]); len(ext) > 0 {
+			l.mu.Lock()
+			l.refill = refill{to: to, next: ext}
+			l.mu.Unlock()
+		}
+	}
 	return err
+}
+
+// extend is the op of a join (by the client at key me) that puts the
+// extension the last handover read into its key's owner's key, if that
+// key is still there at its create revision (none: nil).
+func (l *queueLocker) extend(me string) []clientv3.Op {
+	r := l.takeRefill()
+	if len(r.next) == 0 || r.to.key == me {
+		return nil
+	}
+	return []clientv3.Op{clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(r.to.key), "=", r.to.rev)},
+		[]clientv3.Op{clientv3.OpPut(r.to.key, extensionValue+encodeNext(r.next), clientv3.WithIgnoreLease())}, nil)}
 }
