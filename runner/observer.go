@@ -36,11 +36,15 @@ func (h *heldGrants) done(g *locks.Grant) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	gs := slices.DeleteFunc(h.byKey[g.Key], func(x *locks.Grant) bool { return x == g })
+	h.keep(g.Key, slices.DeleteFunc(h.byKey[g.Key], func(x *locks.Grant) bool { return x == g }))
+}
+
+// keep sets key's held grants to gs (none: forgets the key); h.mu held.
+func (h *heldGrants) keep(key string, gs []*locks.Grant) {
 	if len(gs) == 0 {
-		delete(h.byKey, g.Key)
+		delete(h.byKey, key)
 	} else {
-		h.byKey[g.Key] = gs
+		h.byKey[key] = gs
 	}
 }
 
@@ -60,11 +64,7 @@ func (h *heldGrants) takeDeleted(key string, rev int64) []*locks.Grant {
 			kept = append(kept, g)
 		}
 	}
-	if len(kept) == 0 {
-		delete(h.byKey, key)
-	} else {
-		h.byKey[key] = kept
-	}
+	h.keep(key, kept)
 	return out
 }
 
