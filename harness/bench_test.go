@@ -104,8 +104,6 @@ func TestBenchFinish(t *testing.T) {
 		t.Errorf("recording %+v", r)
 	}
 	want := map[string]bool{
-		"queue at 8 clients: throughput ÷ floor commits/s":    true,
-		"queue at 8 clients: handoff p50 ÷ commit p50":        true,
 		"queue at 8 clients: throughput ÷ mutex":              true,
 		"queue at 8 clients: throughput ÷ ideal handoff rate": true,
 		"queue at 8 clients: handoff p50 ÷ ideal step p50":    true,
@@ -119,10 +117,14 @@ func TestBenchFinish(t *testing.T) {
 			t.Errorf("target %+v", tg)
 		}
 	}
-	// A slow queue misses them.
+	// A slow queue misses them; its ratios to the floor (0.15, 10) are
+	// figures, not targets.
 	b.Cells[0].ThroughputPerS, b.Cells[0].HandoffMS = 300, lat(5, 9)
 	finishBench(b)
-	for _, tg := range b.Targets[:5] {
+	if len(b.Targets) != len(want) {
+		t.Fatalf("targets of a slow queue %+v", b.Targets)
+	}
+	for _, tg := range b.Targets[:3] {
 		if tg.Met {
 			t.Errorf("target met by a slow queue: %+v", tg)
 		}

@@ -55,7 +55,11 @@ func finishBench(b *report.Bench) {
 	b.Targets = benchTargets(b)
 }
 
-// benchTargets are the target cell's targets and recording's. The two
+// benchTargets are the target cell's targets and recording's. Its ratios
+// to the one-writer floor are figures, not targets: a lock writes twice per
+// acquisition, so a two-write handoff chain cannot reach half the
+// one-writer rate on a disk where a second writer slows the first
+// (docs/measurements.md, "Bench"); the ideal handoff is the limit. The two
 // against the ideal handoff are judged on the paired medians when the
 // paired measurement has figures (report.Bench.PairedJudged): the ideal
 // measured once at the start drifts away from a cell measured minutes
@@ -69,12 +73,6 @@ func benchTargets(b *report.Bench) []report.Target {
 			continue
 		}
 		name := fmt.Sprintf("%s at %d clients", c.Lock, c.Clients)
-		if c.XFloor > 0 {
-			out = append(out, newTarget(name+": throughput ÷ floor commits/s", c.XFloor, ">=", TargetXFloor))
-		}
-		if c.HandoffOverCommit > 0 {
-			out = append(out, newTarget(name+": handoff p50 ÷ commit p50", c.HandoffOverCommit, "<=", TargetHandoffOverP50))
-		}
 		if c.XIdeal > 0 && !paired {
 			out = append(out, newTarget(name+": throughput ÷ ideal handoff rate", c.XIdeal, ">=", TargetXIdeal))
 		}
