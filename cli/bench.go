@@ -83,7 +83,7 @@ func (o *benchOptions) register(fs *flagSet) {
 	fs.StringVar(&s.TargetLock, "target-lock", harness.DefaultTargetLock, "lock of the cell held to the targets and measured with recording on and off")
 	fs.IntVar(&s.TargetClients, "target-clients", harness.DefaultTargetClients, "client count of that cell")
 	fs.IntVar(&s.RecordRuns, "record-runs", harness.DefaultRecordRuns, "recording on/off pairs of slices in one run of the target cell (0: skip)")
-	fs.DurationVar(&s.RecordDuration, "record-duration", harness.DefaultRecordDuration, "length of each recording on/off slice")
+	fs.DurationVar(&s.RecordDuration, "record-duration", harness.DefaultRecordDuration, "length of each recording on/off slice (0: --duration)")
 	fs.IntVar(&s.PairedRounds, "paired-rounds", harness.DefaultPairedRounds, "rounds of one ideal-handoff slice and one target-cell slice, alternating; the ideal targets are judged on their median (0: skip)")
 	fs.DurationVar(&s.PairedSlice, "paired-slice", harness.DefaultPairedSlice, "length of each paired slice")
 	fs.Int64Var(&s.Seed, "seed", 1, "seed of every cell")

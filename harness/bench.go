@@ -29,6 +29,9 @@ const (
 	// each slice DefaultRecordDuration long, all in one run of the target
 	// cell: many short adjacent slices follow a shared machine's drift
 	// better than a few long ones, and one run has no run-to-run spread.
+	// Twice as many pairs did not narrow the cost's spread over repeated
+	// runs (docs/measurements.md): the noise is the disk's slow drift, so
+	// the target is judged with the cost's standard error instead.
 	DefaultRecordRuns     = 10
 	DefaultRecordDuration = 400 * time.Millisecond
 	// DefaultTargetLock and DefaultTargetClients name the cell held to the

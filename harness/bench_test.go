@@ -103,6 +103,15 @@ func TestBenchFinish(t *testing.T) {
 	if r := b.Recording; r.OnPerS != 970 || r.OffPerS != 1000 || r.Ratio != 0.97 || r.RatioOfMeans != 0.97 || len(r.PairRatios) != 2 || r.PairRatios[0] != 0.96 || r.PairRatios[1] != 0.98 {
 		t.Errorf("recording %+v", r)
 	}
+	if r := b.Recording; r.CostSEPct != 0 {
+		t.Errorf("separate runs have a cost's standard error: %v", r.CostSEPct)
+	}
+	// Slices of one run: the pairs' costs, 4 % and 2 %, spread by 1 point.
+	b.Recording.Slices = 5
+	finishBench(b)
+	if r := b.Recording; r.CostSEPct != 1 {
+		t.Errorf("cost's standard error %v, want 1", r.CostSEPct)
+	}
 	want := map[string]bool{
 		"queue at 8 clients: throughput ÷ mutex":              true,
 		"queue at 8 clients: throughput ÷ ideal handoff rate": true,
@@ -389,5 +398,31 @@ func TestRunBench(t *testing.T) {
 	}
 	if err := report.WriteBenchResultLines(&live, &b.Bench); err != nil || live.String() != lines.String() {
 		t.Errorf("lines from bench.json differ from the run's:\n%s\n%s", lines.String(), live.String())
+	}
+}
+
+// TestNewTarget: a figure with noise misses its target only when its whole
+// interval is on the wrong side, and straddling the target is unresolved.
+func TestNewTarget(t *testing.T) {
+	for _, tc := range []struct {
+		v, noise, target float64
+		op               string
+		met, unresolved  bool
+	}{
+		{2, 0, 3, "<=", true, false},
+		{3, 0, 3, "<=", true, false},
+		{3.2, 0, 3, "<=", false, false},
+		{3.2, 2.5, 3, "<=", true, true}, // 0.7–5.7: straddles 3
+		{1, 1.5, 3, "<=", true, false},  // −0.5–2.5: below
+		{8, 2.5, 3, "<=", false, false}, // 5.5–10.5: above
+		{0.9, 0, 0.85, ">=", true, false},
+		{0.8, 0, 0.85, ">=", false, false},
+		{0.8, 0.1, 0.85, ">=", true, true},
+		{0.7, 0.1, 0.85, ">=", false, false},
+	} {
+		got := newTarget("x", tc.v, tc.noise, tc.op, tc.target)
+		if got.Met != tc.met || got.Unresolved != tc.unresolved || got.Noise != tc.noise {
+			t.Errorf("%v ± %v %s %v: met %v unresolved %v, want %v %v", tc.v, tc.noise, tc.op, tc.target, got.Met, got.Unresolved, tc.met, tc.unresolved)
+		}
 	}
 }

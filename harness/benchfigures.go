@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/stats"
 )
 
 // The benchmark's derived figures: a cell's from its run's summary, then
@@ -74,13 +75,13 @@ func benchTargets(b *report.Bench) []report.Target {
 		}
 		name := fmt.Sprintf("%s at %d clients", c.Lock, c.Clients)
 		if c.XIdeal > 0 && !paired {
-			out = append(out, newTarget(name+": throughput ÷ ideal handoff rate", c.XIdeal, ">=", TargetXIdeal))
+			out = append(out, newTarget(name+": throughput ÷ ideal handoff rate", c.XIdeal, 0, ">=", TargetXIdeal))
 		}
 		if c.HandoffXIdeal > 0 && !paired {
-			out = append(out, newTarget(name+": handoff p50 ÷ ideal step p50", c.HandoffXIdeal, "<=", TargetHandoffXIdeal))
+			out = append(out, newTarget(name+": handoff p50 ÷ ideal step p50", c.HandoffXIdeal, 0, "<=", TargetHandoffXIdeal))
 		}
 		if c.XMutex > 0 && c.Lock != MutexLock {
-			out = append(out, newTarget(name+": throughput ÷ mutex", c.XMutex, ">=", TargetXMutex))
+			out = append(out, newTarget(name+": throughput ÷ mutex", c.XMutex, 0, ">=", TargetXMutex))
 		}
 	}
 	if p := b.Paired; paired {
@@ -89,13 +90,13 @@ func benchTargets(b *report.Bench) []report.Target {
 		if p.Used == 1 {
 			of = " (1 paired round)"
 		}
-		out = append(out, newTarget(name+": throughput ÷ ideal handoff rate"+of, p.XIdealMedian, ">=", TargetXIdeal))
+		out = append(out, newTarget(name+": throughput ÷ ideal handoff rate"+of, p.XIdealMedian, 0, ">=", TargetXIdeal))
 		if p.HandoffXIdealMedian > 0 {
-			out = append(out, newTarget(name+": handoff p50 ÷ ideal step p50"+of, p.HandoffXIdealMedian, "<=", TargetHandoffXIdeal))
+			out = append(out, newTarget(name+": handoff p50 ÷ ideal step p50"+of, p.HandoffXIdealMedian, 0, "<=", TargetHandoffXIdeal))
 		}
 	}
 	if r := b.Recording; r != nil && r.OnPerS > 0 && r.OffPerS > 0 {
-		out = append(out, newTarget("recording cost, % of throughput", r.CostPct, "<=", TargetRecordingCostPct))
+		out = append(out, newTarget("recording cost, % of throughput", r.CostPct, 2*r.CostSEPct, "<=", TargetRecordingCostPct))
 	}
 	return out
 }
@@ -196,6 +197,14 @@ func finishRecording(r *report.Recording) {
 		r.CostPct = round3(100 * (1 - onR/offR))
 	}
 	r.Ratio = round3(report.Median(r.PairRatios))
+	r.CostSEPct = 0
+	if len(r.PairRatios) >= 2 && r.Slices > 0 {
+		var costs []float64
+		for _, x := range r.PairRatios {
+			costs = append(costs, 100*(1-x))
+		}
+		r.CostSEPct = round3(stats.StandardError(costs))
+	}
 	recordingEstimate(r)
 	r.CPUPerAcqUSOn, r.CPUPerAcqUSOff, r.CPURatio = round1(report.Median(cpuOn)), round1(report.Median(cpuOff)), 0
 	if r.CPUPerAcqUSOn > 0 && r.CPUPerAcqUSOff > 0 {
@@ -253,12 +262,16 @@ func recordingEstimate(r *report.Recording) {
 	}
 }
 
-func newTarget(name string, v float64, op string, t float64) report.Target {
-	met := v >= t
+// newTarget judges v against t. With noise > 0 (v's ± two standard
+// errors) it is missed only when all of v ± noise is on the wrong side of
+// t, and unresolved when that interval straddles t.
+func newTarget(name string, v, noise float64, op string, t float64) report.Target {
+	lo, hi := v-noise, v+noise
+	met, unresolved := hi >= t, lo < t && t <= hi
 	if op == "<=" {
-		met = v <= t
+		met, unresolved = lo <= t, lo <= t && t < hi
 	}
-	return report.Target{Name: name, Value: v, Op: op, Target: t, Met: met}
+	return report.Target{Name: name, Value: v, Noise: noise, Op: op, Target: t, Met: met, Unresolved: unresolved}
 }
 
 func mean(xs []float64) float64 {

@@ -316,6 +316,11 @@ type Recording struct {
 	Slices  int     `json:"slices,omitempty"`
 	SliceS  float64 `json:"slice_s,omitempty"`
 	CostPct float64 `json:"cost_pct"`
+	// CostSEPct is the standard error of CostPct, estimated from the
+	// spread of the pairs' own costs (100 × (1 − each pair's on ÷ off)):
+	// the slices' noise, which on a shared disk is of the target's size,
+	// so that a reader sees whether a cost near the target is resolved.
+	CostSEPct float64 `json:"cost_se_pct,omitempty"`
 }
 
 // RecordingRun is one run of the recording comparison, kept so that the
@@ -340,7 +345,14 @@ type Target struct {
 	Value  float64 `json:"value"`
 	Op     string  `json:"op"` // ">=" or "<="
 	Target float64 `json:"target"`
-	Met    bool    `json:"met"`
+	// Noise, when set, is the figure's own ± (two standard errors). A
+	// target is then missed (Met false) only when the whole interval
+	// Value ± Noise is on the wrong side of Target, and Unresolved marks an
+	// interval that straddles it: a figure whose noise is the target's
+	// size must not fail a run by chance, nor pass it silently.
+	Noise      float64 `json:"noise,omitempty"`
+	Met        bool    `json:"met"`
+	Unresolved bool    `json:"unresolved,omitempty"`
 }
 
 // PairedJudged reports whether the target cell's ideal targets are judged
@@ -460,6 +472,14 @@ func benchPairedLine(w io.Writer, p *Paired) {
 		p.HandoffXIdealMedian, p.HandoffXIdealMin, p.HandoffXIdealMax, p.Used, strings.Join(xs, ", "))
 }
 
+// costSE is recording's cost's noise, as ± two standard errors.
+func costSE(r *Recording) string {
+	if r.CostSEPct == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" ± %.2f (2 standard errors over %d pairs)", 2*r.CostSEPct, len(r.PairRatios))
+}
+
 func benchRecordingLines(w io.Writer, r *Recording) {
 	if r == nil {
 		return
@@ -473,8 +493,8 @@ func benchRecordingLines(w io.Writer, r *Recording) {
 		runs = append(runs, s)
 	}
 	if r.Slices > 0 {
-		fmt.Fprintf(w, "recording: %s × %d clients, one run, %d slices of %.1fs switched on/off: on %.1f/s, off %.1f/s: cost %.2f%% of throughput (target < %.0f%%; median pair on/off %.3f; slices: %s; grants counted by the clients)\n",
-			r.Lock, r.Clients, r.Slices, r.SliceS, r.OnPerS, r.OffPerS, r.CostPct, r.Target, r.Ratio, strings.Join(runs, ", "))
+		fmt.Fprintf(w, "recording: %s × %d clients, one run, %d slices of %.1fs switched on/off: on %.1f/s, off %.1f/s: cost %.2f%% of throughput%s (target < %.0f%%; median pair on/off %.3f; slices: %s; grants counted by the clients)\n",
+			r.Lock, r.Clients, r.Slices, r.SliceS, r.OnPerS, r.OffPerS, r.CostPct, costSE(r), r.Target, r.Ratio, strings.Join(runs, ", "))
 	} else {
 		fmt.Fprintf(w, "recording: %s × %d clients, on %.1f/s, off %.1f/s: on/off %.3f (median of %d pairs; target ≥ %.2f; ratio of means %.3f; runs: %s; grants counted by the clients)\n",
 			r.Lock, r.Clients, r.OnPerS, r.OffPerS, r.Ratio, len(r.PairRatios), r.Target, r.RatioOfMeans, strings.Join(runs, ", "))
@@ -491,11 +511,17 @@ func benchRecordingLines(w io.Writer, r *Recording) {
 
 func benchTargetLines(w io.Writer, b *Bench) {
 	for _, tg := range b.Targets {
-		mark := "met"
-		if !tg.Met {
+		mark, noise := "met", ""
+		switch {
+		case !tg.Met:
 			mark = "NOT met"
+		case tg.Unresolved:
+			mark = "not resolved (the noise straddles the target: not missed)"
 		}
-		fmt.Fprintf(w, "target %s: %.3f (%s %.2f) %s\n", tg.Name, tg.Value, tg.Op, tg.Target, mark)
+		if tg.Noise > 0 {
+			noise = fmt.Sprintf(" ± %.3f", tg.Noise)
+		}
+		fmt.Fprintf(w, "target %s: %.3f%s (%s %.2f) %s\n", tg.Name, tg.Value, noise, tg.Op, tg.Target, mark)
 	}
 	for _, c := range b.Cells {
 		if c.Lock != b.TargetLock || c.Clients != b.TargetClients {

@@ -1,6 +1,7 @@
 // Package stats holds the few tests lockbench's regression check needs to
 // tell a change from a noisy machine: Mann–Whitney U on timings, Fisher's
-// exact test on failure counts, and Holm–Bonferroni over many of them.
+// exact test on failure counts, and Holm–Bonferroni over many of them; and
+// the spread a bench reports beside a figure (StandardError).
 // Every function is pure and needs no cluster.
 package stats
 
@@ -29,6 +30,25 @@ func Median(xs []float64) float64 {
 		return s[n/2]
 	}
 	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// StandardError is the standard error of xs's mean: the sample standard
+// deviation (n − 1) over √n; 0 for fewer than two values.
+func StandardError(xs []float64) float64 {
+	n := float64(len(xs))
+	if n < 2 {
+		return 0
+	}
+	m := 0.0
+	for _, x := range xs {
+		m += x
+	}
+	m /= n
+	ss := 0.0
+	for _, x := range xs {
+		ss += (x - m) * (x - m)
+	}
+	return math.Sqrt(ss/(n-1)) / math.Sqrt(n)
 }
 
 // MannWhitney is the two-sided Mann–Whitney U test of whether a and b come

@@ -23,6 +23,23 @@ func TestMedian(t *testing.T) {
 // Known values: scipy.stats.mannwhitneyu's documented example (males vs
 // females: U = 17, exact p = 0.1111…, asymptotic p = 0.11134688653314041)
 // and complete separations, whose exact p is 2 / C(n1+n2, n1).
+func TestStandardError(t *testing.T) {
+	for _, tc := range []struct {
+		xs   []float64
+		want float64
+	}{
+		{nil, 0},
+		{[]float64{5}, 0},
+		{[]float64{3, 3, 3}, 0},
+		// mean 5, sample variance (9+1+1+9)/3 = 20/3, over n = 4.
+		{[]float64{2, 4, 6, 8}, math.Sqrt(20.0/3) / 2},
+	} {
+		if got := StandardError(tc.xs); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("StandardError(%v) = %v, want %v", tc.xs, got, tc.want)
+		}
+	}
+}
+
 func TestMannWhitneyKnownValues(t *testing.T) {
 	males := []float64{19, 22, 16, 29, 24}
 	females := []float64{20, 11, 17, 12}
