@@ -2,10 +2,13 @@ package locks_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"path"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -42,6 +45,14 @@ type lockParts struct {
 	// is), and each client keeps a watch on its predecessor's key for
 	// deletes (one more event a step). Implies join and lease.
 	dataflow bool
+	// list: with dataflow, the step's put carries a handover's list of
+	// successors (the lock's encoding of the other clients' keys), which
+	// the next client decodes. The lock's refill, in two parts: with
+	// refillRead, every third step also reads the successors after a key
+	// (a range sorted by create revision); with refillPut, the passer's
+	// join after that step puts them, as an extension, into that key's
+	// owner's key (whose watch skips it).
+	list, refillRead, refillPut bool
 	// lock: not the chain but the queue strategy itself, in a bare
 	// Lock/Unlock loop per client (no runner): the dataflow's row with the
 	// lock's logic added.
@@ -56,6 +67,7 @@ type lockParts struct {
 // It shows what etcd charges for the work every queue lock does beyond
 // the ideal's, and so where a lock's remaining gap to the ideal goes
 // (docs/measurements.md, "Where the gap to the ideal goes").
+// LOCKBENCH_PARTS (comma-separated variant names) runs only those.
 //
 //	LOCKBENCH_MEASURE=parts go test -run TestMeasureLockParts -v ./locks
 func TestMeasureLockParts(t *testing.T) {
@@ -64,7 +76,15 @@ func TestMeasureLockParts(t *testing.T) {
 	}
 	variants := []lockParts{{name: "chain"}, {name: "+join", join: true}, {name: "+join+lease", join: true, lease: true},
 		{name: "+join+lease+watch", join: true, lease: true, watch: true},
-		{name: "queue dataflow", join: true, lease: true, dataflow: true}, {name: "queue lock", lock: true}}
+		{name: "queue dataflow", join: true, lease: true, dataflow: true},
+		{name: "dataflow+list", join: true, lease: true, dataflow: true, list: true},
+		{name: "dataflow+list+read", join: true, lease: true, dataflow: true, list: true, refillRead: true},
+		{name: "dataflow+list+put", join: true, lease: true, dataflow: true, list: true, refillPut: true},
+		{name: "dataflow+list+refill", join: true, lease: true, dataflow: true, list: true, refillRead: true, refillPut: true},
+		{name: "queue lock", lock: true}}
+	if only := os.Getenv("LOCKBENCH_PARTS"); only != "" {
+		variants = slices.DeleteFunc(variants, func(v lockParts) bool { return !slices.Contains(strings.Split(only, ","), v.name) })
+	}
 	ctx := context.Background()
 	c, err := cluster.Start(ctx, cluster.Options{})
 	if err != nil {
@@ -134,7 +154,7 @@ func chainWith(t *testing.T, eps []string, prefix string, n int, d time.Duration
 	defer cancel()
 	watches := make([]clientv3.WatchChan, n)
 	for i, cli := range clis {
-		if parts.dataflow && !chainJoin(ctx, cli, prefix+"join/", join(i), leases[i], parts) {
+		if parts.dataflow && !chainJoin(ctx, cli, prefix+"join/", join(i), leases[i], parts, stepContent{}) {
 			t.Fatal("join")
 		}
 		watches[i] = cli.Watch(ctx, turn(i), clientv3.WithCreatedNotify(), clientv3.WithFilterDelete())
@@ -158,17 +178,29 @@ func chainWith(t *testing.T, eps []string, prefix string, n int, d time.Duration
 		wg.Go(func() {
 			var endWatch context.CancelFunc = func() {}
 			defer func() { endWatch() }()
+			var mine int
 			for wr := range watches[i] {
 				for _, ev := range wr.Events {
-					if ev.Type != mvccpb.PUT || len(ev.Kv.Value) == 0 || ctx.Err() != nil {
+					if ev.Type != mvccpb.PUT || len(ev.Kv.Value) == 0 || strings.HasPrefix(string(ev.Kv.Value), "next") || ctx.Err() != nil {
 						continue
 					}
 					steps.Add(1)
 					endWatch()
-					if !chainStep(ctx, cli, ev.Kv.ModRevision, turn(i), turn(i+1), join(i), parts) {
+					sc := stepContent{created: ev.Kv.CreateRevision}
+					if parts.list {
+						var got []listEntry
+						_ = json.Unmarshal(ev.Kv.Value[1:], &got) // as the lock's grant decodes its list
+						sc.value = listValue(join, i+2, n-2, ev.Kv.CreateRevision)
+					}
+					mine++
+					if mine%3 == 0 {
+						sc.read, sc.to = parts.refillRead, join(i+3)
+						sc.put = parts.refillPut
+					}
+					if !chainStep(ctx, cli, ev.Kv.ModRevision, turn(i), turn(i+1), join(i), parts, sc) {
 						return
 					}
-					if !chainJoin(ctx, cli, prefix+"join/", join(i), leases[i], parts) {
+					if !chainJoin(ctx, cli, prefix+"join/", join(i), leases[i], parts, sc) {
 						return
 					}
 					if parts.watch {
@@ -190,31 +222,76 @@ func chainWith(t *testing.T, eps []string, prefix string, n int, d time.Duration
 	return float64(steps.Load()) / time.Since(t0).Seconds()
 }
 
+// stepContent is what a step of the dataflow variants carries beyond the
+// turn: the handover's value (list), and a refill's range (read) and
+// extension into to's key (put).
+type stepContent struct {
+	value     string
+	read, put bool
+	to        string
+	created   int64 // the passer's key's create revision
+}
+
+// listEntry is one successor in a handover's list, encoded as the lock
+// encodes its own.
+type listEntry struct {
+	Key string `json:"k"`
+	Rev int64  `json:"r"`
+}
+
+// listValue is a handover's value passing on the m keys from client
+// from on (by name, as key names them).
+func listValue(key func(int) string, from, m int, rev int64) string {
+	out := make([]listEntry, m)
+	for j := range out {
+		out[j] = listEntry{key(from + j), rev + int64(j)}
+	}
+	b, _ := json.Marshal(out)
+	return "x" + string(b)
+}
+
 // chainStep passes the turn on (and, with a join, deletes the passer's
 // join key, as a lock's release deletes its key).
-func chainStep(ctx context.Context, cli *clientv3.Client, rev int64, mine, next, joinKey string, parts lockParts) bool {
-	then := []clientv3.Op{clientv3.OpPut(next, "x")}
+func chainStep(ctx context.Context, cli *clientv3.Client, rev int64, mine, next, joinKey string, parts lockParts, sc stepContent) bool {
+	value := "x"
+	if sc.value != "" {
+		value = sc.value
+	}
+	then := []clientv3.Op{clientv3.OpPut(next, value)}
 	if parts.dataflow {
-		then[0] = clientv3.OpPut(next, "x", clientv3.WithIgnoreLease())
+		then[0] = clientv3.OpPut(next, value, clientv3.WithIgnoreLease())
 	}
 	if parts.join {
 		then = append(then, clientv3.OpDelete(joinKey))
 	}
-	_, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(mine), "=", rev)).Then(then...).Commit()
+	if sc.read {
+		then = append(then, clientv3.OpGet(path.Dir(joinKey)+"/", clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend),
+			clientv3.WithLimit(16), clientv3.WithMinCreateRev(rev), clientv3.WithKeysOnly()))
+	}
+	turn := clientv3.Compare(clientv3.ModRevision(mine), "=", rev)
+	if parts.refillPut {
+		// An extension may have moved the key's mod revision since the
+		// turn's put: compare its create revision, as the lock does.
+		turn = clientv3.Compare(clientv3.CreateRevision(mine), "=", sc.created)
+	}
+	_, err := cli.Txn(ctx).If(turn).Then(then...).Commit()
 	return err == nil
 }
 
 // chainJoin writes the passer's join key, as a Put or as a queue's join
-// txn.
-func chainJoin(ctx context.Context, cli *clientv3.Client, joinPrefix, key string, lease clientv3.LeaseID, parts lockParts) bool {
+// txn (with a refill's extension put into sc.to's key).
+func chainJoin(ctx context.Context, cli *clientv3.Client, joinPrefix, key string, lease clientv3.LeaseID, parts lockParts, sc stepContent) bool {
 	if !parts.join {
 		_, err := cli.Put(ctx, key, "1")
 		return err == nil
 	}
-	_, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, "", clientv3.WithLease(lease)),
-			clientv3.OpGet(joinPrefix, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(2), clientv3.WithKeysOnly())).
-		Commit()
+	then := []clientv3.Op{clientv3.OpPut(key, "", clientv3.WithLease(lease)),
+		clientv3.OpGet(joinPrefix, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(2), clientv3.WithKeysOnly())}
+	if sc.put {
+		then = append(then, clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(sc.to), ">", 0)},
+			[]clientv3.Op{clientv3.OpPut(sc.to, "next"+sc.value, clientv3.WithIgnoreLease())}, nil))
+	}
+	_, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).Then(then...).Commit()
 	return err == nil
 }
 
