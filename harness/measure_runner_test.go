@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockbench/lockbench/cluster"
 	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/stats"
 )
 
 // TestMeasureRunnerTax is a measurement, not a check: it runs only with
@@ -28,7 +29,8 @@ import (
 // Lock/Unlock loop per client timed over the same kind of window. It
 // prints each as a ratio to the round's ideal, the runner ÷ bare ratio
 // per round, and the process CPU and bytes allocated per acquisition
-// (members included), as medians (docs/measurements.md, "The runner's share").
+// (members included), as medians (docs/measurements.md, "The runner's
+// share").
 //
 //	LOCKBENCH_MEASURE=runner go test -run TestMeasureRunnerTax -v ./harness
 func TestMeasureRunnerTax(t *testing.T) {
@@ -82,8 +84,8 @@ func TestMeasureRunnerTax(t *testing.T) {
 		}
 	}
 	t.Logf("runner × ideal median %.3f, bare × ideal median %.3f; runner ÷ bare median %.3f (%.3f–%.3f), runner below in %d of %d rounds; per acquisition median runner %.0f µs CPU and %.1f KB allocated, bare %.0f µs and %.1f KB",
-		medianOf(runnerX), medianOf(bareX), medianOf(rel), slices.Min(rel), slices.Max(rel), below, rounds,
-		medianOf(runnerCPU), medianOf(runnerKB), medianOf(bareCPU), medianOf(bareKB))
+		stats.Median(runnerX), stats.Median(bareX), stats.Median(rel), slices.Min(rel), slices.Max(rel), below, rounds,
+		stats.Median(runnerCPU), stats.Median(runnerKB), stats.Median(bareCPU), stats.Median(bareKB))
 }
 
 // windowCost is one window's grants per second and what each grant cost
@@ -184,10 +186,4 @@ func bareWindow(eps []string, prefix string, spec BenchSpec) (windowCost, error)
 		return windowCost{}, fmt.Errorf("bare loop: no grant in the window")
 	}
 	return m0.cost(g, el), nil
-}
-
-func medianOf(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
