@@ -3,6 +3,7 @@ package harness
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -337,6 +338,14 @@ func TestRunBench(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(dir, c.Run, rundir.SummaryFile)); err != nil {
 			t.Errorf("cell run folder: %v", err)
+		}
+		// A fault-free cell dials the members directly, and says so: its
+		// config.json holds what it dialed, not the bench's front doors.
+		var cfg rundir.Config
+		if data, err := os.ReadFile(filepath.Join(dir, c.Run, rundir.ConfigFile)); err != nil || json.Unmarshal(data, &cfg) != nil {
+			t.Errorf("cell config.json: %v", err)
+		} else if eps := cfg.Cluster.Endpoints; len(eps) != 3 || slices.Equal(eps, b.Cluster.Endpoints) {
+			t.Errorf("cell %s/%d recorded endpoints %v; the bench's front doors are %v", c.Lock, c.Clients, eps, b.Cluster.Endpoints)
 		}
 		if _, err := os.Stat("/proc/self/status"); err == nil && c.PeakRSSMB <= 0 {
 			t.Errorf("no peak RSS on Linux: %+v", c)

@@ -201,6 +201,11 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 		return nil, fmt.Errorf("run %s: %w", runID, err)
 	}
 	cfg.Started = out.Start.UTC()
+	if len(out.Endpoints) > 0 {
+		// What the clients dialed: the members' own listeners when the
+		// scenario needs no front door (runner's data path).
+		cfg.Cluster.Endpoints = out.Endpoints
+	}
 	rep := check.Check(out.Events, cfg.CheckOptions())
 	sum := report.Summarize(report.Run{
 		ID: runID, Lock: spec.Lock, Scenario: spec.Scenario.Name, Clients: spec.Scenario.Clients,
