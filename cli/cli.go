@@ -37,7 +37,7 @@ const usage = `lockbench — benchmark and chaos-test distributed locks on etcd
 
 Usage:
   lockbench run     --lock NAME --scenario NAME [flags]  run one scenario on an embedded (or --endpoints) etcd cluster
-  lockbench suite   [--locks a,b] [--scenarios x,y] [--seeds N]
+  lockbench suite   [--locks a,b] [--scenarios x,y] [--seeds N] [--first-seed S]
                                                          run the strategy × scenario matrix; exit 1 when a verdict differs from its expectation
   lockbench bench   [--clients 2,8,64] [--locks ...]     contended throughput and handoff latency against the commit floor
   lockbench check   FILE.jsonl [--json]                  re-check a saved (or hand-written) history

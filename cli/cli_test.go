@@ -57,6 +57,8 @@ func TestBadInput(t *testing.T) {
 		{[]string{"run", "--out", out, "--keepalive", "sometimes"}, []string{`keepalive "sometimes"`, "auto", "seed"}},
 		{[]string{"run", "--out", out, "--rpc-timeout", "-1s"}, []string{"--rpc-timeout -1s", "≥ 0"}},
 		{[]string{"suite", "--out", out, "--rpc-timeout", "-5ms"}, []string{"--rpc-timeout -5ms", "≥ 0"}},
+		{[]string{"suite", "--out", out, "--first-seed", "0"}, []string{"--first-seed 0", "≥1"}},
+		{[]string{"suite", "--out", out, "--seeds", "3", "--first-seed", "9223372036854775807"}, []string{"--first-seed 9223372036854775807", "room"}},
 		{[]string{"bench", "--out", out, "--rpc-timeout", "-5ms"}, []string{"--rpc-timeout -5ms", "≥ 0"}},
 		{[]string{"run", "--out", out, "--shared-conns", "-1"}, []string{"shared connections -1", "≥ 0"}},
 		{[]string{"run", "--out", out, "--shared-conns", "2", "--scenario", "waiter-crash"}, []string{"waiter-crash", "client faults", "without shared connections"}},

@@ -21,6 +21,7 @@ import (
 type suiteOptions struct {
 	locks, scenarios string
 	seeds            int
+	firstSeed        int64
 	out, benchOut    string
 	junit            string
 	quick            time.Duration
@@ -41,7 +42,8 @@ func suiteCommand(ctx context.Context, e *env, args []string) error {
 	fs.Var(o.inject, "inject-delay", injectUsage)
 	fs.StringVar(&o.locks, "locks", strings.Join(locks.Names(), ","), "comma-separated lock strategies")
 	fs.StringVar(&o.scenarios, "scenarios", strings.Join(scenario.Names(), ","), "comma-separated scenarios (built-in names or .yaml paths)")
-	fs.IntVar(&o.seeds, "seeds", 1, "run every cell with seeds 1..N")
+	fs.IntVar(&o.seeds, "seeds", 1, "run every cell with N seeds, from --first-seed on")
+	fs.Int64Var(&o.firstSeed, "first-seed", 1, "the first of the --seeds seeds (e.g. --seeds 10 --first-seed 11: seeds 11..20)")
 	fs.StringVar(&o.out, "out", harness.DefaultOut, "parent folder of the suite folder")
 	fs.DurationVar(&o.quick, "quick-duration", harness.DefaultQuickDuration, "cap on the duration of scenarios without fault steps (0: no cap)")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
@@ -88,8 +90,11 @@ func (o *suiteOptions) spec(ctx context.Context) (harness.SuiteSpec, error) {
 	if o.reps < 1 {
 		return harness.SuiteSpec{}, badInputf("--reps %d: must be ≥1", o.reps)
 	}
+	if o.firstSeed < 1 {
+		return harness.SuiteSpec{}, badInputf("--first-seed %d: must be ≥1", o.firstSeed)
+	}
 	spec := harness.SuiteSpec{
-		Locks: splitList(o.locks), Seeds: o.seeds, KeepAlives: kas, RPCTimeout: rpcT, Out: o.out,
+		Locks: splitList(o.locks), Seeds: o.seeds, FirstSeed: o.firstSeed, KeepAlives: kas, RPCTimeout: rpcT, Out: o.out,
 		Cluster: cl, QuickDuration: o.quick,
 		Reps: o.reps, InjectDelay: o.inject,
 	}
@@ -117,7 +122,7 @@ func (o *suiteOptions) spec(ctx context.Context) (harness.SuiteSpec, error) {
 		spec.Scenarios = append(spec.Scenarios, sc)
 	}
 	if err := spec.Validate(); err != nil {
-		return spec, badInput(flagError(err, map[string]string{"Seeds": "seeds", "Reps": "reps", "InjectDelay": "inject-delay"}))
+		return spec, badInput(flagError(err, map[string]string{"Seeds": "seeds", "FirstSeed": "first-seed", "Reps": "reps", "InjectDelay": "inject-delay"}))
 	}
 	if err := checkOutputs(o.out, o.benchOut); err != nil {
 		return spec, err

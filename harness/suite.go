@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -30,8 +31,11 @@ const DefaultQuickDuration = 2 * time.Second
 type SuiteSpec struct {
 	Locks     []string
 	Scenarios []scenario.Scenario
-	// Seeds runs every cell with seeds 1..Seeds.
-	Seeds int
+	// Seeds runs every cell with Seeds seeds from FirstSeed (0: 1) on:
+	// a rate measured over seeds 1..10 can be extended by 11..20 without
+	// running the first ten again.
+	Seeds     int
+	FirstSeed int64
 	// KeepAlives are the keepalive policies every cell runs under, one
 	// after the other (none: locks.DefaultKeepAlive): how long a cut-off
 	// holder believes is the policy's doing, and scenarios expect per
@@ -90,6 +94,9 @@ func (s SuiteSpec) Validate() error {
 	}
 	if s.Seeds < 1 {
 		return fieldErr("Seeds", s.Seeds, "must be ≥1")
+	}
+	if s.FirstSeed < 0 || s.FirstSeed > math.MaxInt64-int64(s.Seeds) {
+		return fieldErr("FirstSeed", s.FirstSeed, "must be ≥1, and leave room for the seeds after it")
 	}
 	if s.Reps < 0 {
 		return fieldErr("Reps", s.Reps, "must be ≥1")
@@ -358,13 +365,25 @@ type suiteCell struct {
 	rep       int // 1..Reps: a repetition of the same seed
 }
 
+// seeds yields the suite's seeds, in order.
+func (s SuiteSpec) seeds() func(yield func(int64) bool) {
+	first := max(s.FirstSeed, 1)
+	return func(yield func(int64) bool) {
+		for seed := first; seed < first+int64(s.Seeds); seed++ {
+			if !yield(seed) {
+				return
+			}
+		}
+	}
+}
+
 // cells yields the runs of lock on one scenario: every keepalive policy
 // it runs under, for each every seed, and each seed Reps times (samples
 // that differ only by the machine's noise).
 func (s SuiteSpec) cells(lock string) func(yield func(suiteCell) bool) {
 	return func(yield func(suiteCell) bool) {
 		for _, ka := range s.keepAlivesFor(lock) {
-			for seed := int64(1); seed <= int64(s.Seeds); seed++ {
+			for seed := range s.seeds() {
 				for rep := 1; rep <= max(s.Reps, 1); rep++ {
 					if !yield(suiteCell{ka, seed, rep}) {
 						return

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -75,5 +76,42 @@ func TestSuiteSpecValidatesRepsAndDelay(t *testing.T) {
 	s.Reps = -1
 	if err := s.Validate(); err == nil {
 		t.Error("negative reps accepted")
+	}
+}
+
+// TestSuiteSeeds: the seeds run from FirstSeed (0: 1), Seeds of them, and
+// a first seed with no room for the rest is refused.
+func TestSuiteSeeds(t *testing.T) {
+	for _, tc := range []struct {
+		first int64
+		n     int
+		want  []int64
+	}{
+		{0, 3, []int64{1, 2, 3}},
+		{1, 2, []int64{1, 2}},
+		{11, 3, []int64{11, 12, 13}},
+	} {
+		s := metaSpec(t)
+		s.FirstSeed, s.Seeds, s.Out = tc.first, tc.n, t.TempDir()
+		if err := s.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if got := slices.Collect(s.seeds()); !slices.Equal(got, tc.want) {
+			t.Errorf("first %d, %d seeds: %v, want %v", tc.first, tc.n, got, tc.want)
+		}
+		var cells []int64
+		for c := range s.cells("queue") {
+			cells = append(cells, c.seed)
+		}
+		if cells[0] != tc.want[0] || cells[len(cells)-1] != tc.want[len(tc.want)-1] {
+			t.Errorf("first %d: cells run seeds %v", tc.first, cells)
+		}
+	}
+	for _, first := range []int64{-1, math.MaxInt64} {
+		s := metaSpec(t)
+		s.FirstSeed, s.Seeds, s.Out = first, 2, t.TempDir()
+		if err := s.Validate(); err == nil {
+			t.Errorf("first seed %d accepted", first)
+		}
 	}
 }
