@@ -114,10 +114,11 @@ func TestBenchFinish(t *testing.T) {
 		t.Errorf("cost's standard error %v, want 1", r.CostSEPct)
 	}
 	want := map[string]bool{
-		"queue at 8 clients: throughput ÷ mutex":              true,
-		"queue at 8 clients: throughput ÷ ideal handoff rate": true,
-		"queue at 8 clients: handoff p50 ÷ ideal step p50":    true,
-		"recording cost, % of throughput":                     true,
+		"queue at 8 clients: throughput ÷ mutex":                             true,
+		"queue at 8 clients: throughput ÷ ideal handoff rate":                true,
+		"queue at 8 clients: handoff p50 ÷ ideal step p50":                   true,
+		"recording cost, % of throughput":                                    true,
+		"recording estimate (appends on the handoff chain), % of throughput": true,
 	}
 	if len(b.Targets) != len(want) {
 		t.Fatalf("targets %+v", b.Targets)
@@ -138,6 +139,13 @@ func TestBenchFinish(t *testing.T) {
 		if tg.Met {
 			t.Errorf("target met by a slow queue: %+v", tg)
 		}
+	}
+	// Appends that grew slow (50 µs each, 5 an acquisition, at 1000/s:
+	// 25 %) miss the estimate's target whatever the slices measured.
+	b.Recording.AppendNS = 50_000
+	finishBench(b)
+	if tg := b.Targets[len(b.Targets)-1]; !strings.HasPrefix(tg.Name, "recording estimate") || tg.Met || tg.Value != 25 {
+		t.Errorf("slow appends: %+v", tg)
 	}
 }
 
