@@ -90,9 +90,9 @@ func benchTargets(b *report.Bench) []report.Target {
 		if p.Used == 1 {
 			of = " (1 paired round)"
 		}
-		out = append(out, newTarget(name+": throughput ÷ ideal handoff rate"+of, p.XIdealMedian, 0, ">=", TargetXIdeal))
+		out = append(out, newTarget(name+": throughput ÷ ideal handoff rate"+of, p.XIdealMedian, 2*p.XIdealSE, ">=", TargetXIdeal))
 		if p.HandoffXIdealMedian > 0 {
-			out = append(out, newTarget(name+": handoff p50 ÷ ideal step p50"+of, p.HandoffXIdealMedian, 0, "<=", TargetHandoffXIdeal))
+			out = append(out, newTarget(name+": handoff p50 ÷ ideal step p50"+of, p.HandoffXIdealMedian, 2*p.HandoffXIdealSE, "<=", TargetHandoffXIdeal))
 		}
 	}
 	if r := b.Recording; r != nil && r.OnPerS > 0 && r.OffPerS > 0 {
@@ -129,6 +129,7 @@ func finishPaired(p *report.Paired) {
 	p.Used = len(xs)
 	p.XIdealMedian, p.XIdealMin, p.XIdealMax = spread(xs)
 	p.HandoffXIdealMedian, p.HandoffXIdealMin, p.HandoffXIdealMax = spread(hs)
+	p.XIdealSE, p.HandoffXIdealSE = round3(stats.MedianStandardError(xs)), round3(stats.MedianStandardError(hs))
 }
 
 // spread is the median, min and max of xs (zeros for none).

@@ -174,14 +174,19 @@ type Paired struct {
 	Method       string  `json:"method"`
 	// XIdeal* are over the rounds' X, HandoffXIdeal* over their H; rounds
 	// with an error or no figure are left out (Used counts the others).
-	Used                int         `json:"used"`
-	XIdealMedian        float64     `json:"x_ideal_median"`
-	XIdealMin           float64     `json:"x_ideal_min"`
-	XIdealMax           float64     `json:"x_ideal_max"`
-	HandoffXIdealMedian float64     `json:"handoff_x_ideal_median"`
-	HandoffXIdealMin    float64     `json:"handoff_x_ideal_min"`
-	HandoffXIdealMax    float64     `json:"handoff_x_ideal_max"`
-	Runs                []PairedRun `json:"runs"`
+	Used                int     `json:"used"`
+	XIdealMedian        float64 `json:"x_ideal_median"`
+	XIdealMin           float64 `json:"x_ideal_min"`
+	XIdealMax           float64 `json:"x_ideal_max"`
+	HandoffXIdealMedian float64 `json:"handoff_x_ideal_median"`
+	HandoffXIdealMin    float64 `json:"handoff_x_ideal_min"`
+	HandoffXIdealMax    float64 `json:"handoff_x_ideal_max"`
+	// XIdealSE and HandoffXIdealSE are the medians' standard errors
+	// (stats.MedianStandardError): the targets on the medians are judged
+	// with ± two of them, as recording's is (Target.Noise).
+	XIdealSE        float64     `json:"x_ideal_se,omitempty"`
+	HandoffXIdealSE float64     `json:"handoff_x_ideal_se,omitempty"`
+	Runs            []PairedRun `json:"runs"`
 }
 
 // PairedRun is one round of the paired measurement.

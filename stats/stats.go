@@ -51,6 +51,14 @@ func StandardError(xs []float64) float64 {
 	return math.Sqrt(ss/(n-1)) / math.Sqrt(n)
 }
 
+// MedianStandardError is the standard error of xs's median, by the
+// normal approximation √(π/2) × StandardError: for a few noisy rounds, as
+// the bench's paired medians are, it tells a target missed from one
+// within the rounds' noise.
+func MedianStandardError(xs []float64) float64 {
+	return math.Sqrt(math.Pi/2) * StandardError(xs)
+}
+
 // MannWhitney is the two-sided Mann–Whitney U test of whether a and b come
 // from the same distribution: no assumption of normality, so a few slow
 // runs on a loaded machine do not dominate as they would a t-test. It

@@ -40,6 +40,13 @@ func TestStandardError(t *testing.T) {
 	}
 }
 
+func TestMedianStandardError(t *testing.T) {
+	xs := []float64{2, 4, 6, 8}
+	if got, want := MedianStandardError(xs), math.Sqrt(math.Pi/2)*StandardError(xs); math.Abs(got-want) > 1e-12 || got <= StandardError(xs) {
+		t.Errorf("MedianStandardError = %v, want %v", got, want)
+	}
+}
+
 func TestMannWhitneyKnownValues(t *testing.T) {
 	males := []float64{19, 22, 16, 29, 24}
 	females := []float64{20, 11, 17, 12}
