@@ -16,6 +16,7 @@ import (
 	"github.com/lockbench/lockbench/cluster"
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/stats"
 )
 
 // TestMeasureHandover is an A/B of queue with and without handovers, not
@@ -66,16 +67,8 @@ func TestMeasureHandover(t *testing.T) {
 	for _, v := range variants {
 		x, ho := ratios[v.name][0], ratios[v.name][1]
 		t.Logf("%s handovers: ×ideal median %.2f (%.2f–%.2f), handoff p50 ÷ ideal step median %.2f (%.2f–%.2f), %d rounds",
-			v.name, median(x), slices.Min(x), slices.Max(x), median(ho), slices.Min(ho), slices.Max(ho), rounds)
+			v.name, stats.Median(x), slices.Min(x), slices.Max(x), stats.Median(ho), slices.Min(ho), slices.Max(ho), rounds)
 	}
-}
-
-func median(xs []float64) float64 {
-	s := slices.Sorted(slices.Values(xs))
-	if n := len(s); n%2 == 0 {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
-	return s[len(s)/2]
 }
 
 // handoffs runs n clients of f looping Lock → Unlock (hold 0) and

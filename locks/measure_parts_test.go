@@ -2,7 +2,6 @@ package locks_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path"
@@ -21,6 +20,7 @@ import (
 	"github.com/lockbench/lockbench/cluster"
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/stats"
 )
 
 // lockParts are the parts of a queue lock's work added to the ideal
@@ -119,7 +119,7 @@ func TestMeasureLockParts(t *testing.T) {
 	}
 	for _, v := range variants {
 		x := ratios[v.name]
-		t.Logf("%-18s × ideal median %.2f (%.2f–%.2f), %d rounds", v.name, median(x), slices.Min(x), slices.Max(x), rounds)
+		t.Logf("%-18s × ideal median %.2f (%.2f–%.2f), %d rounds", v.name, stats.Median(x), slices.Min(x), slices.Max(x), rounds)
 	}
 }
 
@@ -181,16 +181,20 @@ func chainWith(t *testing.T, eps []string, prefix string, n int, d time.Duration
 			var mine int
 			for wr := range watches[i] {
 				for _, ev := range wr.Events {
-					if ev.Type != mvccpb.PUT || len(ev.Kv.Value) == 0 || strings.HasPrefix(string(ev.Kv.Value), "next") || ctx.Err() != nil {
+					if ev.Type != mvccpb.PUT || len(ev.Kv.Value) == 0 || locks.IsExtension(ev.Kv.Value) || ctx.Err() != nil {
 						continue
 					}
 					steps.Add(1)
 					endWatch()
 					sc := stepContent{created: ev.Kv.CreateRevision}
 					if parts.list {
-						var got []listEntry
-						_ = json.Unmarshal(ev.Kv.Value[1:], &got) // as the lock's grant decodes its list
-						sc.value = listValue(join, i+2, n-2, ev.Kv.CreateRevision)
+						locks.HandedOn(ev.Kv.Value) // as the lock's grant decodes its list
+						var later []string
+						for j := i + 2; j < i+n; j++ {
+							later = append(later, join(j))
+						}
+						sc.value = locks.HandoverValue(later, ev.Kv.CreateRevision)
+						sc.ext = locks.ExtensionValue(later, ev.Kv.CreateRevision)
 					}
 					mine++
 					if mine%3 == 0 {
@@ -227,27 +231,10 @@ func chainWith(t *testing.T, eps []string, prefix string, n int, d time.Duration
 // extension into to's key (put).
 type stepContent struct {
 	value     string
+	ext       string // the extension's value (with put)
 	read, put bool
 	to        string
 	created   int64 // the passer's key's create revision
-}
-
-// listEntry is one successor in a handover's list, encoded as the lock
-// encodes its own.
-type listEntry struct {
-	Key string `json:"k"`
-	Rev int64  `json:"r"`
-}
-
-// listValue is a handover's value passing on the m keys from client
-// from on (by name, as key names them).
-func listValue(key func(int) string, from, m int, rev int64) string {
-	out := make([]listEntry, m)
-	for j := range out {
-		out[j] = listEntry{key(from + j), rev + int64(j)}
-	}
-	b, _ := json.Marshal(out)
-	return "x" + string(b)
 }
 
 // chainStep passes the turn on (and, with a join, deletes the passer's
@@ -289,7 +276,7 @@ func chainJoin(ctx context.Context, cli *clientv3.Client, joinPrefix, key string
 		clientv3.OpGet(joinPrefix, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(2), clientv3.WithKeysOnly())}
 	if sc.put {
 		then = append(then, clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(sc.to), ">", 0)},
-			[]clientv3.Op{clientv3.OpPut(sc.to, "next"+sc.value, clientv3.WithIgnoreLease())}, nil))
+			[]clientv3.Op{clientv3.OpPut(sc.to, sc.ext, clientv3.WithIgnoreLease())}, nil))
 	}
 	_, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).Then(then...).Commit()
 	return err == nil
