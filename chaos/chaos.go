@@ -18,6 +18,12 @@ type Fault interface {
 	Name() string
 	// Targets says which target kinds the fault accepts.
 	Targets() TargetClass
+	// Needs says what a run must provide for the fault to act, so that a
+	// scenario is refused before anything starts rather than half run.
+	Needs() Needs
+	// Cost says what the fault may cost a correct lock, which is how long
+	// the checker excuses a lock that is not granted while it lasts.
+	Cost() Cost
 	// Inject applies the fault to target (-1 for NoTarget faults); arg is
 	// the step's parameter (delay-client's latency).
 	Inject(ctx context.Context, w World, target int, arg time.Duration) (Undo, error)
@@ -37,3 +43,59 @@ const (
 	MemberTarget
 	ClientTarget
 )
+
+// Needs is what a fault requires of the run it is injected into.
+type Needs struct {
+	// ClientProxy: each client must talk to etcd through its own fault
+	// proxy, which cuts, delays or drops its traffic. A crash needs one
+	// too: the crashed client's connections must drop before its code can
+	// send another RPC (a cancelled Lock's cleanup would otherwise delete
+	// its key, which a killed process never does).
+	ClientProxy bool
+	// Members: cluster members lockbench started and controls; an
+	// external cluster refuses the fault.
+	Members bool
+	// MemberProcesses: members that are processes of their own (run with
+	// --etcd-bin), since freezing one member of the embedded cluster would
+	// freeze lockbench too.
+	MemberProcesses bool
+	// Arg names the step field that sets the fault's parameter (ArgDelay),
+	// "" when the fault takes none.
+	Arg string
+}
+
+// ArgDelay is the step field of a fault that takes a latency.
+const ArgDelay = "delay"
+
+// Cost is what a fault may cost a correct lock: the checker's excuse for a
+// lock that is not granted during and after it, and the report's reading
+// of what it did.
+type Cost int
+
+// Costs of faults.
+const (
+	// CostUnknown is a fault this build does not know (a history from
+	// another tool or a newer lockbench): judged by its target.
+	CostUnknown Cost = iota
+	// CostElection: a member fault; the cluster may need an election when
+	// it strikes and again when it is undone.
+	CostElection
+	// CostLease: a client fault (crash, pause, isolation, revoked lease);
+	// the client's lease must expire, or be revoked, before the lock moves.
+	CostLease
+	// CostSlowdown: every step of the client is slower while it lasts.
+	CostSlowdown
+	// CostCancelledWaits: waits are cancelled; no lease is touched, so the
+	// lock must move on at once, and a wait that ends while the fault is on
+	// ended because of it.
+	CostCancelledWaits
+)
+
+// CostOf is the cost of the fault of that name, CostUnknown for a name
+// this build does not know: a history may come from another tool.
+func CostOf(name string) Cost {
+	if f, ok := faults[name]; ok {
+		return f.Cost()
+	}
+	return CostUnknown
+}

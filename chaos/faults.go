@@ -13,33 +13,46 @@ import (
 var faults = map[string]Fault{}
 
 func init() {
-	register("crash-member", MemberTarget, crashMember)
-	register("restart-member", MemberTarget, restartMember)
-	register("partition-member", MemberTarget, partitionMember)
-	register("heal", NoTarget, heal)
-	register("pause-member", MemberTarget, pauseMember)
-	register("crash-client", ClientTarget, crashClient)
-	register("pause-client", ClientTarget, pauseClient)
-	register("isolate-client", ClientTarget, isolateClient)
-	register("delay-client", ClientTarget, delayClient)
-	register("cancel-waiters", NoTarget, cancelWaiters)
-	register("revoke-lease", ClientTarget, revokeLease)
+	member := Needs{Members: true}
+	proxy := Needs{ClientProxy: true}
+	register(spec{"crash-member", MemberTarget, member, CostElection}, crashMember)
+	register(spec{"restart-member", MemberTarget, member, CostElection}, restartMember)
+	register(spec{"partition-member", MemberTarget, member, CostElection}, partitionMember)
+	register(spec{"heal", NoTarget, member, CostElection}, heal)
+	register(spec{"pause-member", MemberTarget, Needs{Members: true, MemberProcesses: true}, CostElection}, pauseMember)
+	register(spec{"crash-client", ClientTarget, proxy, CostLease}, crashClient)
+	register(spec{"pause-client", ClientTarget, proxy, CostLease}, pauseClient)
+	register(spec{"isolate-client", ClientTarget, proxy, CostLease}, isolateClient)
+	register(spec{"delay-client", ClientTarget, Needs{ClientProxy: true, Arg: ArgDelay}, CostSlowdown}, delayClient)
+	register(spec{"cancel-waiters", NoTarget, Needs{}, CostCancelledWaits}, cancelWaiters)
+	register(spec{"revoke-lease", ClientTarget, Needs{}, CostLease}, revokeLease)
+}
+
+// spec is what a fault says of itself; every property a scenario, a
+// cluster, the checker or the report asks of a fault is here, so nothing
+// outside this package decides by a fault's name.
+type spec struct {
+	name    string
+	targets TargetClass
+	needs   Needs
+	cost    Cost
 }
 
 // fault is a Fault that acts on the part W of the World: its inject
 // function's parameter type is the declaration of what it uses.
 type fault[W any] struct {
-	name    string
-	targets TargetClass
-	inject  func(ctx context.Context, w W, target int, arg time.Duration) (Undo, error)
+	spec
+	inject func(ctx context.Context, w W, target int, arg time.Duration) (Undo, error)
 }
 
-func register[W any](name string, targets TargetClass, inject func(context.Context, W, int, time.Duration) (Undo, error)) {
-	faults[name] = fault[W]{name: name, targets: targets, inject: inject}
+func register[W any](s spec, inject func(context.Context, W, int, time.Duration) (Undo, error)) {
+	faults[s.name] = fault[W]{spec: s, inject: inject}
 }
 
 func (f fault[W]) Name() string         { return f.name }
 func (f fault[W]) Targets() TargetClass { return f.targets }
+func (f fault[W]) Needs() Needs         { return f.needs }
+func (f fault[W]) Cost() Cost           { return f.cost }
 
 func (f fault[W]) Inject(ctx context.Context, w World, target int, arg time.Duration) (Undo, error) {
 	// Every World has every part; only a nil World lacks W.
@@ -167,4 +180,16 @@ func Lookup(name string) (Fault, error) {
 		return nil, fmt.Errorf("unknown fault %q: valid faults are %s", name, strings.Join(Names(), ", "))
 	}
 	return f, nil
+}
+
+// Taking lists the faults whose steps take the argument arg (see
+// Needs.Arg), for error messages.
+func Taking(arg string) []string {
+	var out []string
+	for _, n := range Names() {
+		if faults[n].Needs().Arg == arg {
+			out = append(out, n)
+		}
+	}
+	return out
 }

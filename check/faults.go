@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lockbench/lockbench/chaos"
 	"github.com/lockbench/lockbench/history"
 )
 
@@ -13,9 +14,9 @@ import (
 type window struct{ from, to int64 }
 
 // faultEffect is one fault as the checks weigh it: when it started and
-// ended, and whom it touched.
+// ended, whom it touched and what it may cost a correct lock.
 type faultEffect struct {
-	name     string
+	cost     chaos.Cost
 	from, to int64 // to: the undo's time, or -1 if never undone
 	// process is the client it touched (a client fault, or a pause), -1
 	// for a member fault or one with no target.
@@ -24,26 +25,29 @@ type faultEffect struct {
 	member bool
 }
 
-// faultEffects lists the faults and pauses of a history.
+// faultEffects lists the faults and pauses of a history. A fault is
+// weighed by what it says it costs (chaos.Cost); one this build does not
+// know (from another tool's history) by its target.
 func faultEffects(o *Ops) []faultEffect {
 	var out []faultEffect
 	for _, sp := range o.Faults {
 		var f history.Fault
 		_ = json.Unmarshal(o.Events[sp.Start].Value, &f) // unknown: a generic fault
-		fe := faultEffect{name: f.Fault, from: sp.From, to: sp.To, process: -1}
+		fe := faultEffect{cost: chaos.CostOf(f.Fault), from: sp.From, to: sp.To, process: -1}
 		target := f.Resolved
 		if target == "" {
 			target = f.Target
 		}
-		if n, ok := strings.CutPrefix(target, "client:"); ok {
+		kind, n, _ := strings.Cut(target, ":")
+		if kind == chaos.TClient {
 			fe.process, _ = strconv.Atoi(n)
 		}
-		fe.member = strings.HasPrefix(target, "member:") || strings.HasSuffix(f.Fault, "-member") ||
-			target == "leader" || target == "follower" || f.Fault == "heal"
+		fe.member = fe.cost == chaos.CostElection ||
+			fe.cost == chaos.CostUnknown && (kind == chaos.TMember || kind == chaos.TLeader || kind == chaos.TFollower)
 		out = append(out, fe)
 	}
 	for _, sp := range o.Pauses {
-		out = append(out, faultEffect{name: "pause", from: sp.From, to: sp.To, process: sp.Process})
+		out = append(out, faultEffect{cost: chaos.CostLease, from: sp.From, to: sp.To, process: sp.Process})
 	}
 	return out
 }
@@ -65,11 +69,11 @@ func faultEffects(o *Ops) []faultEffect {
 //     fault is judged too.
 func (f faultEffect) excuse(r int64) []window {
 	switch {
-	case f.name == "cancel-waiters":
+	case f.cost == chaos.CostCancelledWaits:
 		return nil
-	case f.name == "delay-client" && f.to < 0:
+	case f.cost == chaos.CostSlowdown && f.to < 0:
 		return []window{{f.from, 1 << 62}}
-	case f.name == "delay-client":
+	case f.cost == chaos.CostSlowdown:
 		return []window{{f.from, f.to + r}}
 	case f.process >= 0 || f.to < 0:
 		return []window{{f.from, f.from + r}}
@@ -86,7 +90,7 @@ func excuses(effects []faultEffect, r, bound int64) []window {
 	var ws []window
 	for _, f := range effects {
 		ws = append(ws, f.excuse(r)...)
-		if f.process < 0 || f.name == "delay-client" {
+		if f.process < 0 || f.cost == chaos.CostSlowdown {
 			continue
 		}
 		for _, m := range effects {
@@ -146,7 +150,7 @@ func uncovered(ws []window, from, to int64) int64 {
 // touches reports whether the fault may explain a lease the client
 // process lost: a fault on that client, or on the members.
 func (f faultEffect) touches(process int) bool {
-	return f.member || (f.process == process && f.name != "cancel-waiters")
+	return f.member || (f.process == process && f.cost != chaos.CostCancelledWaits)
 }
 
 // leaseExcuses are, per process, the windows in which a lost lease is

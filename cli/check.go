@@ -13,7 +13,7 @@ import (
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locks"
-	"github.com/lockbench/lockbench/scenario"
+	"github.com/lockbench/lockbench/scenarios"
 	"github.com/lockbench/lockbench/verdict"
 )
 
@@ -100,8 +100,8 @@ func listCommand(_ context.Context, e *env, args []string) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", name, s.Description, s.Origin)
 	}
 	fmt.Fprintln(tw, "\nSCENARIO\tDESCRIPTION\t")
-	for _, n := range scenario.Names() {
-		sc, _ := scenario.Lookup(n)
+	for _, n := range scenarios.Names() {
+		sc, _ := scenarios.Lookup(n)
 		fmt.Fprintf(tw, "%s\t%s\t\n", sc.Name, sc.Description)
 	}
 	return tw.Flush()

@@ -10,7 +10,7 @@ import (
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
-	"github.com/lockbench/lockbench/scenario"
+	"github.com/lockbench/lockbench/scenarios"
 	"github.com/lockbench/lockbench/verdict"
 )
 
@@ -36,7 +36,7 @@ func runCommand(ctx context.Context, e *env, args []string) error {
 	o := runOptions{inject: injectDelayFlag{}}
 	fs.Var(o.inject, "inject-delay", injectUsage)
 	fs.StringVar(&o.lock, "lock", "mutex", "lock strategy: "+strings.Join(locks.Names(), ", "))
-	fs.StringVar(&o.scenario, "scenario", "contention", "scenario: "+strings.Join(scenario.Names(), ", ")+", or a .yaml file")
+	fs.StringVar(&o.scenario, "scenario", "contention", "scenario: "+strings.Join(scenarios.Names(), ", ")+", or a .yaml file")
 	fs.IntVar(&o.clients, "clients", 0, "number of clients, each with its own etcd connection (default: the scenario's)")
 	fs.DurationVar(&o.duration, "duration", 0, "how long clients run, e.g. 10s (default: the scenario's)")
 	fs.DurationVar(&o.hold, "hold", 0, "how long a client holds the lock, e.g. 1ms (default: the scenario's)")
@@ -87,7 +87,7 @@ func (o *runOptions) check() error {
 		return badInput(flagError(err, runFlags))
 	}
 	if ext != nil {
-		if sc.NeedsMembers() {
+		if sc.Needs().Members {
 			return badInputf("scenario %s injects member faults (crash, partition), which need the embedded cluster: run it without --endpoints; on an external cluster only client faults work", sc.Name)
 		}
 		if err := ext.Validate(); err != nil {
@@ -110,8 +110,8 @@ func checkOutputs(out, benchOut string) error {
 }
 
 // scenarioSpec is the scenario with the flags that override it.
-func (o *runOptions) scenarioSpec() (scenario.Scenario, error) {
-	sc, err := scenario.Lookup(o.scenario)
+func (o *runOptions) scenarioSpec() (scenarios.Scenario, error) {
+	sc, err := scenarios.Lookup(o.scenario)
 	if err != nil {
 		return sc, badInput(err)
 	}
@@ -130,13 +130,13 @@ func (o *runOptions) scenarioSpec() (scenario.Scenario, error) {
 		sc.Clients = o.clients
 	}
 	if o.set["duration"] {
-		sc.Duration = scenario.Duration(o.duration)
+		sc.Duration = scenarios.Duration(o.duration)
 	}
 	if o.set["hold"] {
-		sc.Workload.Hold = scenario.Duration(o.hold)
+		sc.Workload.Hold = scenarios.Duration(o.hold)
 	}
 	if o.set["lease-ttl"] {
-		sc.LeaseTTL = scenario.Duration(o.client.leaseTTL)
+		sc.LeaseTTL = scenarios.Duration(o.client.leaseTTL)
 	}
 	return sc, nil
 }
@@ -196,7 +196,7 @@ func harnessErr(ctx context.Context, err error, flags map[string]string) error {
 // printRun prints a finished run: its tables (whose verdict says when
 // the run was interrupted), its first violations and its folder, and
 // writes --bench-out.
-func printRun(e *env, res *harness.Result, planned scenario.Duration, benchOut string) error {
+func printRun(e *env, res *harness.Result, planned scenarios.Duration, benchOut string) error {
 	shown := res.Summary
 	if shown.Interrupted {
 		shown.Verdict = verdict.Verdict(string(shown.Verdict) + " (interrupted)")

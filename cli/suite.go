@@ -14,7 +14,7 @@ import (
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
-	"github.com/lockbench/lockbench/scenario"
+	"github.com/lockbench/lockbench/scenarios"
 )
 
 // suiteOptions are suite's flags.
@@ -41,7 +41,7 @@ func suiteCommand(ctx context.Context, e *env, args []string) error {
 	fs.IntVar(&o.reps, "reps", 1, "run every seed of every cell N times: the samples compare tests (≥4 a side for timings to gate)")
 	fs.Var(o.inject, "inject-delay", injectUsage)
 	fs.StringVar(&o.locks, "locks", strings.Join(locks.Names(), ","), "comma-separated lock strategies")
-	fs.StringVar(&o.scenarios, "scenarios", strings.Join(scenario.Names(), ","), "comma-separated scenarios (built-in names or .yaml paths)")
+	fs.StringVar(&o.scenarios, "scenarios", strings.Join(scenarios.Names(), ","), "comma-separated scenarios (built-in names or .yaml paths)")
 	fs.IntVar(&o.seeds, "seeds", 1, "run every cell with N seeds, from --first-seed on")
 	fs.Int64Var(&o.firstSeed, "first-seed", 1, "the first of the --seeds seeds (e.g. --seeds 10 --first-seed 11: seeds 11..20)")
 	fs.StringVar(&o.out, "out", harness.DefaultOut, "parent folder of the suite folder")
@@ -109,12 +109,12 @@ func (o *suiteOptions) spec(ctx context.Context) (harness.SuiteSpec, error) {
 		spec.EtcdBins, spec.Cluster.EtcdBin = bins, ""
 	}
 	for _, n := range splitList(o.scenarios) {
-		sc, err := scenario.Lookup(n)
+		sc, err := scenarios.Lookup(n)
 		if err != nil {
 			return spec, badInput(err)
 		}
 		if o.set["lease-ttl"] {
-			sc.LeaseTTL = scenario.Duration(o.client.leaseTTL)
+			sc.LeaseTTL = scenarios.Duration(o.client.leaseTTL)
 		}
 		if err := sc.CheckMembers(cl.Members); err != nil {
 			return spec, badInput(err)

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/lockbench/lockbench/chaos"
 )
 
 // Members is what the runner and the harness need of a cluster lockbench
@@ -86,13 +88,11 @@ func Open(ctx context.Context, opts Options) (Members, error) {
 	return c, nil
 }
 
-// Refuses returns an error when a cluster of opts cannot do fault (a
-// scenario fault name), so that a run is refused before anything starts;
-// nil when it can or when the fault is not a member fault.
-func Refuses(opts Options, fault string) error {
-	switch {
-	case opts.EtcdBin == "" && fault == "pause-member":
-		return fmt.Errorf("fault pause-member: the %s cluster cannot freeze one member (its members share lockbench's process); run with --etcd-bin self or --etcd-bin PATH", KindEmbedded)
+// Refuses returns an error when a cluster of opts cannot do fault, so
+// that a run is refused before anything starts; nil when it can.
+func Refuses(opts Options, fault chaos.Fault) error {
+	if opts.EtcdBin == "" && fault.Needs().MemberProcesses {
+		return fmt.Errorf("fault %s: the %s cluster cannot freeze one member (its members share lockbench's process); run with --etcd-bin self or --etcd-bin PATH", fault.Name(), KindEmbedded)
 	}
 	return nil
 }

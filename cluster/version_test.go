@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockbench/lockbench/chaos"
 )
 
 func TestParseVersion(t *testing.T) {
@@ -72,14 +74,21 @@ func TestMemberFlags(t *testing.T) {
 }
 
 func TestRefuses(t *testing.T) {
-	if err := Refuses(Options{}, "pause-member"); err == nil || !strings.Contains(err.Error(), KindEmbedded) {
+	fault := func(name string) chaos.Fault {
+		f, err := chaos.Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	if err := Refuses(Options{}, fault("pause-member")); err == nil || !strings.Contains(err.Error(), KindEmbedded) {
 		t.Errorf("embedded pause-member: %v", err)
 	}
 	for _, ok := range []struct {
 		o Options
 		f string
 	}{{Options{}, "partition-member"}, {Options{EtcdBin: "self"}, "partition-member"}, {Options{EtcdBin: "self"}, "pause-member"}, {Options{}, "crash-member"}, {Options{EtcdBin: "x"}, "crash-member"}} {
-		if err := Refuses(ok.o, ok.f); err != nil {
+		if err := Refuses(ok.o, fault(ok.f)); err != nil {
 			t.Errorf("%+v %s: %v", ok.o, ok.f, err)
 		}
 	}

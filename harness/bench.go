@@ -15,7 +15,7 @@ import (
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
-	"github.com/lockbench/lockbench/scenario"
+	"github.com/lockbench/lockbench/scenarios"
 )
 
 // Benchmark defaults; they double as the CLI's flag defaults.
@@ -164,14 +164,14 @@ func (s BenchSpec) recordDuration() time.Duration {
 
 // scenario is the contention scenario with the benchmark's clients,
 // duration and hold.
-func (s BenchSpec) scenario(clients int) scenario.Scenario {
-	sc, err := scenario.Lookup(BenchScenario)
+func (s BenchSpec) scenario(clients int) scenarios.Scenario {
+	sc, err := scenarios.Lookup(BenchScenario)
 	if err != nil {
 		panic(err) // built in
 	}
 	sc.Clients = clients
-	sc.Duration = scenario.Duration(s.Duration)
-	sc.Workload.Hold = scenario.Duration(s.Hold)
+	sc.Duration = scenarios.Duration(s.Duration)
+	sc.Workload.Hold = scenarios.Duration(s.Hold)
 	sc.Workload.Think = 0
 	return sc
 }

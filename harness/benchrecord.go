@@ -12,7 +12,7 @@ import (
 	"github.com/lockbench/lockbench/cluster"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/runner"
-	"github.com/lockbench/lockbench/scenario"
+	"github.com/lockbench/lockbench/scenarios"
 )
 
 // recordWarmup is how long a sliced run (recording slices, a paired lock
@@ -43,7 +43,7 @@ func startSliced(ctx context.Context, c cluster.Members, spec BenchSpec, prefix 
 		return nil, err
 	}
 	sc := spec.scenario(spec.TargetClients)
-	sc.Duration = scenario.Duration(d)
+	sc.Duration = scenarios.Duration(d)
 	s := &slicedRun{finished: make(chan struct{})}
 	s.rec.Store(record)
 	s.ctx, s.cancel = context.WithCancel(ctx)

@@ -6,14 +6,14 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/cluster"
-	"github.com/lockbench/lockbench/scenario"
+	"github.com/lockbench/lockbench/scenarios"
 	"github.com/lockbench/lockbench/verdict"
 )
 
 // runEtcd11456 runs examples/etcd-11456.yaml with rpc-trusting on etcdBin.
 func runEtcd11456(t *testing.T, etcdBin string) *Result {
 	t.Helper()
-	sc, err := scenario.ParseFile("../examples/etcd-11456.yaml")
+	sc, err := scenarios.ParseFile("../examples/etcd-11456.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

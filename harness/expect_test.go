@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/locks"
-	"github.com/lockbench/lockbench/scenario"
+	"github.com/lockbench/lockbench/scenarios"
 	"github.com/lockbench/lockbench/verdict"
 )
 
@@ -20,7 +20,7 @@ func init() {
 // scenario override the scenario's, "any" un-asserting a check, and leave
 // other scenarios alone.
 func TestStrategyCarriesItsExpectations(t *testing.T) {
-	wc, err := scenario.Lookup("waiter-crash")
+	wc, err := scenarios.Lookup("waiter-crash")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestStrategyCarriesItsExpectations(t *testing.T) {
 	if got := ExpectationsFor(wc, "queue", "auto"); got[verdict.Exclusion] != verdict.Pass {
 		t.Errorf("queue's expectations changed: %v", got)
 	}
-	hc, _ := scenario.Lookup("holder-crash")
+	hc, _ := scenarios.Lookup("holder-crash")
 	if got := ExpectationsFor(hc, "test-carries-expect", "auto"); got[verdict.Exclusion] != verdict.Pass {
 		t.Errorf("another scenario changed: %v", got)
 	}
@@ -46,7 +46,7 @@ func TestStrategyCarriesItsExpectations(t *testing.T) {
 // (exclusion) — a guarantee of lockbench's keeper it never used — while
 // queue, which uses the keeper, is.
 func TestOwnLeaseIsNeverJudgedByAPolicy(t *testing.T) {
-	ci, err := scenario.Lookup("client-isolation")
+	ci, err := scenarios.Lookup("client-isolation")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestOwnLeaseIsNeverJudgedByAPolicy(t *testing.T) {
 		t.Errorf("own-lease strategy judged by safe's expectations: %v", got)
 	}
 	spec := SuiteSpec{Locks: []string{"queue", "test-own-lease"}, Seeds: 2,
-		KeepAlives: []locks.KeepAlive{locks.KeepAliveAuto, locks.KeepAliveSafe}, Scenarios: []scenario.Scenario{ci}}
+		KeepAlives: []locks.KeepAlive{locks.KeepAliveAuto, locks.KeepAliveSafe}, Scenarios: []scenarios.Scenario{ci}}
 	if n := len(spec.keepAlivesFor("test-own-lease")); n != 1 {
 		t.Errorf("own-lease strategy runs under %d policies, want 1", n)
 	}

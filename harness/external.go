@@ -300,7 +300,7 @@ func RunExternal(ctx context.Context, ext External, spec RunSpec) (*Result, erro
 	if err := spec.Validate(); err != nil {
 		return nil, &InputError{err}
 	}
-	if spec.Scenario.NeedsMembers() {
+	if spec.Scenario.Needs().Members {
 		return nil, inputErr("scenario %s injects member faults (crash, partition), which need a cluster lockbench runs itself; an external cluster takes client faults only (pause, isolate, delay, crash a client)", spec.Scenario.Name)
 	}
 	x, cc, err := ext.prepared()

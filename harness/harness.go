@@ -18,7 +18,8 @@ import (
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/runner"
-	"github.com/lockbench/lockbench/scenario"
+	"github.com/lockbench/lockbench/scenarios"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // DefaultOut is where run folders go unless the caller names another
@@ -28,7 +29,7 @@ const DefaultOut = "results/runs"
 // RunSpec is one run as the user asked for it, already validated.
 type RunSpec struct {
 	Lock      string
-	Scenario  scenario.Scenario
+	Scenario  scenarios.Scenario
 	Seed      int64
 	KeepAlive locks.KeepAlive
 	// RPCTimeout bounds each unary request of a lock client: 0 means
@@ -65,6 +66,9 @@ func (s RunSpec) validate(refuse bool) error {
 	if err := s.Scenario.Validate(); err != nil {
 		return err
 	}
+	if err := s.Scenario.CheckNames(registryNames); err != nil {
+		return err
+	}
 	members := s.Cluster.Members
 	if members == 0 {
 		members = cluster.DefaultMembers
@@ -90,6 +94,13 @@ func (s RunSpec) validate(refuse bool) error {
 		return errors.New("output folder is empty")
 	}
 	return nil
+}
+
+// registryNames are the names a scenario's expectations may use: the
+// registered strategies and the keepalive policies.
+var registryNames = verdict.Names{
+	Lock:      func(l string) error { _, err := locks.Lookup(l); return err },
+	KeepAlive: func(k string) error { _, err := locks.ParseKeepAlive(k); return err },
 }
 
 // Result is a finished run: where its folder is and what it found, for
@@ -263,8 +274,8 @@ func etcdVersionOf(t target) string {
 }
 
 // refused says why a cluster of opts cannot run sc's faults, or nil.
-func refused(opts cluster.Options, sc scenario.Scenario) error {
-	for _, st := range sc.Steps {
+func refused(opts cluster.Options, sc scenarios.Scenario) error {
+	for _, st := range sc.Faults() {
 		if err := cluster.Refuses(opts, st.Fault); err != nil {
 			return fmt.Errorf("scenario %s: %w", sc.Name, err)
 		}

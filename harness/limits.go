@@ -217,7 +217,7 @@ func (s *RunSpec) fitFDs(members int, embedded bool) error {
 	if err != nil && lim.Now == 0 {
 		return nil // no limit to plan against: run, as before
 	}
-	shared, notice, err := fdPlan(s.Scenario.Clients, s.SharedConns, members, s.Scenario.NeedsProxies(), embedded, lim.Now)
+	shared, notice, err := fdPlan(s.Scenario.Clients, s.SharedConns, members, s.Scenario.Needs().ClientProxy, embedded, lim.Now)
 	if err != nil {
 		return err
 	}

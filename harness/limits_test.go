@@ -5,13 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockbench/lockbench/scenario"
+	"github.com/lockbench/lockbench/scenarios"
 )
 
 // The review's --clients 100000000 is refused before anything starts, as
 // an error on the Clients field that a CLI can restate as its flag.
 func TestValidateRefusesTooManyClients(t *testing.T) {
-	sc, err := scenario.Lookup("contention")
+	sc, err := scenarios.Lookup("contention")
 	if err != nil {
 		t.Fatal(err)
 	}

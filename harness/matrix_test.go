@@ -12,7 +12,7 @@ import (
 
 	"github.com/lockbench/lockbench/cluster"
 	"github.com/lockbench/lockbench/report"
-	"github.com/lockbench/lockbench/scenario"
+	"github.com/lockbench/lockbench/scenarios"
 )
 
 // A version matrix's header and interruption record key every cell by its
@@ -58,12 +58,12 @@ func TestSuiteRefusesBadEtcdBins(t *testing.T) {
 // matrixSuite runs queue × contention (1 s) on each binary of bins.
 func matrixSuite(t *testing.T, bins ...string) (*SuiteResult, string) {
 	t.Helper()
-	sc, err := scenario.Lookup("contention")
+	sc, err := scenarios.Lookup("contention")
 	if err != nil {
 		t.Fatal(err)
 	}
 	data := t.TempDir()
-	res, err := Suite(context.Background(), SuiteSpec{Locks: []string{"queue"}, Scenarios: []scenario.Scenario{sc}, Seeds: 1,
+	res, err := Suite(context.Background(), SuiteSpec{Locks: []string{"queue"}, Scenarios: []scenarios.Scenario{sc}, Seeds: 1,
 		EtcdBins: bins, QuickDuration: time.Second, FloorDuration: -1, Out: t.TempDir(),
 		Cluster: cluster.Options{DataParent: data}})
 	if err != nil {

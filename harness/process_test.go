@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/cluster"
-	"github.com/lockbench/lockbench/scenario"
+	"github.com/lockbench/lockbench/scenarios"
 )
 
 // TestMain lets the test binary be an etcd member (--etcd-bin self).
@@ -18,9 +18,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func pauseLeader(t *testing.T) scenario.Scenario {
+func pauseLeader(t *testing.T) scenarios.Scenario {
 	t.Helper()
-	sc, err := scenario.ParseFile("../examples/pause-leader.yaml")
+	sc, err := scenarios.ParseFile("../examples/pause-leader.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestRunOnProcessesPauseLeader(t *testing.T) {
 		t.Skip("starts etcd member processes")
 	}
 	sc := pauseLeader(t)
-	sc.Duration = scenario.Duration(6 * time.Second)
+	sc.Duration = scenarios.Duration(6 * time.Second)
 	data := t.TempDir()
 	spec := RunSpec{Lock: "queue", Scenario: sc, Seed: 1, Out: t.TempDir(),
 		Cluster: cluster.Options{EtcdBin: cluster.EtcdBinSelf, DataParent: data}}

@@ -18,7 +18,7 @@ import (
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
-	"github.com/lockbench/lockbench/scenario"
+	"github.com/lockbench/lockbench/scenarios"
 	"github.com/lockbench/lockbench/verdict"
 )
 
@@ -30,7 +30,7 @@ const DefaultQuickDuration = 2 * time.Second
 // seeds × etcd binaries.
 type SuiteSpec struct {
 	Locks     []string
-	Scenarios []scenario.Scenario
+	Scenarios []scenarios.Scenario
 	// Seeds runs every cell with Seeds seeds from FirstSeed (0: 1) on:
 	// a rate measured over seeds 1..10 can be extended by 11..20 without
 	// running the first ten again.
@@ -280,7 +280,7 @@ func (r *suiteRun) runBinary(ctx context.Context, b suiteBin) error {
 
 // runCell runs one cell on binary b's cluster, starting it when there is
 // none or the last cell left it unhealthy, and judges the cell.
-func (r *suiteRun) runCell(ctx context.Context, b suiteBin, sc scenario.Scenario, lock string, run suiteCell) error {
+func (r *suiteRun) runCell(ctx context.Context, b suiteBin, sc scenarios.Scenario, lock string, run suiteCell) error {
 	spec, res := r.spec, r.res
 	name := fmt.Sprintf("%s × %s (keepalive %s) seed %d", lock, sc.Name, locks.EffectiveKeepAlive(lock, run.keepAlive), run.seed)
 	if max(spec.Reps, 1) > 1 {
@@ -415,7 +415,7 @@ func checkLockService(ctx context.Context, c cluster.Members, lock string) (foun
 // expectations): the scenario's expectations for it, overlaid with the
 // strategy's own for that scenario (locks.Strategy.Expect), without the
 // checks either leaves unjudged ("any").
-func ExpectationsFor(sc scenario.Scenario, lock, keepalive string) map[string]verdict.Verdict {
+func ExpectationsFor(sc scenarios.Scenario, lock, keepalive string) map[string]verdict.Verdict {
 	st, _ := locks.Lookup(lock)
 	out := sc.Expect.For(lock, string(locks.EffectiveKeepAlive(lock, locks.KeepAlive(keepalive))))
 	maps.Copy(out, st.Expect[sc.Name])

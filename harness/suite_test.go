@@ -10,7 +10,7 @@ import (
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
-	"github.com/lockbench/lockbench/scenario"
+	"github.com/lockbench/lockbench/scenarios"
 	"github.com/lockbench/lockbench/verdict"
 )
 
@@ -22,14 +22,14 @@ func TestSuite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an etcd cluster")
 	}
-	sc, err := scenario.Lookup("contention")
+	sc, err := scenarios.Lookup("contention")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var seen []string
-	res, err := Suite(ctx, SuiteSpec{Locks: []string{"queue", "rpc"}, Scenarios: []scenario.Scenario{sc}, Seeds: 1,
+	res, err := Suite(ctx, SuiteSpec{Locks: []string{"queue", "rpc"}, Scenarios: []scenarios.Scenario{sc}, Seeds: 1,
 		KeepAlives: []locks.KeepAlive{locks.KeepAliveAuto, locks.KeepAliveSafe},
 		Out:        t.TempDir(), QuickDuration: 300 * time.Millisecond,
 		Progress: func(done, total int, cell string) { seen = append(seen, cell) }})

@@ -12,7 +12,7 @@ import (
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
-	"github.com/lockbench/lockbench/scenario"
+	"github.com/lockbench/lockbench/scenarios"
 	"github.com/lockbench/lockbench/verdict"
 )
 
@@ -22,9 +22,9 @@ import (
 
 // capped is sc as the suite runs it: a scenario without fault steps is
 // cut to QuickDuration.
-func (s SuiteSpec) capped(sc scenario.Scenario) scenario.Scenario {
+func (s SuiteSpec) capped(sc scenarios.Scenario) scenarios.Scenario {
 	if len(sc.Steps) == 0 && s.QuickDuration > 0 && sc.Duration.D() > s.QuickDuration {
-		sc.Duration = scenario.Duration(s.QuickDuration)
+		sc.Duration = scenarios.Duration(s.QuickDuration)
 	}
 	return sc
 }
@@ -59,7 +59,7 @@ func (s SuiteSpec) header(bins []suiteBin) report.Suite {
 // (struct fields in order, map keys sorted: canonical for one version of
 // the Scenario type). Two suites whose hashes for a scenario differ ran
 // different definitions under the same name.
-func ScenarioHash(sc scenario.Scenario) string {
+func ScenarioHash(sc scenarios.Scenario) string {
 	b, err := json.Marshal(sc)
 	if err != nil {
 		return "unhashable: " + err.Error()

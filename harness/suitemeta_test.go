@@ -7,14 +7,14 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/report"
-	"github.com/lockbench/lockbench/scenario"
+	"github.com/lockbench/lockbench/scenarios"
 )
 
 func metaSpec(t *testing.T) SuiteSpec {
 	t.Helper()
-	var scs []scenario.Scenario
+	var scs []scenarios.Scenario
 	for _, n := range []string{"contention", "holder-crash"} {
-		sc, err := scenario.Lookup(n)
+		sc, err := scenarios.Lookup(n)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/locktest"
-	"github.com/lockbench/lockbench/scenario"
+	"github.com/lockbench/lockbench/scenarios"
 )
 
 func startCluster(t *testing.T) *cluster.Cluster {
@@ -77,9 +77,9 @@ func TestDefaultSuiteCatchesEveryMutant(t *testing.T) {
 	if os.Getenv("LOCKBENCH_MUTANTS") == "" {
 		t.Skip("set LOCKBENCH_MUTANTS=1 (make mutants): runs the default suite over the catalogue")
 	}
-	var scs []scenario.Scenario
-	for _, n := range scenario.Names() {
-		sc, err := scenario.Lookup(n)
+	var scs []scenarios.Scenario
+	for _, n := range scenarios.Names() {
+		sc, err := scenarios.Lookup(n)
 		if err != nil {
 			t.Fatal(err)
 		}

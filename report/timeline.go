@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockbench/lockbench/chaos"
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/history"
 )
@@ -206,7 +207,7 @@ func cancelWaiterFaults(ops *check.Ops) []check.Span {
 	for _, f := range ops.Faults {
 		var v history.Fault
 		_ = json.Unmarshal(ops.Events[f.Start].Value, &v) // best effort: a label only
-		if v.Fault == "cancel-waiters" {
+		if chaos.CostOf(v.Fault) == chaos.CostCancelledWaits {
 			out = append(out, f)
 		}
 	}

@@ -8,18 +8,18 @@ import (
 
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/locks"
-	"github.com/lockbench/lockbench/scenario"
+	"github.com/lockbench/lockbench/scenarios"
 )
 
 // Config is config.json: everything needed to understand or repeat a run.
 // The harness writes it and Load reads it with this one type, so the file
 // and its readers cannot disagree. The JSON names are a contract.
 type Config struct {
-	RunID     string            `json:"run_id"`
-	Lock      string            `json:"lock"`
-	Scenario  scenario.Scenario `json:"scenario"`
-	Seed      int64             `json:"seed"`
-	KeepAlive locks.KeepAlive   `json:"keepalive"`
+	RunID     string             `json:"run_id"`
+	Lock      string             `json:"lock"`
+	Scenario  scenarios.Scenario `json:"scenario"`
+	Seed      int64              `json:"seed"`
+	KeepAlive locks.KeepAlive    `json:"keepalive"`
 	// RPCTimeoutMS is the lock clients' per-request deadline (0: none).
 	RPCTimeoutMS int64 `json:"rpc_timeout_ms"`
 	// SharedConns is how many etcd connections the clients shared (0: one

@@ -15,7 +15,7 @@ import (
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/report"
-	"github.com/lockbench/lockbench/scenario"
+	"github.com/lockbench/lockbench/scenarios"
 	"github.com/lockbench/lockbench/verdict"
 )
 
@@ -158,11 +158,11 @@ func TestWriteLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := scenario.Lookup("contention")
+	sc, err := scenarios.Lookup("contention")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc.LeaseTTL = scenario.Duration(3 * time.Second)
+	sc.LeaseTTL = scenarios.Duration(3 * time.Second)
 	cfg := Config{RunID: "20260101T000000.000Z-queue-contention-s1", Lock: "queue", Scenario: sc, Seed: 1, KeepAlive: "auto",
 		Prefix: "/lockbench/x/", Cluster: ClusterConfig{Members: 3, TickMS: 50, ElectionMS: 500, Endpoints: []string{"http://a"}},
 		Started: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), GoVersion: "go1", Host: ThisHost()}
@@ -182,7 +182,7 @@ func TestWriteLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(back.Config, cfg) {
+	if a, b := mustJSON(t, back.Config), mustJSON(t, cfg); a != b {
 		t.Errorf("config.json round trip:\n got %+v\nwant %+v", back.Config, cfg)
 	}
 	if !reflect.DeepEqual(back.Events, sample.Events) || back.Saved.Verdict != sample.Saved.Verdict {
@@ -267,4 +267,13 @@ func TestHTMLPages(t *testing.T) {
 	if !bytes.Contains(page, []byte("cell-1/"+HTMLFile)) {
 		t.Errorf("the suite page does not link to cell-1/%s", HTMLFile)
 	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

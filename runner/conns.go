@@ -8,7 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lockbench/lockbench/locks"
-	"github.com/lockbench/lockbench/scenario"
+	"github.com/lockbench/lockbench/scenarios"
 )
 
 // newEtcdClient connects a client. A lock client (counter not nil) has its
@@ -35,11 +35,11 @@ type sharedConn struct {
 
 // CheckSharedConns rejects a SharedConns setting the scenario cannot use:
 // Run checks it, and so can a caller before it starts anything.
-func CheckSharedConns(sc scenario.Scenario, n int) error {
+func CheckSharedConns(sc scenarios.Scenario, n int) error {
 	switch {
 	case n < 0:
 		return fmt.Errorf("shared connections %d: must be ≥ 0 (0: one connection per client)", n)
-	case n > 0 && sc.NeedsProxies():
+	case n > 0 && sc.Needs().ClientProxy:
 		return fmt.Errorf("scenario %s has client faults, which act on one client's own connection: run it without shared connections", sc.Name)
 	}
 	return nil

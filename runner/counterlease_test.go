@@ -9,7 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lockbench/lockbench/history"
-	"github.com/lockbench/lockbench/scenario"
+	"github.com/lockbench/lockbench/scenarios"
 )
 
 // TestCounterUnderLease: the counter a run writes stays under the admin
@@ -24,12 +24,12 @@ func TestCounterUnderLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	sc, err := scenario.Lookup("contention")
+	sc, err := scenarios.Lookup("contention")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc.Clients, sc.Duration = 3, scenario.Duration(700*time.Millisecond)
-	sc.Workload.Kind = scenario.WorkloadCounterFenced
+	sc.Clients, sc.Duration = 3, scenarios.Duration(700*time.Millisecond)
+	sc.Workload.Kind = scenarios.WorkloadCounterFenced
 	prefix := "/lockbench/test-counter-lease/"
 	r, _, err := newRunner(Config{Scenario: sc, Lock: "queue", Seed: 1, Prefix: prefix, Endpoints: c.Endpoints(), Cluster: c})
 	if err != nil {

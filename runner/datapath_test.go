@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockbench/lockbench/scenario"
+	"github.com/lockbench/lockbench/scenarios"
 )
 
 // TestDataPath checks which endpoints a run's clients dial: the members'
@@ -18,23 +18,23 @@ func TestDataPath(t *testing.T) {
 	if slices.Equal(front, direct) {
 		t.Fatalf("direct endpoints %v are the front doors", direct)
 	}
-	for _, name := range scenario.Names() {
-		sc, err := scenario.Lookup(name)
+	for _, name := range scenarios.Names() {
+		sc, err := scenarios.Lookup(name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := direct
-		if sc.NeedsMembers() {
+		if sc.Needs().Members {
 			want = front
 		}
 		if got := dataPath(Config{Scenario: sc, Endpoints: front, Cluster: c}); !slices.Equal(got, want) {
-			t.Errorf("%s (member faults %v): clients dial %v, want %v", name, sc.NeedsMembers(), got, want)
+			t.Errorf("%s (member faults %v): clients dial %v, want %v", name, sc.Needs().Members, got, want)
 		}
 		if got := dataPath(Config{Scenario: sc, Endpoints: front, Cluster: c, FrontDoors: true}); !slices.Equal(got, front) {
 			t.Errorf("%s with FrontDoors: clients dial %v, want the front doors %v", name, got, front)
 		}
 	}
-	sc, _ := scenario.Lookup("contention")
+	sc, _ := scenarios.Lookup("contention")
 	if got := dataPath(Config{Scenario: sc, Endpoints: front[:1], Cluster: c}); !slices.Equal(got, front[:1]) {
 		t.Errorf("endpoints the caller picked were replaced by %v", got)
 	}
@@ -44,7 +44,7 @@ func TestDataPath(t *testing.T) {
 
 	// A whole fault-free run on the direct path, and one with a member
 	// fault through the front doors.
-	sc.Clients, sc.Duration = 3, scenario.Duration(500*time.Millisecond)
+	sc.Clients, sc.Duration = 3, scenarios.Duration(500*time.Millisecond)
 	out, err := Run(context.Background(), Config{Scenario: sc, Lock: "queue", Seed: 1, Prefix: "/lockbench/test-direct/", Endpoints: front, Cluster: c})
 	if err != nil {
 		t.Fatal(err)
@@ -53,9 +53,9 @@ func TestDataPath(t *testing.T) {
 		t.Errorf("fault-free run: dialed %v with %d grants, want %v and some grants", out.Endpoints, out.Acquisitions, direct)
 	}
 	requireExclusion(t, out.Events, sc, c)
-	lk, _ := scenario.Lookup("partition-leader")
-	lk.Clients, lk.Duration = 3, scenario.Duration(time.Second)
-	lk.Steps[0].At, lk.Steps[0].For = scenario.Duration(200*time.Millisecond), scenario.Duration(300*time.Millisecond)
+	lk, _ := scenarios.Lookup("partition-leader")
+	lk.Clients, lk.Duration = 3, scenarios.Duration(time.Second)
+	lk.Steps[0].At, lk.Steps[0].For = scenarios.Duration(200*time.Millisecond), scenarios.Duration(300*time.Millisecond)
 	out, err = Run(context.Background(), Config{Scenario: lk, Lock: "queue", Seed: 1, Prefix: "/lockbench/test-front/", Endpoints: front, Cluster: c})
 	if err != nil {
 		t.Fatal(err)

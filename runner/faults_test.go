@@ -12,7 +12,7 @@ import (
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locks"
-	"github.com/lockbench/lockbench/scenario"
+	"github.com/lockbench/lockbench/scenarios"
 	"github.com/lockbench/lockbench/verdict"
 )
 
@@ -27,7 +27,7 @@ import (
 // server: EOF", outcome unknown.
 func TestPausedSafeHolderKeepsItsConnection(t *testing.T) {
 	c := startCluster(t)
-	sc, err := scenario.Lookup("lease-expiry")
+	sc, err := scenarios.Lookup("lease-expiry")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/lockbench/lockbench/cluster"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locks"
-	"github.com/lockbench/lockbench/scenario"
+	"github.com/lockbench/lockbench/scenarios"
 )
 
 // Config is everything a run needs beyond the scenario itself.
@@ -25,7 +25,7 @@ type Config struct {
 	// StuckAfter bounds how long the run waits for its clients' calls to
 	// return once it has ended (0: the hold + 3 × the per-operation bound).
 	StuckAfter time.Duration
-	Scenario   scenario.Scenario
+	Scenario   scenarios.Scenario
 	Lock       string
 	Seed       int64
 	// Prefix is the run's key namespace; nothing outside it is touched.
@@ -82,7 +82,7 @@ type Config struct {
 // to the member directly.
 func dataPath(cfg Config) []string {
 	c := cfg.Cluster
-	if c == nil || cfg.FrontDoors || cfg.Scenario.NeedsMembers() || !slices.Equal(cfg.Endpoints, c.Endpoints()) {
+	if c == nil || cfg.FrontDoors || cfg.Scenario.Needs().Members || !slices.Equal(cfg.Endpoints, c.Endpoints()) {
 		return cfg.Endpoints
 	}
 	return c.DirectEndpoints()
@@ -194,14 +194,11 @@ func newRunner(cfg Config) (*runner, []chaos.Step, error) {
 	if err := sc.Validate(); err != nil {
 		return nil, nil, err
 	}
-	steps, err := sc.ChaosSteps()
-	if err != nil {
-		return nil, nil, err
-	}
+	steps := sc.Faults()
 	if err := CheckSharedConns(sc, cfg.SharedConns); err != nil {
 		return nil, nil, err
 	}
-	if cfg.Cluster == nil && sc.NeedsMembers() {
+	if cfg.Cluster == nil && sc.Needs().Members {
 		return nil, nil, fmt.Errorf("scenario %s injects member faults, which need a cluster lockbench started; on an external cluster only client faults work", sc.Name)
 	}
 	strategy, err := locks.Lookup(cfg.Lock)
@@ -238,7 +235,7 @@ func (r *runner) connect(ctx context.Context) error {
 	r.clients = make([]*client, sc.Clients)
 	for i := range r.clients {
 		c := &client{id: i, r: r}
-		if sc.NeedsProxies() {
+		if sc.Needs().ClientProxy {
 			if err := c.startProxies(); err != nil {
 				return err
 			}
@@ -248,7 +245,7 @@ func (r *runner) connect(ctx context.Context) error {
 			return err
 		}
 	}
-	if sc.Workload.Kind == scenario.WorkloadHold {
+	if sc.Workload.Kind == scenarios.WorkloadHold {
 		return nil
 	}
 	return r.initCounter(ctx)
@@ -367,7 +364,7 @@ func (r *runner) outcome(ctx context.Context) *Outcome {
 		r.record(history.Event{Process: c.id, Type: history.OK, F: history.FRPCs, Lock: locks.DefaultName,
 			Value: history.IntValue(r.rpcsOf(c.id))})
 	}
-	if r.cfg.Scenario.Workload.Kind != scenario.WorkloadHold {
+	if r.cfg.Scenario.Workload.Kind != scenarios.WorkloadHold {
 		r.finalRead()
 	}
 	out := &Outcome{

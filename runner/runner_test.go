@@ -11,7 +11,7 @@ import (
 	"github.com/lockbench/lockbench/cluster"
 	"github.com/lockbench/lockbench/history"
 	_ "github.com/lockbench/lockbench/locks"
-	"github.com/lockbench/lockbench/scenario"
+	"github.com/lockbench/lockbench/scenarios"
 	"github.com/lockbench/lockbench/verdict"
 )
 
@@ -24,12 +24,12 @@ import (
 func TestLeaderKillHandsOverBeforeEtcdGivesUp(t *testing.T) {
 	ctx := context.Background()
 	c := startCluster(t)
-	sc, err := scenario.Lookup("leader-kill")
+	sc, err := scenarios.Lookup("leader-kill")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc.Duration = scenario.Duration(5 * time.Second)
-	sc.Steps[0].At = scenario.Duration(500 * time.Millisecond)
+	sc.Duration = scenarios.Duration(5 * time.Second)
+	sc.Steps[0].At = scenarios.Duration(500 * time.Millisecond)
 	for _, lock := range []string{"queue", "mutex"} {
 		t.Run(lock, func(t *testing.T) {
 			out, err := Run(ctx, Config{Scenario: sc, Lock: lock, Seed: 1, Prefix: "/lockbench/test-" + lock + "/",
@@ -72,11 +72,11 @@ func TestLeaderKillHandsOverBeforeEtcdGivesUp(t *testing.T) {
 func TestSharedConns(t *testing.T) {
 	ctx := context.Background()
 	c := startCluster(t)
-	sc, err := scenario.Lookup("contention")
+	sc, err := scenarios.Lookup("contention")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc.Clients, sc.Duration = 7, scenario.Duration(1500*time.Millisecond)
+	sc.Clients, sc.Duration = 7, scenarios.Duration(1500*time.Millisecond)
 	out, err := Run(ctx, Config{Scenario: sc, Lock: "queue", Seed: 1, Prefix: "/lockbench/test-shared/",
 		Endpoints: c.Endpoints(), Cluster: c, SharedConns: 3})
 	if err != nil {
@@ -109,7 +109,7 @@ func TestSharedConns(t *testing.T) {
 	if err := CheckSharedConns(sc, 3); err != nil {
 		t.Errorf("contention refused shared connections: %v", err)
 	}
-	wc, _ := scenario.Lookup("waiter-crash")
+	wc, _ := scenarios.Lookup("waiter-crash")
 	if _, err := Run(ctx, Config{Scenario: wc, Lock: "queue", Endpoints: c.Endpoints(), Cluster: c, SharedConns: 2}); err == nil {
 		t.Error("a client-fault scenario ran on shared connections")
 	}
@@ -132,7 +132,7 @@ func startCluster(t *testing.T) *cluster.Cluster {
 
 // requireExclusion fails the test unless the history passes the exclusion
 // check.
-func requireExclusion(t *testing.T, events []history.Event, sc scenario.Scenario, c *cluster.Cluster) {
+func requireExclusion(t *testing.T, events []history.Event, sc scenarios.Scenario, c *cluster.Cluster) {
 	t.Helper()
 	rep := check.Check(events, check.Options{LivenessBound: sc.TTL() + c.Election()})
 	if r := rep.Checks[verdict.Exclusion]; r.Verdict != verdict.Pass {
@@ -145,7 +145,7 @@ func requireExclusion(t *testing.T, events []history.Event, sc scenario.Scenario
 // fault, the clients carry on, and the lock is granted again.
 func TestCancelWaiters(t *testing.T) {
 	c := startCluster(t)
-	sc, err := scenario.Parse("cancel.yaml", strings.NewReader(`
+	sc, err := scenarios.Parse("cancel.yaml", strings.NewReader(`
 name: cancel
 clients: 6
 lease_ttl: 2s
@@ -210,7 +210,7 @@ func TestClientFaults(t *testing.T) {
 		{"holder-crash", []string{verdict.Exclusion, verdict.Liveness}},
 	} {
 		t.Run(tc.scenario, func(t *testing.T) {
-			sc, err := scenario.Lookup(tc.scenario)
+			sc, err := scenarios.Lookup(tc.scenario)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,7 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/lockbench/lockbench/locks"
-	"github.com/lockbench/lockbench/scenario"
+	"github.com/lockbench/lockbench/scenarios"
 )
 
 // stuckRelease ends every ignoreCtxLocker's wait when the test is over.
@@ -38,11 +38,11 @@ func init() {
 func TestStuckLockEndsTheRun(t *testing.T) {
 	c := startCluster(t)
 	defer close(stuckRelease)
-	sc, err := scenario.Lookup("contention")
+	sc, err := scenarios.Lookup("contention")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc.Clients, sc.Duration = 2, scenario.Duration(300*time.Millisecond)
+	sc.Clients, sc.Duration = 2, scenarios.Duration(300*time.Millisecond)
 	start := time.Now()
 	out, err := Run(context.Background(), Config{Scenario: sc, Lock: "test-ignores-ctx", Seed: 1, Prefix: "/lockbench/test-stuck/",
 		Endpoints: c.Endpoints(), Cluster: c, StuckAfter: 500 * time.Millisecond})

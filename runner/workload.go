@@ -9,15 +9,15 @@ import (
 
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locks"
-	"github.com/lockbench/lockbench/scenario"
+	"github.com/lockbench/lockbench/scenarios"
 )
 
 // criticalSection does the workload's work while holding g. It returns
 // true when the lease was lost (and recorded as such) so there is nothing
 // to release. It takes no ctx: a holder finishes its work at run end, each
 // operation bounded by opTimeout.
-func (c *client) criticalSection(gen int, cli *clientv3.Client, g *locks.Grant, w scenario.Workload) (lost bool) {
-	if w.Kind == scenario.WorkloadHold {
+func (c *client) criticalSection(gen int, cli *clientv3.Client, g *locks.Grant, w scenarios.Workload) (lost bool) {
+	if w.Kind == scenarios.WorkloadHold {
 		if c.hold(gen, g, w.Hold.D()) {
 			return true
 		}
@@ -35,7 +35,7 @@ func (c *client) criticalSection(gen int, cli *clientv3.Client, g *locks.Grant, 
 	if c.hold(gen, g, w.Hold.D()) {
 		return true
 	}
-	c.writeCounter(gen, cli, g, v+1, w.Kind == scenario.WorkloadCounterFenced)
+	c.writeCounter(gen, cli, g, v+1, w.Kind == scenarios.WorkloadCounterFenced)
 	return c.leaseLost(gen, g)
 }
 

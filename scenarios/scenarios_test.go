@@ -1,4 +1,4 @@
-package scenario
+package scenarios
 
 import (
 	"encoding/json"
@@ -72,15 +72,12 @@ func TestParseUserScenario(t *testing.T) {
 		s.Workload != (Workload{Kind: WorkloadCounterFenced, Hold: Duration(20 * time.Millisecond), Think: Duration(5 * time.Millisecond)}) {
 		t.Errorf("parsed %+v", s)
 	}
-	steps, err := s.ChaosSteps()
-	if err != nil {
-		t.Fatal(err)
-	}
+	steps := s.Faults()
 	if len(steps) != 2 || steps[0].Fault.Name() != "crash-member" || steps[0].Target != (chaos.Target{Kind: "leader"}) ||
 		steps[0].For != 2*time.Second || steps[1].Target != (chaos.Target{Kind: "client", N: 1}) || steps[1].Arg != 50*time.Millisecond {
 		t.Errorf("steps %+v", steps)
 	}
-	if !s.NeedsMembers() || !s.NeedsProxies() {
+	if !s.Needs().Members || !s.Needs().ClientProxy {
 		t.Error("needs members and proxies")
 	}
 }
@@ -111,14 +108,8 @@ func TestParseErrorsNameFileLineAndChoices(t *testing.T) {
 		{"zero clients", "name: x\nclients: 0\nduration: 5s\nworkload: {kind: hold}\n", []string{"clients 0"}},
 		{"unknown check", "name: x\nclients: 1\nduration: 5s\nworkload: {kind: hold}\nexpect: {default: {safety: pass}}\n",
 			[]string{`"safety"`, "exclusion"}},
-		{"unknown lock in expect", "name: x\nclients: 1\nduration: 5s\nworkload: {kind: hold}\nexpect: {nolock: {exclusion: pass}}\n",
-			[]string{`"nolock"`, "default"}},
-		{"unknown keepalive in expect", "name: x\nclients: 1\nduration: 5s\nworkload: {kind: hold}\nexpect:\n  default: {exclusion: pass}\n  keepalive:fast: {exclusion: pass}\n",
-			[]string{"bad.yaml:7", `keepalive:fast`, "auto, seed, safe"}},
 		{"bad check under a keepalive", "name: x\nclients: 1\nduration: 5s\nworkload: {kind: hold}\nexpect:\n  keepalive:safe: {safety: pass}\n",
 			[]string{"bad.yaml:6", "expect.keepalive:safe", `"safety"`}},
-		{"unknown lock in expect, with its line", "name: x\nclients: 1\nduration: 5s\nworkload: {kind: hold}\nexpect:\n  nolock: {exclusion: pass}\n",
-			[]string{"bad.yaml:6", `"nolock"`, "keepalive:POLICY"}},
 		{"bad verdict", "name: x\nclients: 1\nduration: 5s\nworkload: {kind: hold}\nexpect: {default: {exclusion: ok}}\n",
 			[]string{`"ok"`, "pass, fail, unknown, any"}},
 		{"client target out of range", "name: x\nclients: 4\nduration: 5s\nworkload: {kind: hold}\nsteps:\n  - {at: 1s, fault: heal}\n  - {at: 1s, fault: crash-client, target: client:9}\n",
@@ -150,7 +141,7 @@ func TestPlanIsDeterministic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	steps, _ := s.ChaosSteps()
+	steps := s.Faults()
 	// Faults hold funcs, which DeepEqual never finds equal: compare names.
 	flat := func(p []chaos.PlannedStep) []string {
 		var out []string

@@ -1,7 +1,7 @@
 // Package scenario is what a run does, as data: clients, workload,
 // duration, fault steps and expectations, read from YAML and validated, and
 // the built-in scenarios (embedded YAML). Package runner executes them.
-package scenario
+package scenarios
 
 import (
 	"bytes"
@@ -19,7 +19,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/lockbench/lockbench/chaos"
-	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/verdict"
 )
 
@@ -146,6 +145,12 @@ type Scenario struct {
 	Expect   verdict.Expectations `json:"expect,omitempty" yaml:"expect"`
 	// Source is the file the scenario came from ("builtin:NAME" for ours).
 	Source string `json:"source,omitempty" yaml:"-"`
+
+	// faults are Steps parsed into faults and targets, once, by Validate
+	// (Parse calls it); expectLines are the lines of Expect's keys in
+	// Source, for CheckNames' messages.
+	faults      []chaos.Step
+	expectLines map[string]int
 }
 
 // Defaults shared by built-ins and CLI flags.
@@ -153,6 +158,10 @@ const (
 	DefaultClients  = 8
 	DefaultDuration = 10 * time.Second
 	DefaultHold     = time.Millisecond
+	// DefaultLeaseTTL is a scenario's lease TTL when it gives none; the
+	// lock strategies default to the same (a test in package harness keeps
+	// it equal to locks.DefaultTTL).
+	DefaultLeaseTTL = 5 * time.Second
 )
 
 // where prefixes an error with the scenario's file and, when known, line.
@@ -168,12 +177,10 @@ func (s Scenario) where(line int) string {
 }
 
 // Validate reports the first thing wrong with s, naming the file, the line
-// where known, the field and what is valid.
-func (s Scenario) Validate() error { return s.validate(nil) }
-
-// validate is Validate, with the line of each key of Expect in Source
-// (expectLines) when it was read from a file.
-func (s Scenario) validate(expectLines map[string]int) error {
+// where known, the field and what is valid, and parses its steps into
+// faults (Faults). The names of strategies and keepalive policies in
+// Expect are checked by CheckNames, by whoever knows the registry.
+func (s *Scenario) Validate() error {
 	w := s.where(0)
 	switch {
 	case s.Name == "":
@@ -194,13 +201,20 @@ func (s Scenario) validate(expectLines map[string]int) error {
 	if !contains(workloads, s.Workload.Kind) {
 		return fmt.Errorf("%s: workload kind %q: valid kinds are %s", w, s.Workload.Kind, strings.Join(workloads, ", "))
 	}
-	if _, err := s.ChaosSteps(); err != nil {
+	faults, err := s.parseSteps()
+	if err != nil {
 		return err
 	}
-	return s.Expect.Validate(func(key string) string { return s.where(expectLines[key]) }, verdict.Names{
-		Lock:      func(l string) error { _, err := locks.Lookup(l); return err },
-		KeepAlive: func(k string) error { _, err := locks.ParseKeepAlive(k); return err },
-	})
+	s.faults = faults
+	anyName := func(string) error { return nil }
+	return s.CheckNames(verdict.Names{Lock: anyName, KeepAlive: anyName})
+}
+
+// CheckNames reports the first key of Expect that names no strategy or
+// keepalive policy names knows, with its line, or an unknown check or
+// verdict.
+func (s Scenario) CheckNames(names verdict.Names) error {
+	return s.Expect.Validate(func(key string) string { return s.where(s.expectLines[key]) }, names)
 }
 
 // keyLines returns the line of each key of the top-level mapping field in
@@ -226,8 +240,8 @@ func keyLines(b []byte, field string) map[string]int {
 	return nil
 }
 
-// ChaosSteps parses the steps into faults and targets.
-func (s Scenario) ChaosSteps() ([]chaos.Step, error) {
+// parseSteps parses the steps into faults and targets.
+func (s Scenario) parseSteps() ([]chaos.Step, error) {
 	var out []chaos.Step
 	for i, st := range s.Steps {
 		w := s.where(st.line)
@@ -249,12 +263,27 @@ func (s Scenario) ChaosSteps() ([]chaos.Step, error) {
 			return nil, fmt.Errorf("%s: step %d: at %s: must be before the end of the run (duration %s)", w, i+1, st.At, s.Duration)
 		case st.For < 0:
 			return nil, fmt.Errorf("%s: step %d: for %s: must be ≥0", w, i+1, st.For)
-		case st.Delay != 0 && st.Fault != "delay-client":
-			return nil, fmt.Errorf("%s: step %d: delay applies only to delay-client", w, i+1)
+		case st.Delay != 0 && f.Needs().Arg != chaos.ArgDelay:
+			return nil, fmt.Errorf("%s: step %d: %s applies only to %s", w, i+1, chaos.ArgDelay, strings.Join(chaos.Taking(chaos.ArgDelay), ", "))
 		}
 		out = append(out, chaos.Step{At: st.At.D(), Fault: f, Target: t, For: st.For.D(), Arg: st.Delay.D()})
 	}
 	return out, nil
+}
+
+// Faults are the steps as faults and targets, parsed once by Validate. A
+// scenario whose steps were never validated (one built in code, or read
+// from a run folder's config.json) is parsed here; invalid steps are then
+// a programming error, since every run validates its scenario first.
+func (s Scenario) Faults() []chaos.Step {
+	if len(s.faults) == len(s.Steps) {
+		return s.faults
+	}
+	out, err := s.parseSteps()
+	if err != nil {
+		panic(fmt.Sprintf("scenarios: Faults of a scenario that does not validate: %v", err))
+	}
+	return out
 }
 
 // checkTarget rejects a numbered target the run cannot have: client:N
@@ -277,11 +306,7 @@ func (s Scenario) checkTarget(t chaos.Target, members int) error {
 // naming the step's file and line; the cluster size is known only when a
 // run is set up, not when the scenario is read.
 func (s Scenario) CheckMembers(members int) error {
-	steps, err := s.ChaosSteps()
-	if err != nil {
-		return err
-	}
-	for i, st := range steps {
+	for i, st := range s.Faults() {
 		if err := s.checkTarget(st.Target, members); err != nil {
 			return fmt.Errorf("%s: step %d: %w", s.where(s.Steps[i].line), i+1, err)
 		}
@@ -292,36 +317,22 @@ func (s Scenario) CheckMembers(members int) error {
 // TTL is the scenario's lease TTL, or the default.
 func (s Scenario) TTL() time.Duration {
 	if s.LeaseTTL == 0 {
-		return locks.DefaultTTL
+		return DefaultLeaseTTL
 	}
 	return s.LeaseTTL.D()
 }
 
-// NeedsMembers reports whether a step acts on cluster members, which only
-// an embedded cluster allows.
-func (s Scenario) NeedsMembers() bool {
-	steps, _ := s.ChaosSteps()
-	for _, st := range steps {
-		if st.Fault.Targets() == chaos.MemberTarget || st.Fault.Name() == "heal" {
-			return true
-		}
+// Needs is what the scenario's faults need of the run, all steps together
+// (see chaos.Needs).
+func (s Scenario) Needs() chaos.Needs {
+	var n chaos.Needs
+	for _, st := range s.Faults() {
+		f := st.Fault.Needs()
+		n.ClientProxy = n.ClientProxy || f.ClientProxy
+		n.Members = n.Members || f.Members
+		n.MemberProcesses = n.MemberProcesses || f.MemberProcesses
 	}
-	return false
-}
-
-// NeedsProxies reports whether a step acts on a client's network, so each
-// client must talk through its own fault proxy. A crash needs one too: the
-// crashed client's connections must drop before its code can send another
-// RPC (a cancelled Lock's cleanup would otherwise delete its key, which a
-// killed process never does).
-func (s Scenario) NeedsProxies() bool {
-	for _, st := range s.Steps {
-		switch st.Fault {
-		case "pause-client", "isolate-client", "delay-client", "crash-client":
-			return true
-		}
-	}
-	return false
+	return n
 }
 
 // Parse reads a scenario file. Unknown keys, bad durations, unknown faults
@@ -341,7 +352,8 @@ func Parse(name string, r io.Reader) (Scenario, error) {
 		return Scenario{}, fmt.Errorf("%s: %v", name, cleanYAMLError(err))
 	}
 	s.Source = name
-	if err := s.validate(keyLines(b, "expect")); err != nil {
+	s.expectLines = keyLines(b, "expect")
+	if err := s.Validate(); err != nil {
 		return Scenario{}, err
 	}
 	return s, nil
@@ -368,9 +380,9 @@ func decodeStrict(n *yaml.Node, v any) error {
 func cleanYAMLError(err error) error {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	msg = strings.ReplaceAll(msg, "unmarshal errors:\n  ", "")
-	msg = strings.ReplaceAll(msg, "in type scenario.Scenario", "(valid keys: name, description, clients, lease_ttl, duration, workload, steps, expect)")
-	msg = strings.ReplaceAll(msg, "in type scenario.Workload", "in workload (valid keys: kind, hold, think, stagger, release_lost)")
-	msg = strings.ReplaceAll(msg, "in type scenario.plain", "in step (valid keys: at, fault, target, for, delay)")
+	msg = strings.ReplaceAll(msg, "in type scenarios.Scenario", "(valid keys: name, description, clients, lease_ttl, duration, workload, steps, expect)")
+	msg = strings.ReplaceAll(msg, "in type scenarios.Workload", "in workload (valid keys: kind, hold, think, stagger, release_lost)")
+	msg = strings.ReplaceAll(msg, "in type scenarios.plain", "in step (valid keys: at, fault, target, for, delay)")
 	return errors.New(msg)
 }
 
