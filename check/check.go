@@ -159,10 +159,22 @@ func (r Report) Violations() []Violation {
 	return out
 }
 
+// Checked is a history checked once: its operations as the checks paired
+// them, and the report. Everything after the checker (summary, time
+// series, timeline, HTML, JUnit, compare) reads this one value, so that a
+// run's history is paired once and every figure speaks of the acquires
+// and holds the verdicts judged.
+type Checked struct {
+	// Ops is the history paired into operations; Ops.Events is the
+	// history itself.
+	Ops *Ops `json:"-"`
+	Report
+}
+
 // Check runs every check over events. The events need not be in time order
 // (ties keep line order), but a history the recorder wrote is, and then no
 // sort is done.
-func Check(events []history.Event, opts Options) Report {
+func Check(events []history.Event, opts Options) Checked {
 	opts = opts.WithDefaults()
 	p := prepare(events)
 	r := Report{Checks: make(map[string]Result, len(verdict.CheckNames))}
@@ -179,7 +191,7 @@ func Check(events []history.Event, opts Options) Report {
 	for _, c := range r.Checks {
 		r.Verdict = verdict.Worst(r.Verdict, c.Verdict)
 	}
-	return r
+	return Checked{Ops: p.ops(), Report: r}
 }
 
 // fmtNS renders a run time for messages.

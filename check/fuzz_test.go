@@ -73,7 +73,7 @@ func FuzzCheck(f *testing.F) {
 			return
 		}
 		opts := Options{MaxViolations: 3, LivenessBound: 5}
-		checkInvariants(t, evs, opts, Check(evs, opts))
+		checkInvariants(t, evs, opts, Check(evs, opts).Report)
 	})
 }
 
@@ -113,7 +113,7 @@ func FuzzCheckEvents(f *testing.F) {
 			})
 		}
 		opts := Options{MaxViolations: 2, LivenessBound: 3, StarvationMin: 4, StarvationGrants: 1}
-		r := Check(evs, opts)
+		r := Check(evs, opts).Report
 		checkInvariants(t, evs, opts, r)
 		Intervals(evs)
 	})

@@ -3,6 +3,7 @@ package check
 import (
 	"cmp"
 	"slices"
+	"sync/atomic"
 
 	"github.com/lockbench/lockbench/history"
 )
@@ -262,9 +263,19 @@ func (in *interner) slot(pi, li int32) int32 {
 	return s
 }
 
+// pairings counts the histories this process has indexed (see Pairings).
+var pairings atomic.Int64
+
+// Pairings is how many histories this process has paired so far (by Check
+// or Pair). A run pairs its history once and hands the Checked value on;
+// a test counts this to keep it so, since a second pairing of a large
+// history costs as much as the check itself.
+func Pairings() int64 { return pairings.Load() }
+
 // prepare indexes events in one pass (plus a sort if they are out of time
 // order). Memory: about 17 bytes per event, 21 when a sort is needed.
 func prepare(events []history.Event) *prepared {
+	pairings.Add(1)
 	n := len(events)
 	p := &prepared{
 		ev:     events,

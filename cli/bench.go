@@ -13,7 +13,6 @@ import (
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
-	"github.com/lockbench/lockbench/rundir"
 )
 
 const benchSynopsis = "bench [--clients 2,8,64] [--locks a,b] [--duration D] [flags]\n\n" +
@@ -191,13 +190,13 @@ func startProfile(path string) (stop func(), err error) {
 
 // printBench prints the benchmark's table and folder, and writes
 // --bench-out.
-func printBench(e *env, b *rundir.Bench, dir, benchOut string) error {
-	err := report.BenchTable(e.stdout, &b.Bench)
+func printBench(e *env, b *report.Bench, dir, benchOut string) error {
+	err := report.BenchTable(e.stdout, b)
 	var lerr error
 	switch benchOut {
 	case "":
 	case "-":
-		lerr = report.WriteBenchResultLines(e.stdout, &b.Bench)
+		lerr = report.WriteBenchResultLines(e.stdout, b)
 	default:
 		lerr = writeBenchLines(benchOut, b)
 	}
@@ -209,12 +208,12 @@ func printBench(e *env, b *rundir.Bench, dir, benchOut string) error {
 }
 
 // writeBenchLines writes the benchmark's Go benchmark lines to path.
-func writeBenchLines(path string, b *rundir.Bench) error {
+func writeBenchLines(path string, b *report.Bench) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := report.WriteBenchResultLines(f, &b.Bench); err != nil {
+	if err := report.WriteBenchResultLines(f, b); err != nil {
 		f.Close()
 		return err
 	}

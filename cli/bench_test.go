@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
 )
 
@@ -92,7 +93,7 @@ func TestBenchEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b rundir.Bench
+	var b report.Bench
 	if err := json.Unmarshal(raw, &b); err != nil || len(b.Cells) != 2 || b.Floor == nil || b.Cluster.Members == 0 {
 		t.Fatalf("bench.json: %v\n%s", err, raw)
 	}

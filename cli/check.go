@@ -50,7 +50,7 @@ func runCheck(_ context.Context, e *env, o checkOptions) error {
 	if err != nil {
 		return badInput(err)
 	}
-	rep := check.Check(events, check.Options{})
+	rep := check.Check(events, check.Options{}).Report
 	if o.asJSON {
 		if err := writeJSON(e.stdout, rep); err != nil {
 			return fmt.Errorf("print the report: %w", err)

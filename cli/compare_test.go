@@ -13,7 +13,7 @@ import (
 )
 
 func compareSummary(v verdict.Verdict, acqP99 float64) report.Summary {
-	return report.Summary{Lock: "queue", Scenario: "contention", Verdict: v, ThroughputPerS: 2000,
+	return report.Summary{Run: rundir.Run{Lock: "queue"}, Scenario: "contention", Verdict: v, ThroughputPerS: 2000,
 		LatencyMS: map[string]report.Latency{
 			report.LatAcquire: {Count: 100, P50: 1, P99: acqP99},
 			report.LatHandoff: {Count: 99, P50: 0.5, P99: 5},

@@ -38,7 +38,7 @@ func TestHardeningBadInput(t *testing.T) {
 	out := filepath.Join(dir, "runs")
 	lines := filepath.Join(dir, "lines.txt")
 	base := writeSummaryFile(t, "base.json", compareSummary("pass", 10))
-	config := writeSummaryFile(t, "config.json", rundir.Config{RunID: "r1", Lock: "queue"})
+	config := writeSummaryFile(t, "config.json", rundir.Config{Run: rundir.Run{RunID: "r1", Lock: "queue"}})
 	notEtcd := httptest.NewServer(http.NotFoundHandler())
 	defer notEtcd.Close()
 	procOK := true

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/verdict"
 )
 
@@ -43,7 +44,7 @@ func TestWriteJUnitFile(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "junit.xml")
 	res := &harness.SuiteResult{Dir: "/r/suite-1", Cells: []report.Cell{{
-		Summary:  report.Summary{Lock: "queue", Scenario: "contention", Seed: 1, Verdict: verdict.Fail},
+		Summary:  report.Summary{Run: rundir.Run{Lock: "queue", Seed: 1}, Scenario: "contention", Verdict: verdict.Fail},
 		Expected: verdict.Pass, Dir: "queue-contention-s1"}}}
 	if err := writeJUnitFile(path, res); err != nil {
 		t.Fatal(err)

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 
+	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/verdict"
@@ -54,11 +54,11 @@ func reportCommand(ctx context.Context, e *env, args []string) error {
 
 // runReport re-checks and re-renders one run folder.
 func runReport(_ context.Context, e *env, o reportOptions) error {
-	rf, err := rundir.Load(o.dir)
+	rf, err := harness.Recheck(o.dir)
 	if err != nil {
 		return badInput(err)
 	}
-	sum := rf.Recheck()
+	sum := rf.Summary
 	if old := rf.Saved.Verdict; old != "" && old != sum.Verdict {
 		fmt.Fprintf(e.stderr, "lockbench report: verdict was %s when recorded, %s with today's checker\n", old, sum.Verdict)
 	}
@@ -74,15 +74,15 @@ func runReport(_ context.Context, e *env, o reportOptions) error {
 	if !o.noHTML {
 		path := o.htmlOut
 		if path == "" {
-			path = filepath.Join(rf.Dir, rundir.HTMLFile)
+			path = filepath.Join(o.dir, rundir.HTMLFile)
 		}
-		if err := rundir.WriteFile(path, func(w io.Writer) error { return report.WriteRunHTML(w, rf.Config, rf.Events, sum) }); err != nil {
+		if err := rf.WriteHTML(path); err != nil {
 			return fmt.Errorf("write the HTML report: %w", err)
 		}
 		fmt.Fprintf(e.stdout, "report: %s\n", path)
 	}
 	if o.writeSummary {
-		if err := rundir.WriteJSON(filepath.Join(rf.Dir, rundir.SummaryFile), sum); err != nil {
+		if err := rundir.WriteJSON(filepath.Join(o.dir, rundir.SummaryFile), sum); err != nil {
 			return fmt.Errorf("rewrite the summary: %w", err)
 		}
 	}
@@ -95,11 +95,11 @@ func runReport(_ context.Context, e *env, o reportOptions) error {
 // reportBench prints a saved benchmark's table from its bench.json; the
 // outcome says whether a cell found a violation, as the benchmark's did.
 func reportBench(_ context.Context, e *env, dir string) error {
-	b, err := rundir.LoadBench(dir)
+	b, err := report.LoadBench(dir)
 	if err != nil {
 		return badInput(err)
 	}
-	if err := report.BenchTable(e.stdout, &b.Bench); err != nil {
+	if err := report.BenchTable(e.stdout, b); err != nil {
 		return fmt.Errorf("print the bench table: %w", err)
 	}
 	if b.HasViolations() {

@@ -135,7 +135,7 @@ func TestReportCommandBadInput(t *testing.T) {
 // benchmark's table again from bench.json, and exits as the benchmark did.
 func TestReportBenchFolder(t *testing.T) {
 	lat := func(p50, p99 float64) report.Latency { return report.Latency{Count: 10, P50: p50, P99: p99} }
-	b := rundir.Bench{Bench: report.Bench{
+	b := report.Bench{
 		ID: "bench-x", Scenario: "contention", TargetLock: "queue", TargetClients: 8,
 		Floor: &report.Floor{Writers: 1, Commits: 6000, DurationS: 3, CommitsPerS: 2000, PerWriterPerS: 2000, LatencyMS: lat(0.5, 1.5)},
 		Cells: []report.BenchCell{
@@ -144,7 +144,7 @@ func TestReportBenchFolder(t *testing.T) {
 		},
 		Targets: []report.Target{{Name: "queue at 8 clients: throughput ÷ mutex", Value: 12, Op: ">=", Target: 5, Met: true},
 			{Name: "recording cost, % of throughput", Value: 3.2, Noise: 2.5, Op: "<=", Target: 3, Met: true, Unresolved: true}},
-	}, Host: rundir.ThisHost(), Cluster: rundir.ClusterConfig{Members: 3}}
+		Host: rundir.ThisHost(), Cluster: rundir.ClusterConfig{Members: 3}}
 	dir := filepath.Join(t.TempDir(), "bench-x")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -153,7 +153,7 @@ func TestReportBenchFolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	var want bytes.Buffer
-	if err := report.BenchTable(&want, &b.Bench); err != nil {
+	if err := report.BenchTable(&want, &b); err != nil {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := runCLI(t, "report", dir)

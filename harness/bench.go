@@ -188,7 +188,7 @@ func NewBenchDir(parent string) string {
 // ends early, what ran is still written, marked interrupted. Cells that
 // fail are recorded with their error and the benchmark carries on; the
 // returned error then names the first.
-func RunBench(ctx context.Context, spec BenchSpec) (b *rundir.Bench, err error) {
+func RunBench(ctx context.Context, spec BenchSpec) (b *report.Bench, err error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
@@ -221,7 +221,7 @@ func RunBench(ctx context.Context, spec BenchSpec) (b *rundir.Bench, err error) 
 type benchRun struct {
 	ctx   context.Context
 	spec  BenchSpec
-	b     *rundir.Bench
+	b     *report.Bench
 	start time.Time
 	// ns is the benchmark's key prefix (floors, recording runs).
 	ns    string
@@ -233,11 +233,11 @@ type benchRun struct {
 
 func newBenchRun(ctx context.Context, spec BenchSpec) *benchRun {
 	start := time.Now()
-	b := &rundir.Bench{Host: rundir.ThisHost(), Bench: report.Bench{
+	b := &report.Bench{Host: rundir.ThisHost(),
 		ID: filepath.Base(spec.Dir), Started: start.UTC(), GoVersion: runtime.Version(),
 		Scenario: BenchScenario, DurationS: spec.Duration.Seconds(), HoldMS: ms(spec.Hold), Seed: spec.Seed,
 		CellFloorS: spec.CellFloor.Seconds(), TargetLock: spec.TargetLock, TargetClients: spec.TargetClients,
-	}}
+	}
 	return &benchRun{ctx: ctx, spec: spec, b: b, start: start, ns: "/lockbench/" + b.ID + "/"}
 }
 
@@ -250,7 +250,7 @@ func (r *benchRun) finish(err error) error {
 	}
 	r.b.ElapsedS = time.Since(r.start).Seconds()
 	r.b.Interrupted = r.ctx.Err() != nil
-	finishBench(&r.b.Bench)
+	finishBench(r.b)
 	if werr := rundir.WriteJSON(filepath.Join(r.spec.Dir, rundir.BenchFile), r.b); werr != nil && err == nil {
 		err = werr
 	}

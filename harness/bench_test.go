@@ -405,16 +405,16 @@ func TestRunBench(t *testing.T) {
 	if !slices.ContainsFunc(progress, func(s string) bool { return strings.HasPrefix(s, "paired 2/2: queue × 2 clients") }) {
 		t.Errorf("no progress of the paired rounds: %q", progress)
 	}
-	back, err := rundir.LoadBench(dir)
+	back, err := report.LoadBench(dir)
 	if err != nil || len(back.Cells) != 3 || back.Cluster.Members != 3 || back.Host.CPUs == 0 || back.Recording == nil || back.Paired == nil || len(back.Paired.Runs) != 2 {
 		t.Fatalf("bench.json: %v %+v", err, back)
 	}
 	// Lines from bench.json read back are the lines of the run.
 	var lines, live bytes.Buffer
-	if err := report.WriteBenchResultLines(&lines, &back.Bench); err != nil || strings.Count(lines.String(), "BenchmarkLock/") != 3 {
+	if err := report.WriteBenchResultLines(&lines, back); err != nil || strings.Count(lines.String(), "BenchmarkLock/") != 3 {
 		t.Errorf("lines from bench.json: %v\n%s", err, lines.String())
 	}
-	if err := report.WriteBenchResultLines(&live, &b.Bench); err != nil || live.String() != lines.String() {
+	if err := report.WriteBenchResultLines(&live, b); err != nil || live.String() != lines.String() {
 		t.Errorf("lines from bench.json differ from the run's:\n%s\n%s", lines.String(), live.String())
 	}
 }

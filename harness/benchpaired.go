@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/cluster"
 	"github.com/lockbench/lockbench/report"
 )
@@ -123,7 +124,7 @@ func pairedLockSlice(ctx context.Context, c cluster.Members, spec BenchSpec, pre
 	}
 	el := t1.Sub(t0)
 	run.Acquisitions, run.ElapsedS, run.RatePerS = g, round3(el.Seconds()), round1(float64(g)/el.Seconds())
-	h := report.HandoffLatency(s.out.Events, t0.Sub(s.out.Start), t1.Sub(s.out.Start))
+	h := report.HandoffLatency(check.Pair(s.out.Events), t0.Sub(s.out.Start), t1.Sub(s.out.Start))
 	if h.Count == 0 {
 		return fmt.Errorf("no handoff in the %s window (%d grants)", el.Round(time.Millisecond), g)
 	}

@@ -5,6 +5,7 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -12,7 +13,6 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/cluster"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
@@ -181,22 +181,27 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 	if prefix == "" {
 		prefix = "/lockbench/" + runID + "/"
 	}
+	scenarioJSON, err := json.Marshal(spec.Scenario)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: encode the scenario: %w", runID, err)
+	}
 	cfg := rundir.Config{
-		RunID:        runID,
-		Lock:         spec.Lock,
-		Scenario:     spec.Scenario,
-		Seed:         spec.Seed,
-		KeepAlive:    locks.EffectiveKeepAlive(spec.Lock, spec.KeepAlive),
+		Run: rundir.Run{
+			RunID: runID, Lock: spec.Lock, Seed: spec.Seed,
+			KeepAlive: string(locks.EffectiveKeepAlive(spec.Lock, spec.KeepAlive)),
+			Etcd:      etcdOf(spec, t), EtcdVersion: etcdVersionOf(t),
+			ScenarioHash: spec.Scenario.Hash(), Lockbench: rundir.ThisBuild(),
+		},
+		Scenario:     scenarioJSON,
 		RPCTimeoutMS: locks.RPCTimeoutOf(spec.RPCTimeout).Milliseconds(),
 		SharedConns:  spec.SharedConns,
 		Prefix:       prefix,
 		Cluster:      t.config,
 		GoVersion:    runtime.Version(),
 		Host:         rundir.ThisHost(),
-		InjectDelay:  spec.InjectDelay.String(),
 	}
-	if spec.InjectDelay == 0 {
-		cfg.InjectDelay = ""
+	if spec.InjectDelay != 0 {
+		cfg.InjectDelay = spec.InjectDelay.String()
 	}
 	if spec.Started != nil {
 		spec.Started(t.endpoints)
@@ -217,21 +222,14 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 		// scenario needs no front door (runner's data path).
 		cfg.Cluster.Endpoints = out.Endpoints
 	}
-	rep := check.Check(out.Events, cfg.CheckOptions())
-	sum := report.Summarize(report.Run{
-		ID: runID, Lock: spec.Lock, Scenario: spec.Scenario.Name, Clients: spec.Scenario.Clients,
-		Seed: spec.Seed, Elapsed: out.Elapsed, Interrupted: out.Interrupted, Stopped: out.Stopped, Stuck: out.Stuck,
-		LeaseTTL: spec.Scenario.TTL(), KeepAlive: string(locks.EffectiveKeepAlive(spec.Lock, spec.KeepAlive)),
-		Etcd: etcdOf(spec, t), EtcdVersion: etcdVersionOf(t),
-	}, out.Events, rep)
-	dir, err := rundir.Write(spec.Out, cfg, out.Events, sum)
+	res, err := finishRun(spec.Out, cfg, spec.Scenario, out)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", runID, err)
 	}
-	if err := logs.copyTo(dir); err != nil {
+	if err := logs.copyTo(res.Dir); err != nil {
 		return nil, fmt.Errorf("run %s: %w", runID, err)
 	}
-	return &Result{Dir: dir, Summary: sum}, nil
+	return res, nil
 }
 
 // NewRunID names a run so that folders sort by time and say what ran.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockbench/lockbench/cluster"
 	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/scenarios"
 )
 
@@ -31,7 +32,7 @@ func TestSuiteMetaKeysByBinary(t *testing.T) {
 	}
 	r := &SuiteResult{Header: h}
 	for range 3 {
-		r.Cells = append(r.Cells, report.Cell{Summary: report.Summary{Lock: "queue", Scenario: "contention", Etcd: "self", EtcdVersion: "3.7.3"}})
+		r.Cells = append(r.Cells, report.Cell{Summary: report.Summary{Run: rundir.Run{Lock: "queue", Etcd: "self", EtcdVersion: "3.7.3"}, Scenario: "contention"}})
 	}
 	r.markInterrupted(s, bins)
 	if slices.Contains(r.Header.NotRun, "queue/contention/etcd=3.7.3") || !slices.Contains(r.Header.NotRun, "queue/contention/etcd=3.4.23") {

@@ -208,7 +208,7 @@ type suiteBin struct {
 
 // label names the binary in notes: "3.4.23 (/usr/bin/etcd)", "embedded".
 func (b suiteBin) label() string {
-	if l := (report.Summary{Etcd: b.etcd, EtcdVersion: b.version}).EtcdLabel(); l != "" {
+	if l := (report.Summary{Run: rundir.Run{Etcd: b.etcd, EtcdVersion: b.version}}).EtcdLabel(); l != "" {
 		return l
 	}
 	return cluster.KindEmbedded

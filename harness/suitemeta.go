@@ -2,9 +2,6 @@ package harness
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -41,7 +38,7 @@ func (s SuiteSpec) header(bins []suiteBin) report.Suite {
 	}
 	for _, sc := range s.Scenarios {
 		sc = s.capped(sc)
-		out.ScenarioHashes[sc.Name] = ScenarioHash(sc)
+		out.ScenarioHashes[sc.Name] = sc.Hash()
 		for _, key := range s.cellKeys(sc.Name, bins) {
 			out.Expected[key.Key()] = ExpectationsFor(sc, key.Lock, key.KeepAlive)
 		}
@@ -53,19 +50,6 @@ func (s SuiteSpec) header(bins []suiteBin) report.Suite {
 		out.InjectDelay[l] = d.String()
 	}
 	return out
-}
-
-// ScenarioHash is "sha256:" and the hex SHA-256 of sc's JSON encoding
-// (struct fields in order, map keys sorted: canonical for one version of
-// the Scenario type). Two suites whose hashes for a scenario differ ran
-// different definitions under the same name.
-func ScenarioHash(sc scenarios.Scenario) string {
-	b, err := json.Marshal(sc)
-	if err != nil {
-		return "unhashable: " + err.Error()
-	}
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // measureFloor measures the commit floor on c once per suite, before the
@@ -102,8 +86,7 @@ func (s SuiteSpec) cellKeys(sc string, bins []suiteBin) []report.Summary {
 	for _, b := range bins {
 		for _, lock := range s.Locks {
 			for _, ka := range s.keepAlivesFor(lock) {
-				out = append(out, report.Summary{Lock: lock, Scenario: sc, KeepAlive: string(locks.EffectiveKeepAlive(lock, ka)),
-					Etcd: b.etcd, EtcdVersion: b.version})
+				out = append(out, report.Summary{Run: rundir.Run{Lock: lock, KeepAlive: string(locks.EffectiveKeepAlive(lock, ka)), Etcd: b.etcd, EtcdVersion: b.version}, Scenario: sc})
 			}
 		}
 	}

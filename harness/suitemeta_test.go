@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/scenarios"
 )
 
@@ -33,10 +34,10 @@ func TestSuiteHeader(t *testing.T) {
 	if h.Reps != 3 || h.Host == nil || h.Host.CPUs < 1 || h.InjectDelay["queue"] != "2ms" {
 		t.Errorf("header: %+v", h)
 	}
-	if len(h.ScenarioHashes) != 2 || h.ScenarioHashes["contention"] != ScenarioHash(s.capped(s.Scenarios[0])) {
+	if len(h.ScenarioHashes) != 2 || h.ScenarioHashes["contention"] != s.capped(s.Scenarios[0]).Hash() {
 		t.Errorf("hashes: %v", h.ScenarioHashes)
 	}
-	if h.ScenarioHashes["contention"] == ScenarioHash(s.Scenarios[0]) {
+	if h.ScenarioHashes["contention"] == s.Scenarios[0].Hash() {
 		t.Error("the hash ignores the quick-duration cap: it must hash the scenario as run")
 	}
 	if e := h.Expected["queue/holder-crash"]; len(e) == 0 {
@@ -44,7 +45,7 @@ func TestSuiteHeader(t *testing.T) {
 	}
 	changed := s.Scenarios[1]
 	changed.Clients++
-	if ScenarioHash(changed) == ScenarioHash(s.Scenarios[1]) {
+	if changed.Hash() == s.Scenarios[1].Hash() {
 		t.Error("a changed scenario keeps its hash")
 	}
 }
@@ -53,7 +54,7 @@ func TestSuiteMarkInterrupted(t *testing.T) {
 	s := metaSpec(t)
 	r := &SuiteResult{Header: s.header([]suiteBin{{}})}
 	sum := func(lock, sc string, interrupted bool) report.Cell {
-		return report.Cell{Summary: report.Summary{Lock: lock, Scenario: sc, Interrupted: interrupted}}
+		return report.Cell{Summary: report.Summary{Run: rundir.Run{Lock: lock}, Scenario: sc, Interrupted: interrupted}}
 	}
 	for range 3 {
 		r.Cells = append(r.Cells, sum("queue", "contention", false))

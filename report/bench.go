@@ -2,8 +2,11 @@ package report
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,6 +14,7 @@ import (
 	"unicode"
 
 	"github.com/lockbench/lockbench/check"
+	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/verdict"
 )
 
@@ -78,10 +82,9 @@ func round(v float64, digits int) float64 {
 	return f
 }
 
-// Bench is a benchmark's figures, what bench.json holds besides the
-// machine and the cluster (rundir.Bench adds those): kept here, beside the
-// other reports, so that a saved benchmark can be drawn again without
-// measuring anything.
+// Bench is bench.json: a benchmark's figures and the machine and cluster
+// they were measured on, kept here, beside the other reports, so that a
+// saved benchmark can be drawn again without measuring anything.
 type Bench struct {
 	ID        string    `json:"bench_id"`
 	Started   time.Time `json:"started"`
@@ -123,6 +126,24 @@ type Bench struct {
 	Targets   []Target   `json:"targets"`
 	// Interrupted is set when a signal ended the benchmark early.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Host and Cluster are the machine and the cluster the figures were
+	// measured on, which only make sense beside them.
+	Host    rundir.HostInfo      `json:"host"`
+	Cluster rundir.ClusterConfig `json:"cluster"`
+}
+
+// LoadBench reads a bench folder's bench.json, to draw its table again.
+func LoadBench(dir string) (*Bench, error) {
+	path := filepath.Join(dir, rundir.BenchFile)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read bench folder: %w", err)
+	}
+	var b Bench
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &b, nil
 }
 
 // Floor is the commit floor, Puts in a loop (harness.MeasureFloor): with
@@ -608,7 +629,7 @@ func WriteBenchResultLines(w io.Writer, b *Bench) error {
 
 // summary is what WriteBenchLines needs of the cell, as a Summary.
 func (c BenchCell) summary(scenario string) Summary {
-	s := Summary{Lock: c.Lock, Scenario: fmt.Sprintf("%s/clients=%d", scenario, c.Clients),
+	s := Summary{Run: rundir.Run{Lock: c.Lock}, Scenario: fmt.Sprintf("%s/clients=%d", scenario, c.Clients),
 		ThroughputPerS: c.ThroughputPerS, ViolationCount: c.Violations,
 		LatencyMS: map[string]Latency{LatAcquire: c.AcquireMS, LatHandoff: c.HandoffMS}}
 	if c.WakeupsPerHandoff > 0 {

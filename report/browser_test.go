@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/net/html"
+
+	"github.com/lockbench/lockbench/check"
 )
 
 // The browser tests render report.html in headless Chromium and read the
@@ -110,7 +112,7 @@ func renderInBrowser(t *testing.T, f fixture) (page string) {
 	p, q := violationPair(t, sum)
 	page = filepath.Join(dir, runHTMLFile)
 	var b bytes.Buffer
-	if err := WriteRunHTML(&b, map[string]any{"lock": sum.Lock, "scenario": map[string]any{"name": sum.Scenario}}, ev, sum); err != nil {
+	if err := WriteRunHTML(&b, map[string]any{"lock": sum.Lock, "scenario": map[string]any{"name": sum.Scenario}}, check.Check(ev, check.Options{}), sum); err != nil {
 		t.Fatal(err)
 	}
 	doc := loadPage(t, bin, page, b.Bytes())

@@ -9,12 +9,13 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/check"
+	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/verdict"
 )
 
 // cmpSummary is a summary with just what compare reads.
 func cmpSummary(lock, scen string, v verdict.Verdict, tput, acqP50, acqP99, hP50, hP99 float64) Summary {
-	return Summary{Lock: lock, Scenario: scen, Verdict: v, ThroughputPerS: tput,
+	return Summary{Run: rundir.Run{Lock: lock}, Scenario: scen, Verdict: v, ThroughputPerS: tput,
 		LatencyMS: map[string]Latency{
 			LatAcquire: {Count: 100, P50: acqP50, P99: acqP99},
 			LatHandoff: {Count: 99, P50: hP50, P99: hP99},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/rundir"
 )
 
 const msNS = int64(1e6)
@@ -82,14 +83,14 @@ func (f fixture) events() []history.Event {
 	return ev
 }
 
-func (f fixture) run() Run {
-	return Run{ID: "20260101T000000.000Z-l-fixture-s1", Lock: "queue", Scenario: "fixture", Clients: f.Clients, Seed: 1}
+func (f fixture) run() RunInfo {
+	return RunInfo{Run: rundir.Run{RunID: "20260101T000000.000Z-l-fixture-s1", Lock: "queue", Seed: 1}, Scenario: "fixture", Clients: f.Clients}
 }
 
 // summary checks and summarizes the fixture.
 func (f fixture) summary() ([]history.Event, Summary) {
 	ev := f.events()
-	return ev, Summarize(f.run(), ev, check.Check(ev, check.Options{}))
+	return ev, Summarize(f.run(), check.Check(ev, check.Options{}))
 }
 
 // Files of a run folder as rundir names them (report cannot import rundir;

@@ -53,7 +53,7 @@ func fixedReport() check.Report {
 // goldenSummary is the default fixture summarized with fixedReport.
 func goldenSummary() Summary {
 	f := defaultFixture()
-	return Summarize(f.run(), f.events(), fixedReport())
+	return Summarize(f.run(), check.Checked{Ops: check.Pair(f.events()), Report: fixedReport()})
 }
 
 // suiteCells are four cells covering every column's cases.

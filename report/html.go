@@ -77,11 +77,12 @@ func countNoun(n int, noun string) string {
 //     that show them.
 //
 // cfg is config.json (any value; json.RawMessage is shown as it is), shown
-// folded; events are the run's history, and sum its summary (from
-// Summarize over the same events).
-func WriteRunHTML(w io.Writer, cfg any, events []history.Event, sum Summary) error {
+// folded; c is the run's checked history, and sum its summary (from
+// Summarize over c, or as saved).
+func WriteRunHTML(w io.Writer, cfg any, c check.Checked, sum Summary) error {
+	events := c.Ops.Events
 	viols := summaryViolations(sum)
-	tl := buildTimeline(events, viols, sum.Clients)
+	tl := buildTimeline(c.Ops, viols, sum.Clients)
 	data, err := json.Marshal(tl)
 	if err != nil {
 		return fmt.Errorf("encode timeline: %w", err)
@@ -96,7 +97,7 @@ func WriteRunHTML(w io.Writer, cfg any, events []history.Event, sum Summary) err
 	}
 	ts := sum.Series
 	if ts == nil { // a summary written before Series existed
-		s := Series(check.Pair(events))
+		s := Series(c.Ops)
 		ts = &s
 	}
 	p := runPage{

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/verdict"
 )
@@ -112,7 +113,7 @@ func TestWriteRunHTML(t *testing.T) {
 	ev, sum := f.summary()
 	p, q := violationPair(t, sum)
 	var b bytes.Buffer
-	if err := WriteRunHTML(&b, json.RawMessage(`{"lock":"queue","note":"</script><b>x</b>"}`), ev, sum); err != nil {
+	if err := WriteRunHTML(&b, json.RawMessage(`{"lock":"queue","note":"</script><b>x</b>"}`), check.Check(ev, check.Options{}), sum); err != nil {
 		t.Fatal(err)
 	}
 	doc := parseHTML(t, b.Bytes())
@@ -176,7 +177,7 @@ func TestWriteRunHTML(t *testing.T) {
 func TestWriteRunHTMLEdgeCases(t *testing.T) {
 	// No events at all, and a summary with no checks: still a page.
 	var b bytes.Buffer
-	if err := WriteRunHTML(&b, nil, nil, Summary{}); err != nil {
+	if err := WriteRunHTML(&b, nil, check.Check(nil, check.Options{}), Summary{}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), "No client events") {
@@ -184,7 +185,7 @@ func TestWriteRunHTMLEdgeCases(t *testing.T) {
 	}
 	// A client with no events still gets its lane.
 	b.Reset()
-	if err := WriteRunHTML(&b, nil, []history.Event{{Time: 5, Process: 1, Type: history.Invoke, F: history.FAcquire, Lock: "l"}}, Summary{Clients: 3}); err != nil {
+	if err := WriteRunHTML(&b, nil, check.Check([]history.Event{{Time: 5, Process: 1, Type: history.Invoke, F: history.FAcquire, Lock: "l"}}, check.Options{}), Summary{Clients: 3}); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(byClass(parseHTML(t, b.Bytes()), "lane")); n != 3 {
@@ -193,7 +194,7 @@ func TestWriteRunHTMLEdgeCases(t *testing.T) {
 	// Only the nemesis, an unfinished fault, an unmatched end.
 	ev, sum := fixture{Clients: 2, Rounds: 3, FaultFrom: 2 * msNS, FaultTo: 1, ViolationRound: -1}.summary()
 	b.Reset()
-	if err := WriteRunHTML(&b, map[string]int{"a": 1}, ev, sum); err != nil {
+	if err := WriteRunHTML(&b, map[string]int{"a": 1}, check.Check(ev, check.Options{}), sum); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -201,9 +202,9 @@ func TestWriteRunHTMLEdgeCases(t *testing.T) {
 func TestTimelineDownsample(t *testing.T) {
 	f := fixture{Clients: 4, Rounds: 2000, ViolationRound: 1000}
 	ev, sum := f.summary()
-	d := buildTimeline(ev, summaryViolations(sum), 0)
+	d := buildTimeline(check.Pair(ev), summaryViolations(sum), 0)
 	before := d.intervals()
-	d2 := buildTimeline(ev, summaryViolations(sum), 0)
+	d2 := buildTimeline(check.Pair(ev), summaryViolations(sum), 0)
 	d2.Unit = 1
 	d2.downsample(before / 10)
 	if d2.intervals() > before/10 || d2.Merged == 0 {
@@ -231,7 +232,7 @@ func TestRunHTMLScale(t *testing.T) {
 	ev, sum := f.summary()
 	start := time.Now()
 	var b bytes.Buffer
-	if err := WriteRunHTML(&b, nil, ev, sum); err != nil {
+	if err := WriteRunHTML(&b, nil, check.Check(ev, check.Options{}), sum); err != nil {
 		t.Fatal(err)
 	}
 	took := time.Since(start)

@@ -17,7 +17,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/lockbench/lockbench/check"
-	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/verdict"
 )
 
@@ -105,20 +105,12 @@ func (l Latency) Points() []Quantile {
 // Summary is summary.json: the run's identity, its figures and the
 // checker's verdict.
 type Summary struct {
-	RunID    string `json:"run_id"`
-	Lock     string `json:"lock"`
-	Scenario string `json:"scenario"`
-	Clients  int    `json:"clients"`
-	Seed     int64  `json:"seed"`
-	// KeepAlive is the clients' keepalive policy (locks.KeepAlive); a
-	// suite may run several, and the same cell differs by it.
-	KeepAlive string `json:"keepalive,omitempty"`
-	// Etcd is the --etcd-bin the members ran as processes ("self" or a
-	// path) and EtcdVersion the release they ran, both "" for the embedded
-	// cluster and external ones (config.json has their release): a suite
-	// may run several binaries, and the same cell differs by them (Key).
-	Etcd           string  `json:"etcd,omitempty"`
-	EtcdVersion    string  `json:"etcd_version,omitempty"`
+	// Run is the run's identity, as config.json has it.
+	rundir.Run
+	// Scenario and Clients are the scenario's name and client count
+	// (config.json has the whole scenario).
+	Scenario       string  `json:"scenario"`
+	Clients        int     `json:"clients"`
 	DurationS      float64 `json:"duration_s"`
 	Events         int     `json:"events"`
 	Acquisitions   int     `json:"acquisitions"`
@@ -239,11 +231,12 @@ func (s Summary) WakeupsPerHandoff() (float64, bool) {
 	return s.Metric(verdict.Herd, "wakeups_per_handoff")
 }
 
-// Run identifies a run for Summarize; the rest comes from the history.
-type Run struct {
-	ID, Lock, Scenario string
-	Clients            int
-	Seed               int64
+// RunInfo is what Summarize knows of a run besides its history: its
+// identity and how it ended.
+type RunInfo struct {
+	rundir.Run
+	Scenario string
+	Clients  int
 	// Elapsed is how long clients ran; 0 means "from the history's span".
 	Elapsed     time.Duration
 	Interrupted bool
@@ -253,28 +246,21 @@ type Run struct {
 	Stuck []string
 	// LeaseTTL is the clients' lease TTL, for lease_overrun (0: not known).
 	LeaseTTL time.Duration
-	// KeepAlive is the clients' keepalive policy ("" when not known), kept
-	// in the summary because it decides how long a cut-off holder believes.
-	KeepAlive string
-	// Etcd and EtcdVersion are Summary's: the member processes' binary
-	// ("" when embedded or external) and the etcd release.
-	Etcd, EtcdVersion string
 }
 
-// Summarize computes the figures of a run from its history and check
-// report. It reads nothing but its arguments. Events need not be in time
-// order (ties keep their order).
+// Summarize computes the figures of a run from its checked history. It
+// reads nothing but its arguments.
 //
-// Operations are paired by check.Pair, the checker's own rules, so the
-// figures and the verdicts speak of the same acquires and holds.
+// Operations are the checker's own (check.Checked.Ops), so the figures and
+// the verdicts speak of the same acquires and holds.
 // Distributions (see LatencyNames): acquire is each acquire invoke → its
 // ok; hold is a certain hold from its grant to the holder's release invoke
 // (a hold a crash or lease-lost ended is dropped); handoff is a holder's
 // release invoke → the next grant of that lock by any process (the latest
 // such release before each grant); unavailability is each fault invoke →
 // the first grant of any lock after it.
-func Summarize(run Run, events []history.Event, rep check.Report) Summary {
-	ops := check.Pair(events)
+func Summarize(run RunInfo, c check.Checked) Summary {
+	ops, events, rep := c.Ops, c.Ops.Events, c.Report
 	grants := ops.Grants()
 	hs := map[string]hist{}
 	for _, n := range LatencyNames {
@@ -292,8 +278,7 @@ func Summarize(run Run, events []history.Event, rep check.Report) Summary {
 		elapsed = time.Duration(ops.End)
 	}
 	s := Summary{
-		RunID: run.ID, Lock: run.Lock, Scenario: run.Scenario, Clients: run.Clients, Seed: run.Seed, KeepAlive: run.KeepAlive,
-		Etcd: run.Etcd, EtcdVersion: run.EtcdVersion,
+		Run: run.Run, Scenario: run.Scenario, Clients: run.Clients,
 		DurationS:         elapsed.Seconds(),
 		Events:            len(events),
 		Acquisitions:      len(grants),
@@ -382,12 +367,11 @@ func recordHandoffs(h hist, grants []check.Op, holds []check.Hold) {
 	}
 }
 
-// HandoffLatency is the handoff distribution of events as Summarize
-// computes it (LatHandoff), over the grants at from ≤ t < to only (times
-// since the history's start), without the CDF: for a run timed over a
-// steady window, whose warm-up's slower handoffs are left out.
-func HandoffLatency(events []history.Event, from, to time.Duration) Latency {
-	ops := check.Pair(events)
+// HandoffLatency is the handoff distribution of ops as Summarize computes
+// it (LatHandoff), over the grants at from ≤ t < to only (times since the
+// history's start), without the CDF: for a run timed over a steady window,
+// whose warm-up's slower handoffs are left out.
+func HandoffLatency(ops *check.Ops, from, to time.Duration) Latency {
 	h := newHist()
 	for _, g := range handoffGaps(ops.Grants(), ops.Holds) {
 		if g.At >= int64(from) && g.At < int64(to) {

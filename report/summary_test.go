@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/verdict"
 )
 
@@ -53,7 +54,7 @@ func TestSummarizeFixture(t *testing.T) {
 	// Out of order, the same figures.
 	rev := slices.Clone(ev)
 	slices.Reverse(rev)
-	s2 := Summarize(defaultFixture().run(), rev, check.Check(ev, check.Options{}))
+	s2 := Summarize(defaultFixture().run(), check.Check(rev, check.Options{}))
 	a, _ := json.Marshal(s.LatencyMS)
 	b, _ := json.Marshal(s2.LatencyMS)
 	if string(a) != string(b) {
@@ -100,7 +101,7 @@ func TestSummarizeEdges(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := Summarize(Run{}, tc.events, check.Check(tc.events, check.Options{}))
+			s := Summarize(RunInfo{}, check.Check(tc.events, check.Options{}))
 			got := []int64{s.LatencyMS[LatHold].Count, s.LatencyMS[LatHandoff].Count, s.LatencyMS[LatUnavailability].Count, int64(s.FaultsUnrecovered)}
 			want := []int64{tc.hold, tc.handoff, tc.unavail, tc.unrec}
 			if !slices.Equal(got, want) {
@@ -161,7 +162,7 @@ func TestLatencyPointsFallback(t *testing.T) {
 // distinct keys; the default policy keeps the key of older summaries.
 func TestSummaryKeyKeepAlive(t *testing.T) {
 	for ka, want := range map[string]string{"": "queue/contention", "auto": "queue/contention", "safe": "queue/contention/keepalive=safe"} {
-		if got := (Summary{Lock: "queue", Scenario: "contention", KeepAlive: ka}).Key(); got != want {
+		if got := (Summary{Run: rundir.Run{Lock: "queue", KeepAlive: ka}, Scenario: "contention"}).Key(); got != want {
 			t.Errorf("keepalive %q: key %q, want %q", ka, got, want)
 		}
 	}
@@ -180,7 +181,7 @@ func TestSummaryKeyEtcd(t *testing.T) {
 		{"/opt/etcd-3.4.23/etcd", "3.4.23", "", "queue/contention/etcd=3.4.23", "3.4.23 (/opt/etcd-3.4.23/etcd)"},
 		{"/usr/bin/etcd", "3.4.23", "safe", "queue/contention/keepalive=safe/etcd=3.4.23", "3.4.23 (/usr/bin/etcd)"},
 	} {
-		s := Summary{Lock: "queue", Scenario: "contention", KeepAlive: tc.ka, Etcd: tc.etcd, EtcdVersion: tc.version}
+		s := Summary{Run: rundir.Run{Lock: "queue", KeepAlive: tc.ka, Etcd: tc.etcd, EtcdVersion: tc.version}, Scenario: "contention"}
 		if got := s.Key(); got != tc.want {
 			t.Errorf("%s %s: key %q, want %q", tc.etcd, tc.version, got, tc.want)
 		}
@@ -194,7 +195,7 @@ func TestSummaryKeyEtcd(t *testing.T) {
 // Summarize's handoff distribution; over a window, only the grants in it.
 func TestHandoffLatencyWindow(t *testing.T) {
 	ev, s := defaultFixture().summary()
-	all := HandoffLatency(ev, 0, time.Duration(math.MaxInt64))
+	all := HandoffLatency(check.Pair(ev), 0, time.Duration(math.MaxInt64))
 	want := s.LatencyMS[LatHandoff]
 	if all.Count != want.Count || all.P50 != want.P50 || all.Max != want.Max || all.CDF != nil {
 		t.Errorf("whole history: %+v, Summarize's %+v", all, want)
@@ -203,12 +204,12 @@ func TestHandoffLatencyWindow(t *testing.T) {
 	for _, e := range ev {
 		end = max(end, e.Time)
 	}
-	half := HandoffLatency(ev, 0, time.Duration(end/2))
-	rest := HandoffLatency(ev, time.Duration(end/2), time.Duration(end+1))
+	half := HandoffLatency(check.Pair(ev), 0, time.Duration(end/2))
+	rest := HandoffLatency(check.Pair(ev), time.Duration(end/2), time.Duration(end+1))
 	if half.Count == 0 || rest.Count == 0 || half.Count+rest.Count != want.Count {
 		t.Errorf("windows: %d + %d handoffs, want %d in all", half.Count, rest.Count, want.Count)
 	}
-	if none := HandoffLatency(ev, time.Duration(end+1), time.Duration(end+2)); none.Count != 0 || none.P50 != 0 {
+	if none := HandoffLatency(check.Pair(ev), time.Duration(end+1), time.Duration(end+2)); none.Count != 0 || none.P50 != 0 {
 		t.Errorf("empty window: %+v", none)
 	}
 }

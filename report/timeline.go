@@ -107,10 +107,10 @@ type tlViol struct {
 // buildTimeline turns a history and its violations into the page's data:
 // a lane for every process in the history and for each of clients 0 to
 // clients-1 (one that did nothing still shows). viols are numbered in
-// order; the page refers to them by index. Operations are paired by
-// check.Pair, so the page draws what the checker judged.
-func buildTimeline(events []history.Event, viols []check.Violation, clients int) tlData {
-	ops := check.Pair(events)
+// order; the page refers to them by index. Operations are the checker's
+// own, so the page draws what the checker judged.
+func buildTimeline(ops *check.Ops, viols []check.Violation, clients int) tlData {
+	events := ops.Events
 	end := ops.End
 	d := tlData{Unit: 1, End: end, Faults: []tlSpan{}, Viols: []tlViol{}}
 	if end >= int64(time.Second) {

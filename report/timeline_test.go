@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/verdict"
 )
 
@@ -40,12 +41,12 @@ func conflictEvents() []history.Event {
 
 func TestTimelineConflictView(t *testing.T) {
 	ev := conflictEvents()
-	sum := Summarize(Run{Lock: "queue", Scenario: "x", Clients: 3}, ev, check.Check(ev, check.Options{}))
+	sum := Summarize(RunInfo{Run: rundir.Run{Lock: "queue"}, Scenario: "x", Clients: 3}, check.Check(ev, check.Options{}))
 	viols := sum.Checks[verdict.Exclusion].Violations
 	if len(viols) != 1 {
 		t.Fatalf("exclusion violations %+v, want 1", viols)
 	}
-	d := buildTimeline(ev, summaryViolations(sum), 3)
+	d := buildTimeline(check.Pair(ev), summaryViolations(sum), 3)
 	var tv tlViol
 	for _, v := range d.Viols {
 		if v.Check == verdict.Exclusion {
@@ -72,7 +73,7 @@ func TestTimelineConflictView(t *testing.T) {
 	// The page marks the overlap only, on both holders' lanes, and names
 	// both holders in the mark's title and in the list.
 	var b bytes.Buffer
-	if err := WriteRunHTML(&b, nil, ev, sum); err != nil {
+	if err := WriteRunHTML(&b, nil, check.Check(ev, check.Options{}), sum); err != nil {
 		t.Fatal(err)
 	}
 	doc := parseHTML(t, b.Bytes())

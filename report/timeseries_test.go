@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/rundir"
 )
 
 func TestSeriesFixture(t *testing.T) {
@@ -93,7 +94,7 @@ func TestLeaseOverrunNegative(t *testing.T) {
 		{Time: ms(1030), Process: 0, Type: history.Invoke, F: history.FAcquire, Lock: "l"},
 		{Time: ms(3520), Process: 0, Type: history.OK, F: history.FAcquire, Lock: "l", Token: 3}, // 0.5s late
 	}
-	s := Summarize(Run{Lock: "l", LeaseTTL: 2 * time.Second}, ev, check.Check(ev, check.Options{}))
+	s := Summarize(RunInfo{Run: rundir.Run{Lock: "l"}, LeaseTTL: 2 * time.Second}, check.Check(ev, check.Options{}))
 	l := s.LatencyMS[LatLeaseOverrun]
 	// The histogram keeps 3 significant digits of the gap (crash → grant),
 	// not of the overrun: ±0.1% of 1s and 2.5s.

@@ -1,25 +1,50 @@
 package rundir
 
 import (
+	"encoding/json"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"time"
-
-	"github.com/lockbench/lockbench/check"
-	"github.com/lockbench/lockbench/locks"
-	"github.com/lockbench/lockbench/scenarios"
 )
+
+// Run is what a run is: the one record of its identity, which the
+// harness fills once and config.json, summary.json and every suite cell
+// carry (Config and report.Summary embed it), so that a reader never
+// rebuilds it from several files. The JSON names are a contract.
+type Run struct {
+	RunID string `json:"run_id"`
+	Lock  string `json:"lock"`
+	Seed  int64  `json:"seed"`
+	// KeepAlive is the policy that kept the clients' leases (see
+	// locks.EffectiveKeepAlive): it decides how long a cut-off holder
+	// believes, so the same cell under two policies is two cells.
+	KeepAlive string `json:"keepalive"`
+	// Etcd is the --etcd-bin the members ran as processes ("self" or a
+	// path as given) and EtcdVersion their release, both "" for the
+	// embedded cluster and external ones (Config.Cluster has their
+	// release): a suite may run several binaries, and the same cell
+	// differs by them.
+	Etcd        string `json:"etcd,omitempty"`
+	EtcdVersion string `json:"etcd_version,omitempty"`
+	// ScenarioHash is the scenario's definition as a hash
+	// (scenarios.Scenario.Hash): two runs of one name may have run two
+	// definitions.
+	ScenarioHash string `json:"scenario_hash,omitempty"`
+	// Lockbench is the lockbench build that made the run (ThisBuild).
+	Lockbench string `json:"lockbench_version,omitempty"`
+}
 
 // Config is config.json: everything needed to understand or repeat a run.
 // The harness writes it and Load reads it with this one type, so the file
 // and its readers cannot disagree. The JSON names are a contract.
 type Config struct {
-	RunID     string             `json:"run_id"`
-	Lock      string             `json:"lock"`
-	Scenario  scenarios.Scenario `json:"scenario"`
-	Seed      int64              `json:"seed"`
-	KeepAlive locks.KeepAlive    `json:"keepalive"`
+	Run
+	// Scenario is the scenario as it ran (scenarios.Scenario's JSON),
+	// kept as bytes: this package is the contract below the code that
+	// reads scenarios.
+	Scenario json.RawMessage `json:"scenario"`
 	// RPCTimeoutMS is the lock clients' per-request deadline (0: none).
 	RPCTimeoutMS int64 `json:"rpc_timeout_ms"`
 	// SharedConns is how many etcd connections the clients shared (0: one
@@ -98,25 +123,34 @@ func CPUModel(cpuinfo string) string {
 	return ""
 }
 
-// LivenessBound is how long a free lock may keep waiters before the
-// liveness check calls it a stall: the scenario's lease TTL plus the
-// cluster's election timeout, the longest any correct lock may take to
-// recover (docs/design.md §4). A config that lacks them (an old or
-// hand-made one) gets the harness's defaults. The harness and Load both
-// use it, so a re-check applies the bound the run was checked with.
-func (c Config) LivenessBound() time.Duration {
-	election := time.Duration(c.Cluster.ElectionMS) * time.Millisecond
-	if election <= 0 {
-		election = check.DefaultElectionTimeout
+// ThisBuild names the lockbench build running: its module version and,
+// when the build recorded them, its commit (and "+dirty" for a tree with
+// changes), e.g. "(devel) 35f804c+dirty". It says which code made a
+// record, since verdicts change with the checker.
+func ThisBuild() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
 	}
-	ttl := c.Scenario.TTL()
-	if ttl <= 0 {
-		ttl = check.DefaultLeaseTTL
+	v := bi.Main.Version
+	var rev string
+	var dirty bool
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
 	}
-	return ttl + election
-}
-
-// CheckOptions are the checker's options for the run c describes.
-func (c Config) CheckOptions() check.Options {
-	return check.Options{LivenessBound: c.LivenessBound()}
+	if rev == "" {
+		return v
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if dirty {
+		rev += "+dirty"
+	}
+	return v + " " + rev
 }

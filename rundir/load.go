@@ -8,11 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
-	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/history"
-	"github.com/lockbench/lockbench/report"
 )
 
 // Folder is a saved run as Load reads it: enough to draw its report again
@@ -21,9 +18,10 @@ type Folder struct {
 	Dir    string
 	Config Config
 	Events []history.Event
-	// Saved is summary.json as recorded at the time of the run, to tell
-	// what changed when today's checker disagrees.
-	Saved report.Summary
+	// Summary is summary.json as recorded at the time of the run (its
+	// bytes, checked to be a JSON object: package report reads it), to
+	// tell what changed when today's checker disagrees.
+	Summary json.RawMessage
 }
 
 // Load reads a run folder: config.json, history.jsonl and summary.json.
@@ -50,9 +48,11 @@ func Load(dir string) (*Folder, error) {
 	if b, err = os.ReadFile(sumPath); err != nil {
 		return nil, fmt.Errorf("read %s: %w", sumPath, err)
 	}
-	if err := json.Unmarshal(b, &f.Saved); err != nil {
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(b, &probe); err != nil {
 		return nil, fmt.Errorf("%s: %w", sumPath, err)
 	}
+	f.Summary = b
 	return f, nil
 }
 
@@ -77,44 +77,6 @@ func isRunFolder(dir string) error {
 			dir, ErrNotRunFolder, joinOr(missing), ConfigFile, HistoryFile, SummaryFile)
 	}
 	return nil
-}
-
-// CheckOptions are the checker options the run was checked with (see
-// Config.LivenessBound).
-func (f *Folder) CheckOptions() check.Options { return f.Config.CheckOptions() }
-
-// Run identifies the run for report.Summarize, from summary.json, falling
-// back on config.json for what an old summary lacks.
-func (f *Folder) Run() report.Run {
-	c, s := f.Config, f.Saved
-	r := report.Run{ID: s.RunID, Lock: s.Lock, Scenario: s.Scenario, Clients: s.Clients, Seed: s.Seed,
-		Elapsed:     time.Duration(s.DurationS * float64(time.Second)),
-		Interrupted: s.Interrupted, Stopped: s.Stopped, LeaseTTL: c.Scenario.TTL()}
-	if r.LeaseTTL <= 0 {
-		r.LeaseTTL = check.DefaultLeaseTTL
-	}
-	if r.ID == "" {
-		r.ID = c.RunID
-	}
-	if r.Lock == "" {
-		r.Lock = c.Lock
-	}
-	if r.Scenario == "" {
-		r.Scenario = c.Scenario.Name
-	}
-	if r.Clients == 0 {
-		r.Clients = c.Scenario.Clients
-	}
-	if r.Seed == 0 {
-		r.Seed = c.Seed
-	}
-	return r
-}
-
-// Recheck checks the history again with today's checker and summarizes it,
-// so that old runs get new figures.
-func (f *Folder) Recheck() report.Summary {
-	return report.Summarize(f.Run(), f.Events, check.Check(f.Events, f.CheckOptions()))
 }
 
 func pathErr(err error) string {

@@ -12,15 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/history"
-	"github.com/lockbench/lockbench/report"
-	"github.com/lockbench/lockbench/scenarios"
-	"github.com/lockbench/lockbench/verdict"
 )
 
 // sampleDir is a run folder as the harness writes it (8 clients, a fault,
-// an exclusion violation), kept in step by report's TestSampleRunFolder.
+// an exclusion violation), kept in step by report's TestSampleRunFolder (go test ./report -update).
 var sampleDir = filepath.Join("..", "report", "testdata", "run-violation")
 
 // copySample copies the sample run folder to a temporary folder.
@@ -40,22 +36,6 @@ func copySample(t *testing.T) string {
 		}
 	}
 	return dst
-}
-
-// TestSampleRunFolder: the sample folder loads and re-checks to its known
-// violation, with its identity from the folder.
-func TestSampleRunFolder(t *testing.T) {
-	f, err := Load(sampleDir)
-	if err != nil {
-		t.Fatalf("%v (create it with: go test ./report -update)", err)
-	}
-	s := f.Recheck()
-	if s.Verdict != verdict.Fail || s.Checks[verdict.Exclusion].Count == 0 {
-		t.Errorf("the sample run has no exclusion violation: %s", s.Verdict)
-	}
-	if s.Clients != 8 || s.Lock != "queue" || s.RunID == "" {
-		t.Errorf("identity from the folder: %+v", s)
-	}
 }
 
 func TestLoadErrors(t *testing.T) {
@@ -80,7 +60,7 @@ func TestLoadErrors(t *testing.T) {
 	// A run folder with a broken file is a run folder, and names the file.
 	for name, content := range map[string]string{
 		HistoryFile: "{\"time\":1}\n",
-		ConfigFile:  `{"scenario":{"lease_ttl":"junk"}}`,
+		ConfigFile:  `{"seed":"junk"}`,
 		SummaryFile: `{"verdict":`,
 	} {
 		bad := copySample(t)
@@ -91,41 +71,10 @@ func TestLoadErrors(t *testing.T) {
 	}
 }
 
-// TestConfigCheckOptions: the liveness bound is the lease TTL plus the
-// election timeout, each defaulted when config.json lacks it; durations
-// read as text, nanoseconds or "".
-func TestConfigCheckOptions(t *testing.T) {
-	for _, tc := range []struct {
-		cfg  string
-		want time.Duration
-	}{
-		{`{}`, check.DefaultLivenessBound},
-		{`{"scenario":{"lease_ttl":"10s"},"cluster":{"election_ms":1000}}`, 11 * time.Second},
-		{`{"scenario":{"lease_ttl":2000000000}}`, 2*time.Second + check.DefaultElectionTimeout},
-		{`{"scenario":{"lease_ttl":""}}`, check.DefaultLivenessBound},
-	} {
-		var c Config
-		if err := json.Unmarshal([]byte(tc.cfg), &c); err != nil {
-			t.Fatalf("%s: %v", tc.cfg, err)
-		}
-		f := &Folder{Config: c}
-		if got := f.CheckOptions().LivenessBound; got != tc.want {
-			t.Errorf("%s: liveness bound %s, want %s", tc.cfg, got, tc.want)
-		}
-	}
-	var c Config
-	if err := json.Unmarshal([]byte(`{"run_id":"r","lock":"l","seed":7,"scenario":{"name":"s","clients":3}}`), &c); err != nil {
-		t.Fatal(err)
-	}
-	f := &Folder{Config: c, Saved: report.Summary{DurationS: 1.5}}
-	r := f.Run()
-	if r.ID != "r" || r.Lock != "l" || r.Scenario != "s" || r.Clients != 3 || r.Seed != 7 || r.Elapsed != 1500*time.Millisecond {
-		t.Errorf("run from config: %+v", r)
-	}
-}
-
 // TestConfigJSONNames keeps config.json's field names: they are a
-// contract that scripts read.
+// contract that scripts read. Every key of the sample folder's
+// config.json (written before the run identity became one record) must
+// survive a load and a write, at every depth.
 func TestConfigJSONNames(t *testing.T) {
 	b, err := json.Marshal(Config{SharedConns: 1, Cluster: ClusterConfig{External: true, TLS: true, CACert: "c", Cert: "c", Key: "k", User: "u", Version: "v"}})
 	if err != nil {
@@ -149,25 +98,40 @@ func TestConfigJSONNames(t *testing.T) {
 			t.Errorf("config.json's host lacks %q", k)
 		}
 	}
+	old, err := os.ReadFile(filepath.Join(sampleDir, ConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c Config
+	if err := json.Unmarshal(old, &c); err != nil {
+		t.Fatal(err)
+	}
+	missing := MissingKeys(old, []byte(mustJSON(t, c)))
+	if len(missing) > 0 {
+		t.Errorf("config.json keys lost in a load and write: %v", missing)
+	}
 }
 
 // TestWriteLoad: a run folder written by Write loads back as written, and
-// no staging folder is left behind.
+// no staging folder is left behind; a second Write over it, or one
+// without a run id, fails.
 func TestWriteLoad(t *testing.T) {
 	sample, err := Load(sampleDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := scenarios.Lookup("contention")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc.LeaseTTL = scenarios.Duration(3 * time.Second)
-	cfg := Config{RunID: "20260101T000000.000Z-queue-contention-s1", Lock: "queue", Scenario: sc, Seed: 1, KeepAlive: "auto",
-		Prefix: "/lockbench/x/", Cluster: ClusterConfig{Members: 3, TickMS: 50, ElectionMS: 500, Endpoints: []string{"http://a"}},
+	cfg := Config{Run: Run{RunID: "20260101T000000.000Z-queue-contention-s1", Lock: "queue", Seed: 1, KeepAlive: "auto"},
+		Scenario: json.RawMessage(`{"name":"contention","clients":8,"lease_ttl":"3s"}`),
+		Prefix:   "/lockbench/x/", Cluster: ClusterConfig{Members: 3, TickMS: 50, ElectionMS: 500, Endpoints: []string{"http://a"}},
 		Started: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), GoVersion: "go1", Host: ThisHost()}
+	files := []File{
+		JSONFile(ConfigFile, cfg),
+		{Name: HistoryFile, Render: func(w io.Writer) error { return history.Write(w, sample.Events) }},
+		{Name: SummaryFile, Render: func(w io.Writer) error { _, err := w.Write(sample.Summary); return err }},
+		{Name: HTMLFile, Render: func(w io.Writer) error { _, err := io.WriteString(w, "<html>"); return err }},
+	}
 	parent := filepath.Join(t.TempDir(), "runs")
-	dir, err := Write(parent, cfg, sample.Events, sample.Saved)
+	dir, err := Write(parent, cfg.RunID, files...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,22 +147,22 @@ func TestWriteLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	if a, b := mustJSON(t, back.Config), mustJSON(t, cfg); a != b {
-		t.Errorf("config.json round trip:\n got %+v\nwant %+v", back.Config, cfg)
+		t.Errorf("config.json round trip:\n got %s\nwant %s", a, b)
 	}
-	if !reflect.DeepEqual(back.Events, sample.Events) || back.Saved.Verdict != sample.Saved.Verdict {
+	if !reflect.DeepEqual(back.Events, sample.Events) || !bytes.Equal(back.Summary, sample.Summary) {
 		t.Error("history or summary differ after the round trip")
 	}
-	if got, want := back.CheckOptions().LivenessBound, 3500*time.Millisecond; got != want {
-		t.Errorf("liveness bound %s, want %s", got, want)
-	}
-	page, err := os.ReadFile(filepath.Join(dir, HTMLFile))
-	if err != nil || !bytes.Contains(page, []byte(`class="lane"`)) {
-		t.Errorf("%s: %v", HTMLFile, err)
-	}
-	if _, err := Write(parent, cfg, sample.Events, sample.Saved); err == nil {
+	if _, err := Write(parent, cfg.RunID, files...); err == nil {
 		t.Error("a second Write over the same run folder succeeded")
 	}
-	if _, err := Write(parent, Config{}, nil, report.Summary{}); err == nil {
+	boom := errors.New("boom")
+	if _, err := Write(parent, "other", File{Name: ConfigFile, Render: func(io.Writer) error { return boom }}); !errors.Is(err, boom) {
+		t.Errorf("a failed render: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(parent, "other")); err == nil {
+		t.Error("a failed Write left a run folder")
+	}
+	if _, err := Write(parent, "", files...); err == nil {
 		t.Error("Write without a run id succeeded")
 	}
 }
@@ -243,29 +207,6 @@ func TestWriteFile(t *testing.T) {
 	}
 	if err := WriteJSON(filepath.Join(dir, "y.json"), func() {}); err == nil {
 		t.Error("WriteJSON of a func succeeded")
-	}
-}
-
-// TestHTMLPages: the HTML pages are written through WriteFile, and the
-// suite page links to each cell's run page by this package's file name.
-func TestHTMLPages(t *testing.T) {
-	sample, err := Load(sampleDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	run := filepath.Join(dir, HTMLFile)
-	if err := WriteFile(run, func(w io.Writer) error { return report.WriteRunHTML(w, sample.Config, sample.Events, sample.Saved) }); err != nil {
-		t.Fatal(err)
-	}
-	suite := filepath.Join(dir, "suite.html")
-	cells := []report.Cell{{Summary: sample.Saved, Dir: "cell-1"}}
-	if err := WriteFile(suite, func(w io.Writer) error { return report.WriteSuiteHTML(w, cells) }); err != nil {
-		t.Fatal(err)
-	}
-	page, _ := os.ReadFile(suite)
-	if !bytes.Contains(page, []byte("cell-1/"+HTMLFile)) {
-		t.Errorf("the suite page does not link to cell-1/%s", HTMLFile)
 	}
 }
 

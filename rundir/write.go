@@ -7,9 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-
-	"github.com/lockbench/lockbench/history"
-	"github.com/lockbench/lockbench/report"
 )
 
 // WriteFile writes what render produces to path atomically: it renders
@@ -59,39 +56,50 @@ func WriteJSON(path string, v any) error {
 	})
 }
 
-// Write writes a run folder named cfg.RunID under parent: config.json,
-// history.jsonl, summary.json and report.html. The files go into a hidden
-// staging folder that is then renamed into place, so a run folder is
-// either complete or absent, even when the process dies half way. It
-// returns the run folder's path.
-func Write(parent string, cfg Config, events []history.Event, sum report.Summary) (string, error) {
-	if cfg.RunID == "" {
-		return "", fmt.Errorf("write run folder under %s: the config has no run id", parent)
+// File is one file of a run folder: its name and how to render it.
+type File struct {
+	Name   string
+	Render func(io.Writer) error
+}
+
+// JSONFile is a File that holds v as indented JSON.
+func JSONFile(name string, v any) File {
+	return File{Name: name, Render: func(w io.Writer) error {
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return fmt.Errorf("encode %s: %w", name, err)
+		}
+		_, err = w.Write(append(b, '\n'))
+		return err
+	}}
+}
+
+// Write writes a run folder named runID under parent holding files (the
+// harness gives config.json, history.jsonl, summary.json and
+// report.html). The files go into a hidden staging folder that is then
+// renamed into place, so a run folder is either complete or absent, even
+// when the process dies half way. It returns the run folder's path.
+func Write(parent, runID string, files ...File) (string, error) {
+	if runID == "" {
+		return "", fmt.Errorf("write run folder under %s: the run has no id", parent)
 	}
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return "", fmt.Errorf("create %s: %w", parent, err)
 	}
-	stage, err := os.MkdirTemp(parent, "."+cfg.RunID+"-")
+	stage, err := os.MkdirTemp(parent, "."+runID+"-")
 	if err != nil {
 		return "", fmt.Errorf("create run folder: %w", err)
 	}
 	defer os.RemoveAll(stage) // a no-op once renamed
-	if err := WriteJSON(filepath.Join(stage, ConfigFile), cfg); err != nil {
-		return "", err
-	}
-	if err := WriteFile(filepath.Join(stage, HistoryFile), func(w io.Writer) error { return history.Write(w, events) }); err != nil {
-		return "", err
-	}
-	if err := WriteJSON(filepath.Join(stage, SummaryFile), sum); err != nil {
-		return "", err
-	}
-	if err := WriteFile(filepath.Join(stage, HTMLFile), func(w io.Writer) error { return report.WriteRunHTML(w, cfg, events, sum) }); err != nil {
-		return "", err
+	for _, f := range files {
+		if err := WriteFile(filepath.Join(stage, f.Name), f.Render); err != nil {
+			return "", err
+		}
 	}
 	if err := os.Chmod(stage, 0o755); err != nil {
 		return "", fmt.Errorf("run folder %s: %w", stage, err)
 	}
-	dir := filepath.Join(parent, cfg.RunID)
+	dir := filepath.Join(parent, runID)
 	if err := os.Rename(stage, dir); err != nil {
 		return "", fmt.Errorf("move run folder into place: %w", err)
 	}

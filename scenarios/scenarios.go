@@ -5,7 +5,9 @@ package scenarios
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -333,6 +335,19 @@ func (s Scenario) Needs() chaos.Needs {
 		n.MemberProcesses = n.MemberProcesses || f.MemberProcesses
 	}
 	return n
+}
+
+// Hash is "sha256:" and the hex SHA-256 of s's JSON encoding (struct
+// fields in order, map keys sorted: canonical for one version of the
+// Scenario type). Two runs whose hashes for a scenario differ ran
+// different definitions under the same name.
+func (s Scenario) Hash() string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return "unhashable: " + err.Error()
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // Parse reads a scenario file. Unknown keys, bad durations, unknown faults

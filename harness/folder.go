@@ -1,0 +1,109 @@
+package harness
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/lockbench/lockbench/check"
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/rundir"
+	"github.com/lockbench/lockbench/runner"
+	"github.com/lockbench/lockbench/scenarios"
+)
+
+// finishRun checks a finished run's history once, summarizes that checked
+// value and writes the run folder from it: one pairing of the history
+// feeds the verdicts, the figures and the page.
+func finishRun(parent string, cfg rundir.Config, sc scenarios.Scenario, out *runner.Outcome) (*Result, error) {
+	c := check.Check(out.Events, checkOptions(sc, cfg.Cluster))
+	sum := report.Summarize(report.RunInfo{
+		Run: cfg.Run, Scenario: sc.Name, Clients: sc.Clients, LeaseTTL: sc.TTL(),
+		Elapsed: out.Elapsed, Interrupted: out.Interrupted, Stopped: out.Stopped, Stuck: out.Stuck,
+	}, c)
+	dir, err := rundir.Write(parent, cfg.RunID,
+		rundir.JSONFile(rundir.ConfigFile, cfg),
+		rundir.File{Name: rundir.HistoryFile, Render: func(w io.Writer) error { return history.Write(w, out.Events) }},
+		rundir.JSONFile(rundir.SummaryFile, sum),
+		rundir.File{Name: rundir.HTMLFile, Render: func(w io.Writer) error { return report.WriteRunHTML(w, cfg, c, sum) }})
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Dir: dir, Summary: sum}, nil
+}
+
+// checkOptions are the checker's options for a run of sc on a cluster: the
+// liveness bound is the scenario's lease TTL plus the cluster's election
+// timeout, the longest any correct lock may take to recover
+// (docs/design.md §4); a cluster record without its election timeout (an
+// old or hand-made config.json) gets the harness's default. A run and a
+// re-check of its folder use it, so both apply the same bound.
+func checkOptions(sc scenarios.Scenario, cl rundir.ClusterConfig) check.Options {
+	election := time.Duration(cl.ElectionMS) * time.Millisecond
+	if election <= 0 {
+		election = check.DefaultElectionTimeout
+	}
+	return check.Options{LivenessBound: sc.TTL() + election}
+}
+
+// Rechecked is a saved run checked again with today's checker.
+type Rechecked struct {
+	Folder *rundir.Folder
+	// Checked and Summary are today's verdicts and figures; Saved is
+	// summary.json as recorded, to tell what changed.
+	Checked check.Checked
+	Summary report.Summary
+	Saved   report.Summary
+}
+
+// Recheck loads the run folder dir and checks its history again with
+// today's checker, so that old runs get new figures. Its identity comes
+// from config.json, where the run wrote it; what a folder from before the
+// identity was recorded there lacks is taken from its summary.json.
+func Recheck(dir string) (*Rechecked, error) {
+	f, err := rundir.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	r := &Rechecked{Folder: f}
+	if err := json.Unmarshal(f.Summary, &r.Saved); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, rundir.SummaryFile), err)
+	}
+	var sc scenarios.Scenario
+	if len(f.Config.Scenario) > 0 {
+		if err := json.Unmarshal(f.Config.Scenario, &sc); err != nil {
+			return nil, fmt.Errorf("%s: scenario: %w", filepath.Join(dir, rundir.ConfigFile), err)
+		}
+	}
+	info := report.RunInfo{Run: f.Config.Run, Scenario: sc.Name, Clients: sc.Clients, LeaseTTL: sc.TTL(),
+		Elapsed:     time.Duration(r.Saved.DurationS * float64(time.Second)),
+		Interrupted: r.Saved.Interrupted, Stopped: r.Saved.Stopped, Stuck: r.Saved.Stuck}
+	fillOldIdentity(&info, r.Saved)
+	r.Checked = check.Check(f.Events, checkOptions(sc, f.Config.Cluster))
+	r.Summary = report.Summarize(info, r.Checked)
+	return r, nil
+}
+
+// fillOldIdentity takes from a run's saved summary what config.json did
+// not record before the run identity was one record (the member
+// processes' binary and release lived in the summary only), and from a
+// hand-made config.json without a scenario, the scenario's name.
+func fillOldIdentity(info *report.RunInfo, saved report.Summary) {
+	id, old := &info.Run, saved.Run
+	if id.Etcd == "" && id.EtcdVersion == "" {
+		id.Etcd, id.EtcdVersion = old.Etcd, old.EtcdVersion
+	}
+	if info.Scenario == "" {
+		info.Scenario, info.Clients = saved.Scenario, saved.Clients
+	}
+}
+
+// WriteHTML writes the re-checked run's report.html to path.
+func (r *Rechecked) WriteHTML(path string) error {
+	return rundir.WriteFile(path, func(w io.Writer) error {
+		return report.WriteRunHTML(w, r.Folder.Config, r.Checked, r.Summary)
+	})
+}

@@ -1,0 +1,169 @@
+package harness
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/check"
+	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/rundir"
+	"github.com/lockbench/lockbench/runner"
+	"github.com/lockbench/lockbench/scenarios"
+	"github.com/lockbench/lockbench/verdict"
+)
+
+// sampleDir is a run folder written before the run identity became one
+// record (report's TestSampleRunFolder keeps it): old folders must load.
+var sampleDir = filepath.Join("..", "report", "testdata", "run-violation")
+
+// TestRecheckSample: the sample folder loads and re-checks to its known
+// violation, with its identity from the folder.
+func TestRecheckSample(t *testing.T) {
+	r, err := Recheck(sampleDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := r.Summary
+	if s.Verdict != verdict.Fail || s.Checks[verdict.Exclusion].Count == 0 {
+		t.Errorf("the sample run has no exclusion violation: %s", s.Verdict)
+	}
+	if s.Clients != 8 || s.Lock != "queue" || s.RunID == "" || s.Scenario == "" || s.Verdict != r.Saved.Verdict {
+		t.Errorf("identity from the folder: %+v", s.Run)
+	}
+	var page bytes.Buffer
+	if err := report.WriteRunHTML(&page, r.Folder.Config, r.Checked, s); err != nil || !bytes.Contains(page.Bytes(), []byte(`class="lane"`)) {
+		t.Errorf("run page: %v", err)
+	}
+}
+
+// TestRunPairsItsHistoryOnce: checking, summarizing and writing a run
+// folder (history, summary, page) pair the history once, and so does
+// re-checking a folder and drawing its page again.
+func TestRunPairsItsHistoryOnce(t *testing.T) {
+	f, err := rundir.Load(sampleDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := scenarios.Lookup("contention")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := f.Config
+	cfg.RunID = "pairs-once"
+	before := check.Pairings()
+	res, err := finishRun(t.TempDir(), cfg, sc, &runner.Outcome{Events: f.Events, Elapsed: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := check.Pairings() - before; n != 1 {
+		t.Errorf("a run paired its history %d times, want 1", n)
+	}
+	before = check.Pairings()
+	r, err := Recheck(res.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteHTML(filepath.Join(t.TempDir(), rundir.HTMLFile)); err != nil {
+		t.Fatal(err)
+	}
+	if n := check.Pairings() - before; n != 1 {
+		t.Errorf("a re-check and its page paired the history %d times, want 1", n)
+	}
+	if r.Summary.Verdict != res.Summary.Verdict || r.Summary.Acquisitions != res.Summary.Acquisitions {
+		t.Errorf("re-check %s/%d, run %s/%d", r.Summary.Verdict, r.Summary.Acquisitions, res.Summary.Verdict, res.Summary.Acquisitions)
+	}
+}
+
+// TestFileFormatsKeepTheirKeys: config.json, summary.json and suite.json
+// are contracts; every key of files written before this build (the
+// sample run folder, the committed baseline suite) survives reading them
+// with today's types and writing them again.
+func TestFileFormatsKeepTheirKeys(t *testing.T) {
+	for _, tc := range []struct {
+		path string
+		into any
+	}{
+		{filepath.Join(sampleDir, rundir.ConfigFile), &rundir.Config{}},
+		{filepath.Join(sampleDir, rundir.SummaryFile), &report.Summary{}},
+		{filepath.Join("..", "results", "baseline.json"), &report.Suite{}},
+	} {
+		old, err := os.ReadFile(tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(old, tc.into); err != nil {
+			t.Fatalf("%s: %v", tc.path, err)
+		}
+		again, err := json.Marshal(tc.into)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if missing := rundir.MissingKeys(old, again); len(missing) > 0 {
+			t.Errorf("%s: keys lost when read and written again: %v", tc.path, missing)
+		}
+	}
+}
+
+// TestCheckOptions: the liveness bound is the lease TTL plus the election
+// timeout, each defaulted when config.json lacks it; durations read as
+// text, nanoseconds or "".
+func TestCheckOptions(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  string
+		want time.Duration
+	}{
+		{`{}`, check.DefaultLivenessBound},
+		{`{"scenario":{"lease_ttl":"10s"},"cluster":{"election_ms":1000}}`, 11 * time.Second},
+		{`{"scenario":{"lease_ttl":2000000000}}`, 2*time.Second + check.DefaultElectionTimeout},
+		{`{"scenario":{"lease_ttl":""}}`, check.DefaultLivenessBound},
+	} {
+		var c struct {
+			Scenario scenarios.Scenario   `json:"scenario"`
+			Cluster  rundir.ClusterConfig `json:"cluster"`
+		}
+		if err := json.Unmarshal([]byte(tc.cfg), &c); err != nil {
+			t.Fatalf("%s: %v", tc.cfg, err)
+		}
+		if got := checkOptions(c.Scenario, c.Cluster).LivenessBound; got != tc.want {
+			t.Errorf("%s: liveness bound %s, want %s", tc.cfg, got, tc.want)
+		}
+	}
+}
+
+// TestRecheckBrokenScenario: a config.json whose scenario does not decode
+// is named in the error.
+func TestRecheckBrokenScenario(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	os.MkdirAll(dir, 0o755)
+	for _, name := range []string{rundir.HistoryFile, rundir.SummaryFile} {
+		b, _ := os.ReadFile(filepath.Join(sampleDir, name))
+		os.WriteFile(filepath.Join(dir, name), b, 0o644)
+	}
+	os.WriteFile(filepath.Join(dir, rundir.ConfigFile), []byte(`{"scenario":{"lease_ttl":"junk"}}`), 0o644)
+	if _, err := Recheck(dir); err == nil || !bytes.Contains([]byte(err.Error()), []byte(rundir.ConfigFile)) {
+		t.Errorf("Recheck = %v, want an error naming %s", err, rundir.ConfigFile)
+	}
+}
+
+// TestSuitePageLinksRuns: the suite page links to each cell's run page by
+// the run folder's file name.
+func TestSuitePageLinksRuns(t *testing.T) {
+	r, err := Recheck(sampleDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	suite := filepath.Join(t.TempDir(), "suite.html")
+	cells := []report.Cell{{Summary: r.Saved, Dir: "cell-1"}}
+	if err := rundir.WriteFile(suite, func(w io.Writer) error { return report.WriteSuiteHTML(w, cells) }); err != nil {
+		t.Fatal(err)
+	}
+	page, _ := os.ReadFile(suite)
+	if !bytes.Contains(page, []byte("cell-1/"+rundir.HTMLFile)) {
+		t.Errorf("the suite page does not link to cell-1/%s", rundir.HTMLFile)
+	}
+}
