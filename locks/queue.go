@@ -92,10 +92,6 @@ type queueLocker struct {
 	// naive takes the lock on the first event of the predecessor's key,
 	// with no re-check: the seed article's scheme one as its code does it.
 	naive bool
-	// noHandover is the protocol before handovers (no watch of our own
-	// key, plain deletes, no successors read), kept for
-	// TestMeasureHandover's A/B against it.
-	noHandover bool
 
 	// mu guards next, ext, refill and pred.
 	mu sync.Mutex
@@ -232,7 +228,7 @@ func (l *queueLocker) wait(ctx context.Context, ls *lease, me kv, pred *kv, at i
 	// Step 3: watch our own key for a handover (watchOwn); a holder may
 	// have handed over to us already.
 	own := new(clientv3.WatchChan) // none: a nil channel
-	if !l.naive && !l.noHandover {
+	if !l.naive {
 		own = l.watchOwn(me.key)
 		if h, passed := l.pollHandover(own, me); h > 0 {
 			l.opts.OnWakeup()
@@ -339,7 +335,7 @@ func (l *queueLocker) recheck(ctx context.Context, me kv, d int64, own *clientv3
 		return nil, passed, h, true, nil
 	}
 	if *own == nil {
-		pred, next, at, err = l.newest(ctx, me, d, !l.noHandover)
+		pred, next, at, err = l.newest(ctx, me, d, true)
 		return pred, next, at, false, err
 	}
 	type read struct {
@@ -570,7 +566,7 @@ func (l *queueLocker) leave(ctx context.Context, ls *lease, me kv, cause error) 
 // first in the same txn (handOver).
 func (l *queueLocker) Unlock(ctx context.Context, g *Grant) error {
 	next := l.takeNext(g.Token)
-	if len(next) == 0 || l.noHandover {
+	if len(next) == 0 {
 		return unlockOwn(ctx, l.cli, l.leases, g)
 	}
 	return unlockWith(ctx, l.leases, g, func(ctx context.Context) error { return l.handOver(ctx, g, next) })
