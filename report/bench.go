@@ -11,6 +11,7 @@ import (
 	"unicode"
 
 	"github.com/lockbench/lockbench/check"
+	"github.com/lockbench/lockbench/stats"
 	"github.com/lockbench/lockbench/verdict"
 )
 
@@ -441,7 +442,7 @@ func benchFloorLines(w io.Writer, b *Bench) {
 		}
 		if len(rates) > 0 {
 			fmt.Fprintf(w, "×floor and ÷ commit p50 use a %.1fs floor measured just before each cell: %.0f–%.0f commits/s (median %.0f)\n",
-				b.CellFloorS, slices.Min(rates), slices.Max(rates), Median(rates))
+				b.CellFloorS, slices.Min(rates), slices.Max(rates), stats.Median(rates))
 		}
 	}
 }
@@ -617,17 +618,15 @@ func (c BenchCell) summary(scenario string) Summary {
 	return s
 }
 
-// Median is the middle of xs (0 for none), leaving xs as it is.
+// Median is stats.Median with 0 for none, for harness's bench figures:
+// they store 0 as "none" in JSON, which must never carry NaN. report has
+// no median of its own; this forwarder stays only until harness's callers
+// call stats.Median and handle none where they use it.
 func Median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if n := len(s); n%2 == 0 {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
-	return s[len(s)/2]
+	return stats.Median(xs)
 }
 
 // onOff names a recording setting as the output spells it.
