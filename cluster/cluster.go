@@ -467,20 +467,10 @@ func (c *Cluster) Restart(ctx context.Context, i int) error {
 	if err := m.front.open(); err != nil {
 		return fmt.Errorf("restart %s: front door: %w", m.Name, err)
 	}
-	var last error
-	for attempt := 0; attempt < 20; attempt++ {
-		last = c.startMember(ctx, m, embed.ClusterStateFlagExisting)
-		// The old listeners may take a moment to release their ports.
-		if last == nil || !isAddrInUse(last) {
-			return last
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("restart %s: %w", m.Name, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return last
+	// The old listeners may take a moment to release their ports.
+	return whilePortBusy(ctx, m.Name, 50*time.Millisecond, func() error {
+		return c.startMember(ctx, m, embed.ClusterStateFlagExisting)
+	})
 }
 
 // Partition cuts member i from all its peers, in both directions, while
@@ -625,6 +615,31 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// restartTries is how many times a restart tries its member's ports
+// before it gives up on them.
+const restartTries = 20
+
+// whilePortBusy runs start, a restart of member name, again every pause
+// for as long as it fails because a port is still in use, up to
+// restartTries runs, and returns its last error (nil once it succeeds). A
+// restarted member must come back on its own ports (its peers and clients
+// know it by them), and those of its crashed self are released a moment
+// after the crash, not at once.
+func whilePortBusy(ctx context.Context, name string, pause time.Duration, start func() error) error {
+	var last error
+	for range restartTries {
+		if last = start(); last == nil || !isAddrInUse(last) {
+			return last
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("restart %s: %w", name, ctx.Err())
+		case <-time.After(pause):
+		}
+	}
+	return last
 }
 
 func isAddrInUse(err error) bool {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -180,5 +181,42 @@ func TestCheckLockService(t *testing.T) {
 	}
 	if resp.Count != 0 {
 		t.Errorf("the probe left %d keys", resp.Count)
+	}
+}
+
+// TestWhilePortBusy: a restart is run again while its ports are still in
+// use, and only then; it ends at the first other outcome, after
+// restartTries runs, or with its context.
+func TestWhilePortBusy(t *testing.T) {
+	busy := errors.New("listen tcp 127.0.0.1:2380: bind: address already in use")
+	other := errors.New("member m0: data dir is locked")
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name    string
+		ctx     context.Context
+		answers []error // start's, in turn; the last repeats
+		runs    int
+		err     error
+	}{
+		{"free at once", context.Background(), []error{nil}, 1, nil},
+		{"free after two tries", context.Background(), []error{busy, busy, nil}, 3, nil},
+		{"another error ends it", context.Background(), []error{busy, other}, 2, other},
+		{"busy throughout", context.Background(), []error{busy}, restartTries, busy},
+		{"context ends the wait", cancelled, []error{busy}, 1, context.Canceled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runs := 0
+			err := whilePortBusy(tc.ctx, "m0", time.Millisecond, func() error {
+				runs++
+				return tc.answers[min(runs, len(tc.answers))-1]
+			})
+			if runs != tc.runs {
+				t.Errorf("%d runs, want %d", runs, tc.runs)
+			}
+			if !errors.Is(err, tc.err) || (err == nil) != (tc.err == nil) {
+				t.Errorf("err %v, want %v", err, tc.err)
+			}
+		})
 	}
 }

@@ -199,25 +199,17 @@ func (pc *ProcessCluster) Restart(ctx context.Context, i int) error {
 	if m.alive() {
 		return fmt.Errorf("restart %s: %w", m.name, ErrRunning)
 	}
-	var last error
-	for attempt := 0; attempt < 20; attempt++ {
-		if last = pc.spawn(m, "existing"); last == nil {
-			if last = pc.waitReady(ctx, m); last == nil {
+	// The killed process's ports may take a moment to be free.
+	return whilePortBusy(ctx, m.name, 100*time.Millisecond, func() error {
+		err := pc.spawn(m, "existing")
+		if err == nil {
+			if err = pc.waitReady(ctx, m); err == nil {
 				return nil
 			}
 		}
 		m.kill(5 * time.Second)
-		// The killed process's ports may take a moment to be free.
-		if !isAddrInUse(last) {
-			return last
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("restart %s: %w", m.name, ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	return last
+		return err
+	})
 }
 
 // Pause freezes member i's process with SIGSTOP: it stays a member, its

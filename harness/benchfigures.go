@@ -132,12 +132,21 @@ func finishPaired(p *report.Paired) {
 	p.XIdealSE, p.HandoffXIdealSE = round3(stats.MedianStandardError(xs)), round3(stats.MedianStandardError(hs))
 }
 
+// medianOrZero is stats.Median with 0 for none: bench.json stores 0 for
+// a figure it has no sample of, and JSON cannot carry NaN.
+func medianOrZero(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	return stats.Median(xs)
+}
+
 // spread is the median, min and max of xs (zeros for none).
 func spread(xs []float64) (median, lo, hi float64) {
 	if len(xs) == 0 {
 		return 0, 0, 0
 	}
-	return round3(report.Median(xs)), slices.Min(xs), slices.Max(xs)
+	return round3(medianOrZero(xs)), slices.Min(xs), slices.Max(xs)
 }
 
 // cellRatios sets a cell's ratios to the floor (its own when it has one),
@@ -203,7 +212,7 @@ func finishRecording(r *report.Recording) {
 	if onR, offR := totalRate(r.Runs, true), totalRate(r.Runs, false); onR > 0 && offR > 0 {
 		r.CostPct = round3(100 * (1 - onR/offR))
 	}
-	r.Ratio = round3(report.Median(r.PairRatios))
+	r.Ratio = round3(medianOrZero(r.PairRatios))
 	r.CostSEPct = 0
 	if len(r.PairRatios) >= 2 && r.Slices > 0 {
 		var costs []float64
@@ -213,9 +222,9 @@ func finishRecording(r *report.Recording) {
 		r.CostSEPct = round3(stats.StandardError(costs))
 	}
 	recordingEstimate(r)
-	r.CPUPerAcqUSOn, r.CPUPerAcqUSOff, r.CPURatio = round1(report.Median(cpuOn)), round1(report.Median(cpuOff)), 0
+	r.CPUPerAcqUSOn, r.CPUPerAcqUSOff, r.CPURatio = round1(medianOrZero(cpuOn)), round1(medianOrZero(cpuOff)), 0
 	if r.CPUPerAcqUSOn > 0 && r.CPUPerAcqUSOff > 0 {
-		r.CPURatio = round3(report.Median(cpuOff) / report.Median(cpuOn))
+		r.CPURatio = round3(medianOrZero(cpuOff) / medianOrZero(cpuOn))
 	}
 }
 

@@ -112,5 +112,5 @@ func pairedUS(a, b []time.Duration) float64 {
 	for i := 1; i < min(len(a), len(b)); i++ {
 		d = append(d, float64(a[i]-b[i])/float64(time.Microsecond))
 	}
-	return round1(report.Median(d))
+	return round1(medianOrZero(d))
 }

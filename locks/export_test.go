@@ -1,25 +1,10 @@
 package locks
 
 import (
-	"context"
 	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
-
-// NewQueueWithoutHandover makes queue lockers that run the protocol from
-// before handovers, for TestMeasureHandover's A/B.
-func NewQueueWithoutHandover() Factory {
-	f := newQueue(false)
-	return func(ctx context.Context, cli *clientv3.Client, opts Options) (Locker, error) {
-		l, err := f(ctx, cli, opts)
-		if err != nil {
-			return nil, err
-		}
-		l.(*queueLocker).noHandover = true
-		return l, nil
-	}
-}
 
 // PredWatchOf is the key name and channel of l's kept predecessor's watch
 // (queue only; "" and nil: none).

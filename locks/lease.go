@@ -225,6 +225,32 @@ func (k *leaseKeeper) expired(l *lease) {
 	}
 }
 
+// underLease gets the client's lease and runs put, a request that writes
+// under it. A put refused with "lease not found" wrote nothing: the lease
+// expired before the client heard, so it is forgotten and put runs once
+// more under a new one. Only once (*retried, which a caller that loops
+// for its own reasons keeps across its turns), so that a server that
+// keeps refusing ends the call instead of granting leases forever. It
+// returns the lease put last ran under and put's answer; an error getting
+// the lease comes back with a nil lease, wrapping ErrNotAcquired (no
+// write was sent under it).
+func underLease[T any](ctx context.Context, k *leaseKeeper, retried *bool, put func(*lease) (T, error)) (*lease, T, error) {
+	for {
+		ls, err := k.get(ctx)
+		if err != nil {
+			var none T
+			return nil, none, notAcquired(err)
+		}
+		resp, err := put(ls)
+		if !*retried && isLeaseNotFound(err) {
+			k.expired(ls)
+			*retried = true
+			continue
+		}
+		return ls, resp, err
+	}
+}
+
 // isLeaseNotFound reports an error saying that the server does not know
 // the lease (expired or revoked, before the client heard of it). A request
 // failing so failed as a whole: it wrote nothing. The v3lock client is a

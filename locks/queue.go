@@ -92,10 +92,6 @@ type queueLocker struct {
 	// naive takes the lock on the first event of the predecessor's key,
 	// with no re-check: the seed article's scheme one as its code does it.
 	naive bool
-	// noHandover is the protocol before handovers (no watch of our own
-	// key, plain deletes, no successors read), kept for
-	// TestMeasureHandover's A/B against it.
-	noHandover bool
 
 	// mu guards next, ext, refill and pred.
 	mu sync.Mutex
@@ -162,34 +158,32 @@ func (l *queueLocker) Lock(ctx context.Context) (*Grant, error) {
 // join puts our key at the tail of the queue and returns it with its
 // predecessor (nil: none, the lock is ours).
 func (l *queueLocker) join(ctx context.Context) (*lease, kv, *kv, error) {
-	leaseRetry, staleRetry := true, true
+	leaseRetried, staleRetry := false, true
 	for {
 		// Step 1: the client's lease (granted on first use, reused while
-		// alive).
-		ls, err := l.leases.get(ctx)
-		if err != nil {
-			return nil, kv{}, nil, notAcquired(err)
+		// alive; once more with a new one if it expired before the client
+		// heard: underLease).
+		ls, resp, err := underLease(ctx, l.leases, &leaseRetried, func(ls *lease) (*clientv3.TxnResponse, error) {
+			// Step 2: join the queue. One txn puts our key under the lease
+			// and reads the two newest keys of the queue at the put's
+			// revision: the newest is ours, the other (if any) our
+			// predecessor. Our key's create revision is the txn's revision.
+			// It also carries the extension our last handover read, if any
+			// (extend).
+			key := l.keyOf(ls)
+			return l.cli.Txn(ctx).
+				If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+				Then(append([]clientv3.Op{clientv3.OpPut(key, "", clientv3.WithLease(ls.id)),
+					clientv3.OpGet(l.pfx, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(2), clientv3.WithKeysOnly())},
+					l.extend(key)...)...).
+				Else(clientv3.OpGet(key, clientv3.WithKeysOnly())).
+				Commit()
+		})
+		if ls == nil {
+			return nil, kv{}, nil, err
 		}
-		// Step 2: join the queue. One txn puts our key under the lease and
-		// reads the two newest keys of the queue at the put's revision: the
-		// newest is ours, the other (if any) our predecessor. Our key's
-		// create revision is the txn's revision. It also carries the
-		// extension our last handover read, if any (extend).
 		me := kv{key: l.keyOf(ls)}
-		resp, err := l.cli.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(me.key), "=", 0)).
-			Then(append([]clientv3.Op{clientv3.OpPut(me.key, "", clientv3.WithLease(ls.id)),
-				clientv3.OpGet(l.pfx, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(2), clientv3.WithKeysOnly())},
-				l.extend(me.key)...)...).
-			Else(clientv3.OpGet(me.key, clientv3.WithKeysOnly())).
-			Commit()
 		switch {
-		case leaseRetry && isLeaseNotFound(err):
-			// The lease expired before the client heard: once more, with a
-			// new one.
-			l.leases.expired(ls)
-			leaseRetry = false
-			continue
 		case err != nil:
 			// The put may or may not have happened, and may still happen:
 			// only revoking the lease makes the outcome certain.
@@ -232,7 +226,7 @@ func (l *queueLocker) wait(ctx context.Context, ls *lease, me kv, pred *kv, at i
 	// Step 3: watch our own key for a handover (watchOwn); a holder may
 	// have handed over to us already.
 	own := new(clientv3.WatchChan) // none: a nil channel
-	if !l.naive && !l.noHandover {
+	if !l.naive {
 		own = l.watchOwn(me.key)
 		if h, passed := l.pollHandover(own, me); h > 0 {
 			l.opts.OnWakeup()
@@ -339,7 +333,7 @@ func (l *queueLocker) recheck(ctx context.Context, me kv, d int64, own *clientv3
 		return nil, passed, h, true, nil
 	}
 	if *own == nil {
-		pred, next, at, err = l.newest(ctx, me, d, !l.noHandover)
+		pred, next, at, err = l.newest(ctx, me, d, true)
 		return pred, next, at, false, err
 	}
 	type read struct {
@@ -570,7 +564,7 @@ func (l *queueLocker) leave(ctx context.Context, ls *lease, me kv, cause error) 
 // first in the same txn (handOver).
 func (l *queueLocker) Unlock(ctx context.Context, g *Grant) error {
 	next := l.takeNext(g.Token)
-	if len(next) == 0 || l.noHandover {
+	if len(next) == 0 {
 		return unlockOwn(ctx, l.cli, l.leases, g)
 	}
 	return unlockWith(ctx, l.leases, g, func(ctx context.Context) error { return l.handOver(ctx, g, next) })
@@ -587,29 +581,24 @@ func (l *queueLocker) Close(ctx context.Context) error {
 // compare over the prefix is true only when no key in it exists (every key
 // would need create revision 0). A busy lock leaves no key behind.
 func (l *queueLocker) TryLock(ctx context.Context) (*Grant, error) {
-	for retry := true; ; retry = false {
-		// Step 1: the client's lease.
-		ls, err := l.leases.get(ctx)
-		if err != nil {
-			return nil, notAcquired(err)
-		}
+	// Step 1: the client's lease (once more with a new one if it expired
+	// before the client heard: underLease).
+	var leaseRetried bool
+	ls, resp, err := underLease(ctx, l.leases, &leaseRetried, func(ls *lease) (*clientv3.TxnResponse, error) {
 		// Step 2: put our key if, and only if, the queue is empty.
-		key := l.keyOf(ls)
-		resp, err := l.cli.Txn(ctx).
+		return l.cli.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(l.pfx), "=", 0).WithPrefix()).
-			Then(clientv3.OpPut(key, "", clientv3.WithLease(ls.id))).
+			Then(clientv3.OpPut(l.keyOf(ls), "", clientv3.WithLease(ls.id))).
 			Commit()
-		switch {
-		case retry && isLeaseNotFound(err):
-			// The lease expired before the client heard: once more.
-			l.leases.expired(ls)
-			continue
-		case err != nil:
-			return nil, l.leases.settle(ctx, ls, fmt.Errorf("try lock: %w", err))
-		case !resp.Succeeded:
-			return nil, ErrLocked
-		}
-		l.setNext(resp.Header.Revision, nil)
-		return grantOf(key, resp.Header.Revision, ls), nil
+	})
+	switch {
+	case ls == nil:
+		return nil, err
+	case err != nil:
+		return nil, l.leases.settle(ctx, ls, fmt.Errorf("try lock: %w", err))
+	case !resp.Succeeded:
+		return nil, ErrLocked
 	}
+	l.setNext(resp.Header.Revision, nil)
+	return grantOf(l.keyOf(ls), resp.Header.Revision, ls), nil
 }

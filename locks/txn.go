@@ -59,30 +59,25 @@ func newTxn(watch bool) Factory {
 // key was seen held. A waiter has no key in etcd, so it needs its lease
 // only here: a lease lost while waiting is replaced at the next attempt.
 func (l *txnLocker) attempt(ctx context.Context) (*Grant, int64, error) {
-	retry := true
+	var leaseRetried bool
 	for {
 		// Step 1: the client's lease (granted on first use, reused while
-		// alive).
-		ls, err := l.leases.get(ctx)
-		if err != nil {
-			return nil, 0, notAcquired(err)
-		}
-		// Step 2: if the key does not exist, put it under our lease; else
-		// read it.
-		resp, err := l.cli.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(l.key), "=", 0)).
-			Then(clientv3.OpPut(l.key, "", clientv3.WithLease(ls.id))).
-			// Not WithKeysOnly: etcd 3.7's keys-only range leaves out the
-			// lease, which step 3 compares.
-			Else(clientv3.OpGet(l.key)).
-			Commit()
+		// alive; once more with a new one if it expired before the client
+		// heard: underLease).
+		ls, resp, err := underLease(ctx, l.leases, &leaseRetried, func(ls *lease) (*clientv3.TxnResponse, error) {
+			// Step 2: if the key does not exist, put it under our lease;
+			// else read it.
+			return l.cli.Txn(ctx).
+				If(clientv3.Compare(clientv3.CreateRevision(l.key), "=", 0)).
+				Then(clientv3.OpPut(l.key, "", clientv3.WithLease(ls.id))).
+				// Not WithKeysOnly: etcd 3.7's keys-only range leaves out
+				// the lease, which step 3 compares.
+				Else(clientv3.OpGet(l.key)).
+				Commit()
+		})
 		switch {
-		case retry && isLeaseNotFound(err):
-			// The lease expired before the client heard: once more, with a
-			// new one.
-			l.leases.expired(ls)
-			retry = false
-			continue
+		case ls == nil:
+			return nil, 0, err
 		case err != nil:
 			// The put may or may not have happened, and may still happen:
 			// only revoking the lease makes the outcome certain.

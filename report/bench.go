@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/rundir"
+	"github.com/lockbench/lockbench/stats"
 	"github.com/lockbench/lockbench/verdict"
 )
 
@@ -462,7 +463,7 @@ func benchFloorLines(w io.Writer, b *Bench) {
 		}
 		if len(rates) > 0 {
 			fmt.Fprintf(w, "×floor and ÷ commit p50 use a %.1fs floor measured just before each cell: %.0f–%.0f commits/s (median %.0f)\n",
-				b.CellFloorS, slices.Min(rates), slices.Max(rates), Median(rates))
+				b.CellFloorS, slices.Min(rates), slices.Max(rates), stats.Median(rates))
 		}
 	}
 }
@@ -636,19 +637,6 @@ func (c BenchCell) summary(scenario string) Summary {
 		s.Checks = map[string]check.Result{verdict.Herd: {Metrics: map[string]float64{"wakeups_per_handoff": c.WakeupsPerHandoff}}}
 	}
 	return s
-}
-
-// Median is the middle of xs (0 for none), leaving xs as it is.
-func Median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if n := len(s); n%2 == 0 {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
-	return s[len(s)/2]
 }
 
 // onOff names a recording setting as the output spells it.
