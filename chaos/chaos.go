@@ -1,9 +1,13 @@
 // Package chaos holds the faults a scenario can inject, as values behind
 // one small interface (Fault), and the targets they act on. Faults act on
 // a World, split into parts by what faults need (world.go); each fault
-// declares the part it uses (faults.go). Each fault is recorded
-// in the history with a start (invoke) and an end (ok, or info when it
-// could not be undone), so the checker knows when a fault was active.
+// declares the part it uses (faults.go), what it needs of a run (Needs)
+// and what it may cost a correct lock (Cost): scenario validation, the
+// cluster's refusals, the checker's excuse windows and the report ask the
+// fault, and nothing outside this package decides by a fault's name. Each
+// fault is recorded in the history with a start (invoke) and an end (ok,
+// or info when it could not be undone), so the checker knows when a fault
+// was active.
 package chaos
 
 import (

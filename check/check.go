@@ -2,7 +2,9 @@
 // function of the events: no etcd, no clock, no I/O, so a history from any
 // client or tool is checked the same way (docs/design.md §4).
 //
-// Check runs six checks, each giving one Result:
+// Check runs nine checks, each giving one Result, and returns them with
+// the history paired into operations (Checked), which the summary and the
+// report read instead of pairing it again:
 //
 //   - exclusion: two certain holders of one lock at once (CheckExclusion).
 //   - resource: lost updates of the counter workloads (CheckResource).
@@ -12,6 +14,10 @@
 //   - liveness: the lock free, someone waiting, no fault active, for longer
 //     than a bound (CheckLiveness).
 //   - herd: wake-ups and RPCs per handoff; informational (CheckHerd).
+//   - progress: clients asked and were not served (CheckProgress).
+//   - symmetry: a holder's key deleted by someone else while it held
+//     (CheckSymmetry).
+//   - lease: a lease lost with no fault to explain it (CheckLease).
 //
 // Every check reads only the contract fields of docs/design.md §3 (never Key or
 // Lease), tolerates any input without panicking, and runs in time linear in

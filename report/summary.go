@@ -4,8 +4,9 @@
 // against a threshold (for CI).
 //
 // Every function here is a pure function of its arguments except
-// ReadSuiteFile, which reads a file (package rundir writes and loads run
-// folders).
+// ReadSuiteFile and LoadBench, which read a file (package rundir writes
+// and loads run folders). Everything here reads a checked history
+// (check.Checked): report never pairs a history itself.
 package report
 
 import (

@@ -1,8 +1,11 @@
 // Package rundir owns the run folder, the contract between lockbench and
 // whoever reads its results later (people, scripts, `lockbench report`):
-// the file names, config.json's schema (Config), writing a folder so that
-// it is either complete or absent (Write, WriteFile, WriteJSON) and reading
-// one back (Load). Writer and reader share these, so they cannot drift.
+// the file names, config.json's schema (Config) with the run's identity
+// (Run), writing a folder so that it is either complete or absent (Write,
+// WriteFile, WriteJSON) and reading its bytes back (Load). Writer and
+// reader share these, so they cannot drift. It sits below the code that
+// checks and renders runs and imports none of it (only the history
+// codec): package harness re-checks a folder, package report draws it.
 //
 // A run folder holds config.json, history.jsonl, summary.json and
 // report.html; a suite folder holds suite.json and report.html beside its

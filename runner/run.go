@@ -1,3 +1,10 @@
+// Package runner executes a scenario against an etcd cluster and returns
+// its history: one client per scenario client, each with its own Locker
+// and, when the scenario's faults need one, its own fault proxy; the
+// workloads (hold, counter, counter-fenced); and the nemesis, which applies
+// the planned fault steps at their times. Everything the clients and the
+// nemesis do is one history on one clock (docs/design.md §3). The runner
+// judges nothing: package check reads the history it returns.
 package runner
 
 import (
