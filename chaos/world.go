@@ -77,7 +77,8 @@ type ClientNetwork interface {
 // LockService are faults that come from outside the client, through etcd:
 // an operator or a burst of timeouts.
 type LockService interface {
-	// RevokeLease revokes the lease of the client's grant.
+	// RevokeLease revokes the lease of the client's grant, or, while it
+	// waits, of its last grant (strategies reuse a lease while it lives).
 	RevokeLease(ctx context.Context, i int) error
 	// CancelWaiting cancels the pending Lock call of every waiting client
 	// at once (each then carries on with its workload) and says how many

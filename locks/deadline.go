@@ -33,8 +33,8 @@ var ErrRPCTimeout = errors.New("etcd request unanswered")
 
 // blockingRPCs are the unary methods whose answer is meant to wait as long
 // as the caller does: the v3lock service's Lock returns only once the lock
-// is held.
-var blockingRPCs = map[string]bool{"/v3lockpb.Lock/Lock": true}
+// is held, the v3election service's Campaign once the caller leads.
+var blockingRPCs = map[string]bool{"/v3lockpb.Lock/Lock": true, "/v3electionpb.Election/Campaign": true}
 
 // RPCDeadline returns the dial options that give every unary request at most
 // d to answer (the caller's own, shorter deadline still applies).

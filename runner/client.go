@@ -83,6 +83,10 @@ type position struct {
 	seq       int64 // when it started waiting, in request order
 	heldSince int64 // when it was granted, in history time
 	grant     *locks.Grant
+	// lastLease is the lease of the client's last grant: every strategy
+	// reuses its lease while it lives, so a waiter's key is likely under
+	// it (revoke-lease on a waiter).
+	lastLease clientv3.LeaseID
 	// cancelLock cancels the pending Lock call while the client waits.
 	cancelLock context.CancelFunc
 }
@@ -213,6 +217,7 @@ func (c *client) setState(gen int, s clientState, g *locks.Grant, t int64) {
 		c.queue.seq = c.r.nextSeq()
 	case holding:
 		c.queue.heldSince = t
+		c.queue.lastLease = g.Lease
 	}
 }
 
@@ -311,7 +316,7 @@ func (c *client) crash() error {
 	c.r.record(history.Event{Process: c.id, Type: history.Info, F: history.FCrash, Lock: locks.DefaultName})
 	c.faults.crashed = true
 	c.r.held.done(c.queue.grant)
-	c.queue.state, c.queue.grant = idle, nil
+	c.queue.state, c.queue.grant, c.queue.lastLease = idle, nil, 0
 	cli, cancel := c.conn.cli, c.worker.cancel
 	if c.faults.paused != nil {
 		close(c.faults.paused)

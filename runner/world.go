@@ -123,12 +123,15 @@ func (r *runner) DelayClient(i int, d time.Duration) error { return r.clients[i]
 func (r *runner) RevokeLease(ctx context.Context, i int) error {
 	c := r.clients[i]
 	c.mu.Lock()
-	g := c.queue.grant
-	c.mu.Unlock()
-	if g == nil {
-		return fmt.Errorf("client %d holds no grant whose lease to revoke", i)
+	lease, state := c.queue.lastLease, c.queue.state
+	if c.queue.grant != nil {
+		lease = c.queue.grant.Lease
 	}
-	if _, err := r.admin.Revoke(ctx, g.Lease); err != nil {
+	c.mu.Unlock()
+	if lease == 0 || state != holding && state != waiting {
+		return fmt.Errorf("client %d holds no grant, nor waits on the lease of an earlier one, whose lease to revoke", i)
+	}
+	if _, err := r.admin.Revoke(ctx, lease); err != nil {
 		return fmt.Errorf("revoke lease of client %d: %w", i, err)
 	}
 	return nil
