@@ -8,15 +8,16 @@
 //
 //   - exclusion: two certain holders of one lock at once (CheckExclusion).
 //   - resource: lost updates of the counter workloads (CheckResource).
-//   - fencing: accepted writes with a stale or decreasing token (CheckFencing).
+//   - fencing: accepted writes with a stale or decreasing token, and grants
+//     whose token does not increase (CheckFencing).
 //   - fairness: grant order, Jain's index, waits; fails only on starvation
 //     (CheckFairness).
 //   - liveness: the lock free, someone waiting, no fault active, for longer
 //     than a bound (CheckLiveness).
 //   - herd: wake-ups and RPCs per handoff; informational (CheckHerd).
 //   - progress: clients asked and were not served (CheckProgress).
-//   - symmetry: a holder's key deleted by someone else while it held
-//     (CheckSymmetry).
+//   - symmetry: a release by a process that held no grant, or a holder's
+//     key deleted by someone else while it held (CheckSymmetry).
 //   - lease: a lease lost with no fault to explain it (CheckLease).
 //
 // Every check reads only the contract fields of docs/design.md §3 (never Key or

@@ -139,6 +139,46 @@ func TestExclusion(t *testing.T) {
 			verdict: verdict.Pass,
 		},
 		{
+			// docs/design.md §3: lock is optional. A completion takes its
+			// invoke's lock; a release without one releases the lock the
+			// process last asked for.
+			name: "lock on the acquire invoke only",
+			events: []history.Event{
+				ev(0, 0, inv, acq, 0), nl(ev(1, 0, ok, acq, 10)), nl(ev(2, 0, inv, rel, 0)), nl(ev(3, 0, ok, rel, 0)),
+				ev(4, 1, inv, acq, 0), nl(ev(5, 1, ok, acq, 11)), nl(ev(6, 1, inv, rel, 0)), nl(ev(7, 1, ok, rel, 0)),
+			},
+			verdict: verdict.Pass,
+		},
+		{
+			name: "lock on the invokes only",
+			events: []history.Event{
+				ev(0, 0, inv, acq, 0), nl(ev(1, 0, ok, acq, 10)), ev(2, 0, inv, rel, 0), nl(ev(3, 0, ok, rel, 0)),
+				ev(4, 1, inv, acq, 0), nl(ev(5, 1, ok, acq, 11)), ev(6, 1, inv, rel, 0), nl(ev(7, 1, ok, rel, 0)),
+			},
+			verdict: verdict.Pass,
+		},
+		{
+			name: "lock on the acquire invoke only, overlapping holders",
+			events: []history.Event{
+				ev(0, 0, inv, acq, 0), nl(ev(1, 0, ok, acq, 10)), ev(2, 1, inv, acq, 0),
+				nl(ev(3, 1, ok, acq, 11)), nl(ev(5, 0, inv, rel, 0)), nl(ev(6, 1, inv, rel, 0)),
+			},
+			verdict: verdict.Fail,
+			pairs:   [][2]int{{0, 1}},
+			lines:   [][]int{{2, 4}},
+		},
+		{
+			name: "a release without a lock releases the lock last acquired",
+			events: []history.Event{
+				{Time: 0, Process: 0, Type: inv, F: acq, Lock: "other"},
+				{Time: 1, Process: 0, Type: ok, F: acq, Lock: "other", Token: 9},
+				{Time: 2, Process: 0, Type: inv, F: rel, Lock: "other"},
+				ev(3, 0, inv, acq, 0), ev(4, 0, ok, acq, 10), nl(ev(5, 0, inv, rel, 0)),
+				ev(6, 1, inv, acq, 0), ev(7, 1, ok, acq, 11),
+			},
+			verdict: verdict.Pass,
+		},
+		{
 			name: "three at once give three pairs",
 			events: []history.Event{
 				ev(0, 0, ok, acq, 1), ev(1, 1, ok, acq, 2), ev(2, 2, ok, acq, 3),
@@ -174,6 +214,12 @@ func TestExclusion(t *testing.T) {
 			}
 		})
 	}
+}
+
+// nl is e without its lock name.
+func nl(e history.Event) history.Event {
+	e.Lock = ""
+	return e
 }
 
 func TestExclusionViolationDetail(t *testing.T) {

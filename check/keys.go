@@ -10,9 +10,18 @@ import (
 	"github.com/lockbench/lockbench/verdict"
 )
 
-// CheckSymmetry fails when a holder's lock key was deleted by someone else
-// while it still held the lock: only the client that holds a lock may
-// release it. It reads the harness's key-deleted events (history.
+// CheckSymmetry fails when a process released a lock it did not hold, or
+// when a holder's lock key was deleted by someone else while it still held
+// the lock: only the client that holds a lock may release it.
+//
+// A release (its invoke, or a completion with none) by a process with no
+// acquire of that lock before it that was granted or of unknown outcome
+// and not since released (a release that ended ok) is a violation: the
+// history alone shows it. A holder that learned its lease was lost, or
+// crashed, and then releases its old grant held that grant and is not one
+// (the late-unlock scenario: what it deletes is the key-deleted side).
+//
+// It reads the harness's key-deleted events (history.
 // FKeyDeleted): a deletion of the key whose create revision is a certain
 // holder's token, observed before that holder's release, crash or lost
 // lease, with its lease still alive (cause "delete") — so neither its own
@@ -107,6 +116,7 @@ func (p *prepared) findDeletions() ([]deletion, bool) {
 
 func (p *prepared) symmetry(opts Options) Result {
 	res := Result{Verdict: verdict.Pass}
+	p.releasesWithoutGrant(&res, opts)
 	dels, seen := p.deletionsUnderHolders()
 	for _, d := range dels {
 		if d.cause != history.CauseDelete {
@@ -123,6 +133,53 @@ func (p *prepared) symmetry(opts Options) Result {
 	}
 	res.finish()
 	return res
+}
+
+// releasesWithoutGrant adds a violation for each release by a process
+// that held no grant of that lock (see CheckSymmetry), in time order.
+func (p *prepared) releasesWithoutGrant(res *Result, opts Options) {
+	// per slot: index+1 of the acquire that may hold it, and of the release
+	// (ok) that ended the last one
+	held := make([]int32, len(p.slotProc))
+	released := make([]int32, len(p.slotProc))
+	for k := range p.n() {
+		i := p.at(k)
+		op, ty := p.op(i), p.ty(i)
+		if op != opAcquire && op != opRelease || p.ev[i].Process < 0 {
+			continue
+		}
+		start := ty == tyInvoke || completion(ty) && p.ended[i] < 0 // an operation, not its end
+		if !start {
+			continue
+		}
+		out := outcomeOfType(ty)
+		if ty == tyInvoke {
+			out = p.outcome(i)
+		}
+		s := p.slot[i]
+		if op == opAcquire {
+			if out != OutcomeFail {
+				held[s], released[s] = int32(i)+1, 0
+			}
+			continue
+		}
+		if held[s] == 0 {
+			e := &p.ev[i]
+			msg := fmt.Sprintf("process %d released lock %q at %s (line %d) but held no grant of it", e.Process, p.locks[p.slotLock[s]], fmtNS(e.Time), i+1)
+			ls := lines(i + 1)
+			if r := released[s]; r > 0 {
+				msg += fmt.Sprintf(": it released it at %s (line %d) and acquired it no more", fmtNS(p.ev[r-1].Time), r)
+				ls = lines(int(r), i+1)
+			} else {
+				msg += ": no acquire of it before was granted or of unknown outcome"
+			}
+			res.add(Violation{Check: verdict.Symmetry, Lock: p.locks[p.slotLock[s]], Message: msg, Lines: ls}, opts.MaxViolations)
+			continue
+		}
+		if out == OutcomeOK {
+			held[s], released[s] = 0, int32(i)+1
+		}
+	}
 }
 
 func (p *prepared) lease(opts Options) Result {

@@ -52,7 +52,9 @@ const (
 // and the event that ended it. Event positions are indices into the events
 // given to Pair (line numbers minus one).
 type Op struct {
-	// Process and Lock say whose operation on what; Lock is the invoke's.
+	// Process and Lock say whose operation on what; Lock is the invoke's
+	// (for a release, read or write that names none, the lock of the
+	// process's last acquire that did).
 	Process int
 	Lock    string
 	// Invoke is the invoke event, -1 for a completion with no invoke on
@@ -236,7 +238,7 @@ func (p *prepared) clientOp(i int) (Op, bool) {
 	if !completion(p.ty(i)) || p.ended[i] >= 0 {
 		return Op{}, false
 	}
-	return Op{Process: e.Process, Lock: e.Lock, Invoke: -1, Done: i, From: e.Time, To: e.Time, Outcome: outcomeOfType(p.ty(i))}, true
+	return Op{Process: e.Process, Lock: p.locks[p.lockOf(i)], Invoke: -1, Done: i, From: e.Time, To: e.Time, Outcome: outcomeOfType(p.ty(i))}, true
 }
 
 func (o *Ops) appendOp(op uint8, x Op) {

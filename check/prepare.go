@@ -99,7 +99,9 @@ type prepared struct {
 	// code is op<<3 | type, per event.
 	code []uint8
 	// slot is the (process, lock) pair of each event. A completion without
-	// a lock takes its invoke's.
+	// a lock takes its invoke's; a release, read or write without one
+	// takes the lock of the process's last acquire that named one
+	// (docs/design.md §3: lock is optional).
 	slot []int32
 	// pair, on a client-op invoke, is the event that ended it (completion,
 	// crash, or the process's next invoke); -1 if none did.
@@ -192,6 +194,8 @@ type interner struct {
 	procLastLock []int32
 	procLastSlot []int32
 	slotMap      map[uint64]int32
+	// per process: the lock of its last acquire that named one, or -1
+	procAcqLock []int32
 }
 
 const smallProc = 1 << 16
@@ -225,6 +229,7 @@ func (in *interner) newProc(id int) int32 {
 	in.p.procs = append(in.p.procs, id)
 	in.procLastLock = append(in.procLastLock, -1)
 	in.procLastSlot = append(in.procLastSlot, -1)
+	in.procAcqLock = append(in.procAcqLock, -1)
 	return x
 }
 
@@ -299,6 +304,18 @@ func prepare(events []history.Event) *prepared {
 		p.code[i] = op<<3 | ty
 		pi := in.proc(e.Process)
 		li := in.lock(e.Lock)
+		switch {
+		case e.Lock == "":
+			// A release, read or write that names no lock is of the lock
+			// the process last asked for: without this, a history whose
+			// releases carry no lock name (Jepsen's often do not) would
+			// never end a hold.
+			if (op == opRelease || op == opRead || op == opWrite) && in.procAcqLock[pi] >= 0 {
+				li = in.procAcqLock[pi]
+			}
+		case op == opAcquire:
+			in.procAcqLock[pi] = li
+		}
 		s := in.slot(pi, li)
 		p.slot[i] = s
 		p.pair[i], p.ended[i] = -1, -1

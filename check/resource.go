@@ -35,7 +35,15 @@ func CheckResource(events []history.Event, opts Options) Result {
 	return prepare(events).resource(opts.WithDefaults())
 }
 
-// CheckFencing checks fencing tokens of accepted writes, per lock:
+// CheckFencing checks fencing tokens, per lock. The grants' own:
+//   - a grant (acquire ok) whose token is not above that of every earlier
+//     grant of the lock, in the order of the grants: a token is the key's
+//     create revision (docs/design.md §3), so a later grant's is higher,
+//     and a resource fenced by tokens would refuse the new holder or
+//     accept the old one. Token 0 (none) is skipped. This needs no
+//     resource workload.
+//
+// And those of accepted writes:
 //   - a write accepted with a token lower than that of a grant (acquire ok)
 //     made before the write was invoked came from a superseded holder: a
 //     stale accepted write;
@@ -46,9 +54,9 @@ func CheckResource(events []history.Event, opts Options) Result {
 // is what fencing is for and is fine; a stale write of unknown outcome
 // (info) is counted, not failed. Writes without a token are skipped.
 //
-// Verdicts: fail on any such write; unknown when writes were accepted but
-// none carries a token; pass with note "no resource operations" when the
-// history has no write.
+// Verdicts: fail on any such grant or write; unknown when writes were
+// accepted but none carries a token; otherwise pass, with note "no
+// resource operations" when the history has no write.
 //
 // Metrics: accepted_writes, tokened_writes, stale_accepted_writes,
 // token_regressions, rejected_stale_writes, unknown_stale_writes.
@@ -285,8 +293,10 @@ func (p *prepared) fencing(opts Options) Result {
 	w := p.writes(opts)
 	res := w.fencing
 	res.Violations = append([]Violation(nil), res.Violations...)
+	p.grantTokenRegressions(&res, opts)
 	if w.writes == 0 {
 		res.Note = noResourceOps
+		res.finish()
 		return res
 	}
 	acc := 0
@@ -487,6 +497,27 @@ func (p *prepared) wronglyRejected(res *Result, opts Options) int {
 			Lines: lines(h.FromLine, wr.Invoke+1, wr.Done+1)}, opts.MaxViolations)
 	}
 	return n
+}
+
+// grantTokenRegressions adds a violation for each grant whose token is
+// not above every earlier grant's of its lock (see CheckFencing).
+func (p *prepared) grantTokenRegressions(res *Result, opts Options) {
+	top := map[string]Op{} // per lock: the grant with the highest token so far
+	for _, g := range p.ops().Grants() {
+		tok := p.ev[g.Done].Token
+		if tok == 0 {
+			continue
+		}
+		b, seen := top[g.Lock]
+		if !seen || tok > p.ev[b.Done].Token {
+			top[g.Lock] = g
+			continue
+		}
+		res.add(Violation{Check: verdict.Fencing, Lock: g.Lock, Message: fmt.Sprintf(
+			"lock %q granted token %d to process %d at %s (line %d) after token %d to process %d at %s (line %d): a grant's token must be above every earlier grant's",
+			g.Lock, tok, g.Process, fmtNS(g.To), g.Done+1, p.ev[b.Done].Token, b.Process, fmtNS(b.To), b.Done+1),
+			Lines: lines(b.Done+1, g.Done+1)}, opts.MaxViolations)
+	}
 }
 
 // holdAt is process's certain hold open at time t.

@@ -7,61 +7,92 @@ import (
 	"io"
 	"maps"
 	"slices"
-
 	"text/tabwriter"
+	"time"
 
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/scenarios"
-	"github.com/lockbench/lockbench/verdict"
 )
 
 // checkOptions are check's arguments.
 type checkOptions struct {
-	file   string
+	file   string // "-": standard input
 	asJSON bool
+	// livenessBound is --liveness-bound; 0: the checker's default.
+	livenessBound time.Duration
 }
 
 // checkCommand is `lockbench check FILE.jsonl`: re-checks any history,
 // saved or hand-written (docs/design.md §3).
 func checkCommand(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "check", "check FILE.jsonl [--json]")
+	fs := newFlags(e, "check", "check FILE.jsonl|- [--json] [--liveness-bound D]")
 	var o checkOptions
-	fs.BoolVar(&o.asJSON, "json", false, "print the check report as JSON")
+	fs.BoolVar(&o.asJSON, "json", false, "print the check report as JSON, with the file's name and event count")
+	fs.DurationVar(&o.livenessBound, "liveness-bound", 0, fmt.Sprintf(
+		"the longest the lock may stay free while someone waits and no fault is active: the history's lease TTL + election timeout (default %s, lockbench's %s + %s)",
+		check.DefaultLivenessBound, check.DefaultLeaseTTL, check.DefaultElectionTimeout))
 	pos, err := fs.parseInterspersed(args)
 	if err != nil {
 		return err
 	}
 	switch len(pos) {
 	case 0:
-		return badInput(errors.New("no history file given: lockbench check FILE.jsonl"))
+		return badInput(errors.New("no history file given: lockbench check FILE.jsonl (or - for standard input)"))
 	case 1:
 		o.file = pos[0]
 	default:
 		return badInputf("unexpected argument %q: check takes one history file", pos[1])
 	}
+	if fs.given()["liveness-bound"] && o.livenessBound <= 0 {
+		return badInputf("--liveness-bound %s: must be > 0 (the history's lease TTL + election timeout, e.g. 5.5s)", o.livenessBound)
+	}
 	return runCheck(ctx, e, o)
+}
+
+// checkJSON is what `check --json` prints: the report's keys, plus which
+// history it is about, so that a tool collecting many can tell them apart.
+type checkJSON struct {
+	// File is the history's path as given ("-": standard input).
+	File string `json:"file"`
+	// Events is how many events it held (blank lines do not count).
+	Events int `json:"events"`
+	check.Report
 }
 
 // runCheck checks o.file and prints the report.
 func runCheck(_ context.Context, e *env, o checkOptions) error {
-	events, err := history.ReadFile(o.file)
+	events, err := readHistory(e, o.file)
 	if err != nil {
 		return badInput(err)
 	}
-	rep := check.Check(events, check.Options{}).Report
+	rep := check.Check(events, check.Options{LivenessBound: o.livenessBound}).Report
 	if o.asJSON {
-		if err := writeJSON(e.stdout, rep); err != nil {
+		if err := writeJSON(e.stdout, checkJSON{File: o.file, Events: len(events), Report: rep}); err != nil {
 			return fmt.Errorf("print the report: %w", err)
 		}
 	} else {
-		printReport(e.stdout, o.file, len(events), rep)
+		name := o.file
+		if name == "-" {
+			name = "standard input"
+		}
+		printReport(e.stdout, name, len(events), rep)
 	}
-	if rep.Verdict == verdict.Fail {
-		return errViolation
+	return verdictOutcome(rep.Verdict)
+}
+
+// readHistory decodes the history at path, or standard input for "-", as
+// it streams in: only the events are kept, never the file's bytes whole.
+func readHistory(e *env, path string) ([]history.Event, error) {
+	if path != "-" {
+		return history.ReadFile(path)
 	}
-	return nil
+	events, err := history.Read(e.stdin)
+	if err != nil {
+		return nil, fmt.Errorf("standard input: %w", err)
+	}
+	return events, nil
 }
 
 // printReport prints a check report as text.

@@ -40,7 +40,7 @@ Usage:
   lockbench suite   [--locks a,b] [--scenarios x,y] [--seeds N] [--first-seed S]
                                                          run the strategy × scenario matrix; exit 1 when a verdict differs from its expectation
   lockbench bench   [--clients 2,8,64] [--locks ...]     contended throughput and handoff latency against the commit floor
-  lockbench check   FILE.jsonl [--json]                  re-check a saved (or hand-written) history
+  lockbench check   FILE.jsonl|- [--json] [flags]        re-check a saved (or hand-written) history (-: standard input)
   lockbench report  RUN_DIR                              re-render a run's tables and report.html
   lockbench compare BASE.json NEW.json [--threshold 20%] exit 1 on a significant regression, a failed asserted check or an incomplete comparison
   lockbench regress --base REV [--reps N] [suite flags]  build REV, run its suite and this one's interleaved on this machine, compare
@@ -52,7 +52,8 @@ Run 'lockbench COMMAND --help' for a command's flags.
 
 Exit status: 0 all checks pass; 1 a violation; 2 bad input or usage;
 3 the harness failed (e.g. etcd did not start); 4 lockbench panicked (a bug:
-please report it with the stack it printed); 130 interrupted.
+please report it with the stack it printed); 5 no check failed but one
+could not decide (verdict unknown; run, check, report); 130 interrupted.
 `
 
 // command is one subcommand: it parses its arguments into its options and
@@ -78,6 +79,8 @@ var commands = map[string]command{
 // the scratch folders the CLI removes on every way out (forced exits and
 // panics included).
 type env struct {
+	// stdin is what `check -` reads.
+	stdin          io.Reader
 	stdout, stderr io.Writer
 	scratch        *scratch
 }
@@ -96,7 +99,7 @@ func Main() {
 // second one exits the process at once (with ExitInterrupted). Tests and
 // wrappers call Run; programs call Main.
 func Run(args []string, stdout, stderr io.Writer) (code int) {
-	e := &env{stdout: stdout, stderr: stderr, scratch: &scratch{}}
+	e := &env{stdin: os.Stdin, stdout: stdout, stderr: stderr, scratch: &scratch{}}
 	defer e.scratch.removeAll()
 	name := "lockbench"
 	if len(args) > 0 {

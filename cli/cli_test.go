@@ -35,6 +35,10 @@ func TestBadInput(t *testing.T) {
 	os.WriteFile(badHistory, []byte(`{"time":1,"process":0,"type":"invoke","f":"acquire"}`+"\n"+`{"time":2,"process":0,"type":"ok",`+"\n"), 0o644)
 	badType := filepath.Join(dir, "badtype.jsonl")
 	os.WriteFile(badType, []byte(`{"time":1,"process":0,"type":"done","f":"acquire"}`+"\n"), 0o644)
+	badF := filepath.Join(dir, "badf.jsonl")
+	os.WriteFile(badF, []byte(`{"time":1,"process":0,"type":"invoke","f":"acquire","lock":"l"}`+"\n"+`{"time":2,"process":0,"type":"ok","f":"aquire","lock":"l","token":3}`+"\n"), 0o644)
+	badTime := filepath.Join(dir, "badtime.jsonl")
+	os.WriteFile(badTime, []byte(`{"time":"1","process":0,"type":"invoke","f":"acquire"}`+"\n"), 0o644)
 	empty := filepath.Join(dir, "empty.jsonl")
 	os.WriteFile(empty, nil, 0o644)
 	out := filepath.Join(dir, "runs")
@@ -78,6 +82,8 @@ func TestBadInput(t *testing.T) {
 		{[]string{"check", filepath.Join(dir, "missing.jsonl")}, []string{"missing.jsonl", "no such file"}},
 		{[]string{"check", badHistory}, []string{"line 2"}},
 		{[]string{"check", badType}, []string{"line 1", `"done"`, "invoke, ok, fail, info"}},
+		{[]string{"check", badF}, []string{"badf.jsonl", "line 2", `"aquire"`, "acquire, release", "key-deleted"}},
+		{[]string{"check", badTime}, []string{"line 1", `"time" must be an integer`, "got string"}},
 		{[]string{"check", empty}, []string{"empty"}},
 		{[]string{"frobnicate"}, []string{`unknown command "frobnicate"`, "run"}},
 		{nil, []string{"Usage"}},

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // Exit statuses, the same for every command (docs/design.md §9). Scripts
@@ -23,6 +25,12 @@ const (
 	// ExitPanic: lockbench panicked, a bug. Its own status because Go's
 	// default for a panic (2) would read as "bad input".
 	ExitPanic = 4
+	// ExitUnknown: no check failed, but one could not decide (verdict
+	// unknown, e.g. fencing of writes that carry no token). Its own status
+	// because 0 promises every check passed, and 1 would call a history
+	// wrong that no check found wrong. suite judges cells against their
+	// expectations instead, so it never exits with it.
+	ExitUnknown = 5
 	// ExitInterrupted: stopped by SIGINT or SIGTERM; what ran was written.
 	ExitInterrupted = 130
 )
@@ -32,6 +40,8 @@ const (
 var (
 	// errViolation: a check failed (or an expectation, or a regression).
 	errViolation = errors.New("a check failed")
+	// errUnknown: no check failed, but one could not decide.
+	errUnknown = errors.New("a check could not decide")
 	// errInterrupted: a signal stopped the work.
 	errInterrupted = errors.New("interrupted")
 	// errHelpShown: --help was asked for and printed.
@@ -92,15 +102,30 @@ func exitCode(err error) int {
 		return ExitUsage
 	case errors.Is(err, errViolation):
 		return ExitViolation
+	case errors.Is(err, errUnknown):
+		return ExitUnknown
 	}
 	return ExitHarness
+}
+
+// verdictOutcome is the outcome of a checked history's verdict, for the
+// commands that report one (check, run, report): fail is a violation,
+// unknown its own outcome, pass none.
+func verdictOutcome(v verdict.Verdict) error {
+	switch v {
+	case verdict.Fail:
+		return errViolation
+	case verdict.Unknown:
+		return errUnknown
+	}
+	return nil
 }
 
 // message is what to print for err: nothing for the outcomes that speak
 // through stdout.
 func message(err error) string {
 	switch err {
-	case nil, errViolation, errInterrupted, errHelpShown, errUsageShown:
+	case nil, errViolation, errUnknown, errInterrupted, errHelpShown, errUsageShown:
 		return ""
 	}
 	return err.Error()

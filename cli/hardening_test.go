@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // hardCase is one row of TestHardeningBadInput: input → exit code →
@@ -169,6 +171,13 @@ func TestExitCode(t *testing.T) {
 		{interrupted(harnessFailed), ExitInterrupted},
 		{interrupted(badInputf("x")), ExitInterrupted},
 		{recovered("boom"), ExitPanic},
+		{errUnknown, ExitUnknown},
+		{fmt.Errorf("check: %w", errUnknown), ExitUnknown},
+		{verdictOutcome(verdict.Unknown), ExitUnknown},
+		{verdictOutcome(verdict.Fail), ExitViolation},
+		{verdictOutcome(verdict.Pass), ExitPass},
+		{runOutcome(report.Summary{Verdict: verdict.Unknown}, nil), ExitUnknown},
+		{runOutcome(report.Summary{Verdict: verdict.Unknown, Interrupted: true}, nil), ExitInterrupted},
 	} {
 		if got := exitCode(tc.err); got != tc.code {
 			t.Errorf("exitCode(%v) = %d, want %d", tc.err, got, tc.code)

@@ -9,7 +9,6 @@ import (
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
-	"github.com/lockbench/lockbench/verdict"
 )
 
 // reportOptions are report's arguments.
@@ -86,10 +85,7 @@ func runReport(_ context.Context, e *env, o reportOptions) error {
 			return fmt.Errorf("rewrite the summary: %w", err)
 		}
 	}
-	if sum.Verdict == verdict.Fail {
-		return errViolation
-	}
-	return nil
+	return verdictOutcome(sum.Verdict)
 }
 
 // reportBench prints a saved benchmark's table from its bench.json; the

@@ -228,8 +228,6 @@ func runOutcome(sum report.Summary, err error) error {
 		return errInterrupted
 	case sum.Stopped != "":
 		return fmt.Errorf("run stopped early: %s", sum.Stopped)
-	case sum.Verdict == verdict.Fail:
-		return errViolation
 	}
-	return nil
+	return verdictOutcome(sum.Verdict)
 }

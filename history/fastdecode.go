@@ -58,10 +58,11 @@ func (p *parsedEvent) finish(e *Event) error {
 	case p.has&hasF == 0 || p.ev.F == "":
 		return errors.New(`missing "f"`)
 	}
-	switch p.ev.Type {
-	case Invoke, OK, Fail, Info:
-	default:
-		return fmt.Errorf("type %q is not one of invoke, ok, fail, info", p.ev.Type)
+	if _, ok := knownTypes[string(p.ev.Type)]; !ok {
+		return fmt.Errorf("type %q is not one of %s", p.ev.Type, validTypes)
+	}
+	if _, ok := knownFs[p.ev.F]; !ok {
+		return fmt.Errorf("f %q is not one of %s", p.ev.F, validFs)
 	}
 	if p.ev.Time < 0 {
 		return fmt.Errorf("negative time %d", p.ev.Time)
@@ -81,7 +82,7 @@ func (p *parsedEvent) finish(e *Event) error {
 func decodeEventSlow(b []byte, e *Event) error {
 	var w wireEvent
 	if err := json.Unmarshal(b, &w); err != nil {
-		return fmt.Errorf("not a JSON event: %v", err)
+		return jsonError(err)
 	}
 	p := parsedEvent{ev: Event{Lock: w.Lock, Token: w.Token, Value: w.Value,
 		Error: w.Error, Key: w.Key, Lease: w.Lease}}
@@ -102,6 +103,34 @@ func decodeEventSlow(b []byte, e *Event) error {
 		p.ev.F = *w.F
 	}
 	return p.finish(e)
+}
+
+// fieldWants says, per field of an event, what a valid value is: the
+// message of a value of the wrong JSON kind, instead of encoding/json's,
+// which names Go types (wireEvent.time of type int64).
+var fieldWants = map[string]string{
+	"time":    "an integer ≥ 0 (nanoseconds since the run's start)",
+	"process": "an integer ≥ -1 (the client id, -1 for the nemesis)",
+	"type":    "a string, one of " + validTypes,
+	"f":       "a string, one of " + validFs,
+	"lock":    "a string (the lock's name)",
+	"token":   "an integer (the fencing token)",
+	"error":   "a string",
+	"key":     "a string",
+	"lease":   "a string",
+}
+
+// jsonError turns encoding/json's error for a line into one that names
+// the field and what is valid, without Go type names.
+func jsonError(err error) error {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return fmt.Errorf("not a JSON event: %v", err)
+	}
+	if want, ok := fieldWants[te.Field]; ok {
+		return fmt.Errorf("%q must be %s, got %s", te.Field, want, te.Value)
+	}
+	return fmt.Errorf("not a JSON event: want an object with time, process, type and f, got %s", te.Value)
 }
 
 // span is b[start:end] of a string field whose Go string is not yet made.
@@ -458,11 +487,28 @@ func skipNumber(b []byte, i int) (next int, ok bool) {
 // so that decoding them allocates nothing (indexing a map by string(b)
 // does not copy b).
 var (
-	knownTypes = map[string]Type{"invoke": Invoke, "ok": OK, "fail": Fail, "info": Info}
-	knownFs    = map[string]string{FAcquire: FAcquire, FRelease: FRelease, FRead: FRead, FWrite: FWrite,
-		FCrash: FCrash, FPause: FPause, FResume: FResume, FLeaseLost: FLeaseLost, FWakeup: FWakeup,
-		FFault: FFault, FRPCs: FRPCs, FKeyDeleted: FKeyDeleted}
+	knownTypes = knownSet(types)
+	knownFs    = knownSet(functions)
+	// validTypes and validFs list them for messages.
+	validTypes = joinNames(types)
+	validFs    = joinNames(functions)
 )
+
+func knownSet[T ~string](names []T) map[string]T {
+	m := make(map[string]T, len(names))
+	for _, n := range names {
+		m[string(n)] = n
+	}
+	return m
+}
+
+func joinNames[T ~string](names []T) string {
+	s := make([]string, len(names))
+	for i, n := range names {
+		s[i] = string(n)
+	}
+	return strings.Join(s, ", ")
+}
 
 // internKnown stores in *dst the constant that the string at sp spells, if
 // known; otherwise it marks sp (bit) as a string to make.

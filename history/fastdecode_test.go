@@ -10,12 +10,14 @@ import (
 	"testing"
 )
 
-// decodeEventLegacy is decodeEvent as it was before fastDecode, verbatim:
-// the oracle that decodeEvent and decodeEventSlow must both agree with.
+// decodeEventLegacy is the reference decoder that decodeEvent and
+// decodeEventSlow must both agree with: encoding/json alone, with the
+// contract's validation written out plainly (as decodeEvent was before
+// fastDecode, plus the check of `f` and the field messages of jsonError).
 func decodeEventLegacy(b []byte, e *Event) error {
 	var w wireEvent
 	if err := json.Unmarshal(b, &w); err != nil {
-		return fmt.Errorf("not a JSON event: %v", err)
+		return jsonError(err)
 	}
 	switch {
 	case w.Time == nil:
@@ -31,6 +33,12 @@ func decodeEventLegacy(b []byte, e *Event) error {
 	case Invoke, OK, Fail, Info:
 	default:
 		return fmt.Errorf("type %q is not one of invoke, ok, fail, info", *w.Type)
+	}
+	switch *w.F {
+	case FAcquire, FRelease, FRead, FWrite, FCrash, FPause, FResume, FLeaseLost,
+		FWakeup, FFault, FRPCs, FKeyDeleted:
+	default:
+		return fmt.Errorf("f %q is not one of acquire, release, read, write, crash, pause, resume, lease-lost, wakeup, fault, rpcs, key-deleted", *w.F)
 	}
 	if *w.Time < 0 {
 		return fmt.Errorf("negative time %d", *w.Time)
@@ -131,7 +139,7 @@ var fastCases = []struct {
 	{"nemesis", `{"time":0,"process":-1,"type":"ok","f":"fault"}`, true},
 	{"process below -1", `{"time":0,"process":-2,"type":"ok","f":"acquire"}`, true},
 	{"negative token", `{"time":0,"process":0,"type":"ok","f":"acquire","token":-5}`, true},
-	{"max int64", `{"time":9223372036854775807,"process":9223372036854775807,"type":"info","f":"x","token":-9223372036854775808}`, true},
+	{"max int64", `{"time":9223372036854775807,"process":9223372036854775807,"type":"info","f":"fault","token":-9223372036854775808}`, true},
 	{"time overflow", `{"time":9223372036854775808,"process":0,"type":"ok","f":"acquire"}`, false},
 	{"token underflow", `{"time":0,"process":0,"type":"ok","f":"acquire","token":-9223372036854775809}`, false},
 	{"twenty digits", `{"time":10000000000000000000,"process":0,"type":"ok","f":"acquire"}`, false},

@@ -47,6 +47,17 @@ const (
 	FKeyDeleted = "key-deleted"
 )
 
+// functions are every valid `f`, the contract's and the extensions the
+// recorder and the harness write, in the order messages list them. The
+// decoder refuses any other: a misspelt "aquire" would otherwise be an
+// event no check reads, and the history would pass having been checked
+// for nothing.
+var functions = []string{FAcquire, FRelease, FRead, FWrite, FCrash, FPause,
+	FResume, FLeaseLost, FWakeup, FFault, FRPCs, FKeyDeleted}
+
+// types are every valid `type`, in the order messages list them.
+var types = []Type{Invoke, OK, Fail, Info}
+
 // Causes of a KeyDeletion.
 const (
 	// CauseDelete: the key's lease was still alive after the delete, so a

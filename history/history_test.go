@@ -43,7 +43,7 @@ func TestReadErrors(t *testing.T) {
 		line     int
 		msg      string
 	}{
-		{"not JSON", "{\"time\":0,\"process\":0,\"type\":\"ok\",\"f\":\"x\"}\nnope\n", 2, "not a JSON event"},
+		{"not JSON", "{\"time\":0,\"process\":0,\"type\":\"ok\",\"f\":\"read\"}\nnope\n", 2, "not a JSON event"},
 		{"missing time", `{"process":0,"type":"ok","f":"acquire"}`, 1, `missing "time"`},
 		{"missing process", `{"time":0,"type":"ok","f":"acquire"}`, 1, `missing "process"`},
 		{"missing type", `{"time":0,"process":0,"f":"acquire"}`, 1, `missing "type"`},
@@ -52,7 +52,19 @@ func TestReadErrors(t *testing.T) {
 		{"bad type", `{"time":0,"process":0,"type":"done","f":"acquire"}`, 1, `type "done"`},
 		{"negative time", `{"time":-1,"process":0,"type":"ok","f":"acquire"}`, 1, "negative time"},
 		{"process below -1", `{"time":0,"process":-2,"type":"ok","f":"acquire"}`, 1, "process -2"},
-		{"float time", `{"time":1.5,"process":0,"type":"ok","f":"acquire"}`, 1, "not a JSON event"},
+		{"float time", `{"time":1.5,"process":0,"type":"ok","f":"acquire"}`, 1,
+			`"time" must be an integer ≥ 0 (nanoseconds since the run's start), got number 1.5`},
+		{"string time", `{"time":"1","process":0,"type":"ok","f":"acquire"}`, 1,
+			`"time" must be an integer ≥ 0 (nanoseconds since the run's start), got string`},
+		{"string process", `{"time":1,"process":"a","type":"ok","f":"acquire"}`, 1,
+			`"process" must be an integer ≥ -1 (the client id, -1 for the nemesis), got string`},
+		{"number f", `{"time":1,"process":0,"type":"ok","f":3}`, 1, `"f" must be a string, one of acquire, release,`},
+		{"object lock", `{"time":1,"process":0,"type":"ok","f":"acquire","lock":{}}`, 1, `"lock" must be a string (the lock's name), got object`},
+		{"array line", `[1]`, 1, "not a JSON event: want an object with time, process, type and f, got array"},
+		{"misspelt f", "{\"time\":0,\"process\":0,\"type\":\"invoke\",\"f\":\"acquire\"}\n{\"time\":1,\"process\":0,\"type\":\"ok\",\"f\":\"aquire\"}", 2,
+			`f "aquire" is not one of acquire, release, read, write, crash, pause, resume, lease-lost, wakeup, fault, rpcs, key-deleted`},
+		{"unknown f, slow path", `{"time":0,"process":0,"type":"ok","f":"acquire\u0021"}`, 1, `f "acquire!" is not one of acquire,`},
+		{"misspelt type", `{"time":0,"process":0,"type":"okay","f":"acquire"}`, 1, `type "okay" is not one of invoke, ok, fail, info`},
 		{"line after blank lines", "\n\n{}\n", 3, `missing "time"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,7 +14,9 @@ import (
 	"io"
 	"os"
 	"path"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -364,7 +366,7 @@ func Parse(name string, r io.Reader) (Scenario, error) {
 		if errors.Is(err, io.EOF) {
 			return Scenario{}, fmt.Errorf("%s: empty scenario file", name)
 		}
-		return Scenario{}, fmt.Errorf("%s: %v", name, cleanYAMLError(err))
+		return Scenario{}, fmt.Errorf("%s: %v", name, cleanYAMLError(err, b))
 	}
 	s.Source = name
 	s.expectLines = keyLines(b, "expect")
@@ -392,13 +394,126 @@ func decodeStrict(n *yaml.Node, v any) error {
 	return err
 }
 
-func cleanYAMLError(err error) error {
+// cleanYAMLError rewrites yaml.v3's errors, which name Go types
+// ("cannot unmarshal !!seq into scenarios.Scenario", "field x not found in
+// type scenarios.Workload"), as what the scenario format calls things:
+// the key, what is valid there, and what the file has instead. src is the
+// file, read for the key on the error's line.
+func cleanYAMLError(err error, src []byte) error {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	msg = strings.ReplaceAll(msg, "unmarshal errors:\n  ", "")
-	msg = strings.ReplaceAll(msg, "in type scenarios.Scenario", "(valid keys: name, description, clients, lease_ttl, duration, workload, steps, expect)")
-	msg = strings.ReplaceAll(msg, "in type scenarios.Workload", "in workload (valid keys: kind, hold, think, stagger, release_lost)")
-	msg = strings.ReplaceAll(msg, "in type scenarios.plain", "in step (valid keys: at, fault, target, for, delay)")
-	return errors.New(msg)
+	msg = strings.TrimPrefix(msg, "unmarshal errors:\n")
+	var parts []string
+	for _, line := range strings.Split(msg, "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			parts = append(parts, cleanYAMLLine(line, src))
+		}
+	}
+	return errors.New(strings.Join(parts, "; "))
+}
+
+// yamlTypeError is one line of a yaml.v3 type error: the line, the YAML
+// kind found, its text for a scalar, and the Go type it did not fit.
+var yamlTypeError = regexp.MustCompile("^line ([0-9]+): cannot unmarshal !!([a-z]+)(?: `([^`]*)`)? into (.+)$")
+
+// yamlWants says, per Go type of the scenario's decoding, what the format
+// wants there.
+var yamlWants = map[string]string{
+	"scenarios.Scenario":         "a mapping with keys " + scenarioKeys,
+	"scenarios.Workload":         "a mapping with keys " + workloadKeys,
+	"[]scenarios.Step":           "a list of steps",
+	"scenarios.plain":            "a mapping with keys " + stepKeys,
+	"verdict.Expectations":       "a mapping of default, a strategy's name or keepalive:POLICY to the checks expected",
+	"map[string]verdict.Verdict": "a mapping of check names (" + strings.Join(verdict.CheckNames, ", ") + ") to verdicts",
+	"verdict.Verdict":            "one of pass, fail, unknown, any",
+	"int":                        "an integer",
+	"string":                     "a string",
+	"bool":                       "true or false",
+}
+
+// The keys of a scenario file, a workload and a step.
+const (
+	scenarioKeys = "name, description, clients, lease_ttl, duration, workload, steps, expect"
+	workloadKeys = "kind, hold, think, stagger, release_lost"
+	stepKeys     = "at, fault, target, for, delay"
+)
+
+// yamlKinds names YAML's tags as a reader of the file says them.
+var yamlKinds = map[string]string{"seq": "a list", "map": "a mapping", "str": "the string",
+	"int": "the number", "float": "the number", "bool": "the boolean", "null": "nothing"}
+
+// cleanYAMLLine rewrites one line of a yaml.v3 error (see cleanYAMLError).
+func cleanYAMLLine(line string, src []byte) string {
+	for _, r := range [...][2]string{
+		{"in type scenarios.Scenario", "(valid keys: " + scenarioKeys + ")"},
+		{"in type scenarios.Workload", "in workload (valid keys: " + workloadKeys + ")"},
+		{"in type scenarios.plain", "in step (valid keys: " + stepKeys + ")"},
+	} {
+		line = strings.ReplaceAll(line, r[0], r[1])
+	}
+	m := yamlTypeError.FindStringSubmatch(line)
+	if m == nil {
+		return line
+	}
+	n, _ := strconv.Atoi(m[1])
+	got := yamlKinds[m[2]]
+	if got == "" {
+		got = "a " + m[2]
+	}
+	if m[3] != "" {
+		got += " " + m[3]
+	}
+	want, ok := yamlWants[m[4]]
+	if !ok {
+		want = "another kind of value"
+	}
+	var what string
+	switch key := yamlKeyAt(src, n, m[2], m[3]); {
+	case m[4] == "scenarios.Scenario":
+		what = "the scenario" // the whole file
+	case m[4] == "scenarios.plain":
+		what = "a step" // an item of steps, which has no key
+	case key != "":
+		what = key
+	default:
+		what = "the value"
+	}
+	return fmt.Sprintf("line %d: %s must be %s, not %s", n, what, want, got)
+}
+
+// yamlKey is a mapping key on a line; what follows it is its value.
+var yamlKey = regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_-]*):(?:\s+|$)`)
+
+// yamlKeyAt returns the key on line n of src whose value is the one an
+// error is about — the scalar value, else the last key whose value opens
+// a list (kind "seq") or a mapping ("map") — or the line's first key, or
+// "" when it has none.
+func yamlKeyAt(src []byte, n int, kind, value string) string {
+	lines := bytes.Split(src, []byte("\n"))
+	if n < 1 || n > len(lines) {
+		return ""
+	}
+	line := string(lines[n-1])
+	value = strings.TrimSuffix(value, "...") // yaml.v3 cuts long values so
+	first, found := "", ""
+	for _, m := range yamlKey.FindAllStringSubmatchIndex(line, -1) {
+		key, rest := line[m[2]:m[3]], strings.Trim(line[m[1]:], `"'`)
+		if first == "" {
+			first = key
+		}
+		switch {
+		case value != "" && strings.HasPrefix(rest, value),
+			value == "" && kind == "seq" && strings.HasPrefix(rest, "["),
+			value == "" && kind == "map" && strings.HasPrefix(rest, "{"):
+			found = key
+			if value != "" {
+				return found
+			}
+		}
+	}
+	if found != "" {
+		return found
+	}
+	return first
 }
 
 // ParseFile reads a scenario from a file.

@@ -116,6 +116,24 @@ func TestParseErrorsNameFileLineAndChoices(t *testing.T) {
 			[]string{"bad.yaml:7", "step 2", "client:9", "clients 0..3"}},
 		{"waiter target out of range", "name: x\nclients: 3\nduration: 5s\nworkload: {kind: hold}\nsteps:\n  - {at: 1s, fault: crash-client, target: waiter:2}\n",
 			[]string{"bad.yaml:6", "waiter:2", "waiter:0..1"}},
+		{"a list, not a scenario", "- name: x\n- clients: 2\n",
+			[]string{"bad.yaml: line 1: the scenario must be a mapping with keys name, description, clients", "not a list"}},
+		{"a string, not a scenario", "contention\n",
+			[]string{"line 1: the scenario must be a mapping", "not the string contention"}},
+		{"clients not a number", "name: x\nclients: two\nduration: 1s\nworkload: {kind: hold}\n",
+			[]string{"line 2: clients must be an integer, not the string two"}},
+		{"workload a list", "name: x\nclients: 2\nduration: 1s\nworkload: [hold]\n",
+			[]string{"line 4: workload must be a mapping with keys kind, hold, think, stagger, release_lost, not a list"}},
+		{"release_lost not a boolean", "name: x\nclients: 2\nduration: 1s\nworkload: {kind: hold, release_lost: maybe}\n",
+			[]string{"line 4: release_lost must be true or false, not the string maybe"}},
+		{"steps a mapping", "name: x\nclients: 2\nduration: 1s\nworkload: {kind: hold}\nsteps: {at: 1s}\n",
+			[]string{"line 5: steps must be a list of steps, not a mapping"}},
+		{"a step a list", "name: x\nclients: 2\nduration: 1s\nworkload: {kind: hold}\nsteps:\n  - [1s, heal]\n",
+			[]string{"line 6: a step must be a mapping with keys at, fault, target, for, delay, not a list"}},
+		{"expectations a list", "name: x\nclients: 2\nduration: 1s\nworkload: {kind: hold}\nexpect: {default: [exclusion]}\n",
+			[]string{"line 5: default must be a mapping of check names (exclusion,", "to verdicts, not a list"}},
+		{"two type errors, one line", "name: [x]\nclients: [2]\nduration: 1s\nworkload: {kind: hold}\n",
+			[]string{"line 1: name must be a string, not a list; line 2: clients must be an integer, not a list"}},
 		{"malformed", "name: [x\n", []string{"bad.yaml", "line"}},
 		{"empty", "", []string{"bad.yaml", "empty"}},
 	}
@@ -128,6 +146,12 @@ func TestParseErrorsNameFileLineAndChoices(t *testing.T) {
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+			// Go's names for things are not the format's.
+			for _, leak := range []string{"!!", "scenarios.", "verdict.", "unmarshal", "\n"} {
+				if strings.Contains(err.Error(), leak) {
+					t.Errorf("error %q says %q", err, leak)
 				}
 			}
 		})

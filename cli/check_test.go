@@ -1,0 +1,136 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeHistory writes lines as a history file in a test folder.
+func writeHistory(t *testing.T, name string, lines ...string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// stall20s is a history from another tool: process 1 waits 20 s on a free
+// lock (1s → 21s), which lockbench's default bound (5.5s) calls a stall.
+var stall20s = []string{
+	`{"time":0,"process":0,"type":"invoke","f":"acquire","lock":"l"}`,
+	`{"time":1000000,"process":0,"type":"ok","f":"acquire","lock":"l","token":5}`,
+	`{"time":500000000,"process":1,"type":"invoke","f":"acquire","lock":"l"}`,
+	`{"time":1000000000,"process":0,"type":"invoke","f":"release","lock":"l"}`,
+	`{"time":1001000000,"process":0,"type":"ok","f":"release","lock":"l"}`,
+	`{"time":21000000000,"process":1,"type":"ok","f":"acquire","lock":"l","token":6}`,
+	`{"time":21001000000,"process":1,"type":"invoke","f":"release","lock":"l"}`,
+	`{"time":21002000000,"process":1,"type":"ok","f":"release","lock":"l"}`,
+}
+
+// untokened is a counter workload whose accepted write carries no token:
+// fencing cannot decide (unknown), and nothing fails.
+var untokened = []string{
+	`{"time":0,"process":0,"type":"invoke","f":"acquire","lock":"l"}`,
+	`{"time":1,"process":0,"type":"ok","f":"acquire","lock":"l","token":5}`,
+	`{"time":2,"process":0,"type":"invoke","f":"read","lock":"l"}`,
+	`{"time":3,"process":0,"type":"ok","f":"read","lock":"l","value":0}`,
+	`{"time":4,"process":0,"type":"invoke","f":"write","lock":"l","value":1}`,
+	`{"time":5,"process":0,"type":"ok","f":"write","lock":"l"}`,
+	`{"time":6,"process":0,"type":"invoke","f":"release","lock":"l"}`,
+	`{"time":7,"process":0,"type":"ok","f":"release","lock":"l"}`,
+	`{"time":8,"process":-1,"type":"ok","f":"read","value":1}`,
+}
+
+// TestCheckOutcomes: check's exit status and output for histories and
+// flags, one literal history per case.
+func TestCheckOutcomes(t *testing.T) {
+	stall := writeHistory(t, "stall.jsonl", stall20s...)
+	unknown := writeHistory(t, "unknown.jsonl", untokened...)
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want []string // substrings of stdout + stderr
+	}{
+		{"a 20s stall fails the default bound", []string{"check", stall}, ExitViolation,
+			[]string{"liveness   fail", "the bound is 5.5s"}},
+		{"the history's own bound", []string{"check", stall, "--liveness-bound", "25s"}, ExitPass,
+			[]string{"verdict pass"}},
+		{"a bound shorter than the stall", []string{"check", "--liveness-bound=19s", stall}, ExitViolation,
+			[]string{"liveness   fail", "the bound is 19s"}},
+		{"zero bound", []string{"check", stall, "--liveness-bound", "0"}, ExitUsage,
+			[]string{"--liveness-bound 0s", "must be > 0"}},
+		{"negative bound", []string{"check", stall, "--liveness-bound", "-1s"}, ExitUsage,
+			[]string{"--liveness-bound -1s", "must be > 0"}},
+		{"bound not a duration", []string{"check", stall, "--liveness-bound", "ten"}, ExitUsage,
+			[]string{`invalid value "ten"`, "liveness-bound"}},
+		{"unknown verdict has its own status", []string{"check", unknown}, ExitUnknown,
+			[]string{"verdict unknown", "fencing", "no accepted write carries a token"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, tc.args...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d\n%s%s", code, tc.code, stdout, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stdout+stderr, w) {
+					t.Errorf("output does not mention %q:\n%s%s", w, stdout, stderr)
+				}
+			}
+		})
+	}
+}
+
+// TestCheckJSONNamesItsHistory: --json adds the file and its event count
+// to the report's keys.
+func TestCheckJSONNamesItsHistory(t *testing.T) {
+	p := writeHistory(t, "h.jsonl", stall20s...)
+	code, stdout, _ := runCLI(t, "check", "--json", p)
+	var got map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("exit %d, not JSON: %v\n%s", code, err, stdout)
+	}
+	for _, k := range []string{"file", "events", "verdict", "checks"} {
+		if _, ok := got[k]; !ok {
+			t.Errorf("no %q key in %s", k, stdout)
+		}
+	}
+	if string(got["file"]) != `"`+p+`"` || string(got["events"]) != "8" || string(got["verdict"]) != `"fail"` {
+		t.Errorf("file %s, events %s, verdict %s; want %q, 8, fail", got["file"], got["events"], got["verdict"], p)
+	}
+}
+
+// TestCheckReadsStandardInput: "check -" reads the history from standard
+// input, not from a file named "-".
+func TestCheckReadsStandardInput(t *testing.T) {
+	withStdin := func(t *testing.T, lines ...string) {
+		t.Helper()
+		f, err := os.Open(writeHistory(t, "in.jsonl", lines...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := os.Stdin
+		os.Stdin = f
+		t.Cleanup(func() { os.Stdin = old; f.Close() })
+	}
+	t.Chdir(t.TempDir()) // no file named "-" here
+	withStdin(t, stall20s...)
+	code, stdout, stderr := runCLI(t, "check", "-", "--liveness-bound", "25s")
+	if code != ExitPass || !strings.Contains(stdout, "standard input: 8 events, verdict pass") {
+		t.Errorf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	withStdin(t, stall20s...)
+	code, stdout, _ = runCLI(t, "check", "--json", "-")
+	if code != ExitViolation || !strings.Contains(stdout, `"file": "-"`) || !strings.Contains(stdout, `"events": 8`) {
+		t.Errorf("--json: exit %d\n%s", code, stdout)
+	}
+	withStdin(t, `{"time":0,"process":0,"type":"ok","f":"aquire"}`)
+	code, _, stderr = runCLI(t, "check", "-")
+	if code != ExitUsage || !strings.Contains(stderr, "standard input: line 1") || !strings.Contains(stderr, `"aquire"`) {
+		t.Errorf("bad standard input: exit %d, stderr %q", code, stderr)
+	}
+}
