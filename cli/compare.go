@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"time"
 
 	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/wholefile"
 )
 
 // DefaultMinDelta is compare's --min-delta: latency medians closer than
@@ -125,7 +125,7 @@ func readCompared(path string) (report.Suite, error) {
 	if err == nil {
 		return s, nil
 	}
-	if errors.As(err, new(*fs.PathError)) {
+	if errors.As(err, new(*fs.PathError)) || wholefile.IsRefused(err) {
 		return s, badInput(err)
 	}
 	return s, badInputf("%s is neither a summary.json nor a suite.json%s: compare takes two of those (a run folder's summary.json, a suite folder's suite.json)",
@@ -134,7 +134,7 @@ func readCompared(path string) (report.Suite, error) {
 
 // whatJSON guesses, for a message, what kind of file path is.
 func whatJSON(path string) string {
-	b, err := os.ReadFile(path)
+	b, err := wholefile.Read(path, "suite.json or summary.json", wholefile.JSONLimit)
 	if err != nil {
 		return ""
 	}

@@ -189,12 +189,20 @@ func TestExitCode(t *testing.T) {
 // waits until stream (stdout or stderr) says ready.
 func startBinary(t *testing.T, ready string, onStdout bool, args ...string) (cmd *exec.Cmd, tmp string, stdout, stderr *syncBuffer) {
 	t.Helper()
+	return startBinaryAs(t, nil, ready, onStdout, args...)
+}
+
+// startBinaryAs is startBinary with the process's attributes (e.g. a
+// process group of its own); nil for the defaults.
+func startBinaryAs(t *testing.T, attr *syscall.SysProcAttr, ready string, onStdout bool, args ...string) (cmd *exec.Cmd, tmp string, stdout, stderr *syncBuffer) {
+	t.Helper()
 	bin := buildLockbench(t)
 	tmp = t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	cmd = exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	cmd.SysProcAttr = attr
 	stdout, stderr = &syncBuffer{}, &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
@@ -232,18 +240,24 @@ func TestClusterCommandSIGINTExits130(t *testing.T) {
 	}
 }
 
-// TestSecondSignalForcesExit: a second SIGINT exits at once, with 130,
-// and still removes etcd's data folder.
+// TestSecondSignalForcesExit: a second signal, repeatWindow or more after
+// the first, exits at once, with 130, and still removes etcd's data
+// folder.
 func TestSecondSignalForcesExit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an etcd cluster")
 	}
 	out := t.TempDir()
-	cmd, tmp, _, stderr := startBinary(t, "running", false, "run", "--duration", "60s", "--clients", "4", "--out", out, "--unsafe-no-fsync")
+	// A holder finishes its 30 s hold after the first signal, so the
+	// clean finish outlasts repeatWindow and the second signal cuts it.
+	cmd, tmp, _, stderr := startBinary(t, "running", false, "run", "--duration", "60s", "--clients", "4", "--hold", "30s", "--out", out, "--unsafe-no-fsync")
+	time.Sleep(500 * time.Millisecond) // for the first grant
 	cmd.Process.Signal(syscall.SIGINT)
 	for !strings.Contains(stderr.String(), "finishing cleanly") {
 		time.Sleep(10 * time.Millisecond)
 	}
+	// Within repeatWindow it would be the first signal delivered again.
+	time.Sleep(repeatWindow + 100*time.Millisecond)
 	t0 := time.Now()
 	cmd.Process.Signal(syscall.SIGTERM)
 	cmd.Wait()

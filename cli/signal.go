@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // scratch holds the folders the CLI made for etcd's data; the embedded
@@ -53,34 +54,57 @@ func (s *scratch) String() string {
 	return strings.Join(s.dirs, ", ")
 }
 
+// repeatWindow is how long after the first signal a repeat is still the
+// same signal. GNU timeout (and other supervisors) signal both the child
+// and its process group, so lockbench receives one SIGTERM twice,
+// microseconds apart: read as "signal again", the pair would exit at
+// once and lose the run's files. A person pressing Ctrl-C twice, or a
+// supervisor escalating, is slower than this.
+const repeatWindow = time.Second
+
 // onSignal cancels the work on the first SIGINT/SIGTERM, so that it stops
-// cleanly (history written, cluster closed); on a second one it removes
-// etcd's data (removeDataNow: every open cluster's data folder and the
-// scratch folders) and exits at once through exit with ExitInterrupted.
-// stop ends the watch.
+// cleanly (history written, cluster closed); signals within repeatWindow
+// of it are the same signal, delivered again, and ignored; a later one
+// removes etcd's data (removeDataNow: every open cluster's data folder
+// and the scratch folders) and exits at once through exit with
+// ExitInterrupted. stop ends the watch.
 func (e *env) onSignal(cancel context.CancelFunc, exit func(int)) (stop func()) {
-	sigs := make(chan os.Signal, 2)
+	sigs := make(chan os.Signal, 4)
 	done := make(chan struct{})
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	go e.guard(exit, func() {
-		select {
-		case s := <-sigs:
-			fmt.Fprintf(e.stderr, "lockbench: %s — finishing cleanly (signal again to exit at once)\n", s)
-			cancel()
-		case <-done:
-			return
-		}
-		select {
-		case s := <-sigs:
-			fmt.Fprintf(e.stderr, "lockbench: %s again — exiting now, removing etcd's data (%s)\n", s, e.scratch)
-			e.removeDataNow()
-			exit(ExitInterrupted)
-		case <-done:
-		}
-	})
+	go e.guard(exit, func() { e.watchSignals(sigs, done, time.Now, cancel, exit) })
 	return func() {
 		signal.Stop(sigs)
 		close(done)
+	}
+}
+
+// watchSignals is onSignal's logic, with the signals and the clock given
+// so that a test can drive it. It returns when done closes or after it
+// has called exit.
+func (e *env) watchSignals(sigs <-chan os.Signal, done <-chan struct{}, now func() time.Time, cancel context.CancelFunc, exit func(int)) {
+	var first time.Time
+	select {
+	case s := <-sigs:
+		first = now()
+		fmt.Fprintf(e.stderr, "lockbench: %s — finishing cleanly (signal again, %s or more later, to exit at once)\n", s, repeatWindow)
+		cancel()
+	case <-done:
+		return
+	}
+	for {
+		select {
+		case s := <-sigs:
+			if now().Sub(first) < repeatWindow {
+				continue // the first signal delivered again (e.g. to the process and its group)
+			}
+			fmt.Fprintf(e.stderr, "lockbench: %s again — exiting now, removing etcd's data (%s)\n", s, e.scratch)
+			e.removeDataNow()
+			exit(ExitInterrupted)
+			return
+		case <-done:
+			return
+		}
 	}
 }
 

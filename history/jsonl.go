@@ -7,7 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+
+	"github.com/lockbench/lockbench/wholefile"
 )
 
 // Write encodes events as JSON Lines.
@@ -81,9 +82,10 @@ func Read(r io.Reader) ([]Event, error) {
 	return events, nil
 }
 
-// ReadFile reads a history from path.
+// ReadFile reads a history from path; a path that is not a regular file
+// or is over wholefile.HistoryLimit is refused before it is read.
 func ReadFile(path string) ([]Event, error) {
-	f, err := os.Open(path)
+	f, err := wholefile.Open(path, "history", wholefile.HistoryLimit)
 	if err != nil {
 		return nil, err
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -17,6 +16,7 @@ import (
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/stats"
 	"github.com/lockbench/lockbench/verdict"
+	"github.com/lockbench/lockbench/wholefile"
 )
 
 // WriteBenchLines writes one Go benchmark-format line per summary, so that
@@ -133,11 +133,16 @@ type Bench struct {
 	Cluster rundir.ClusterConfig `json:"cluster"`
 }
 
-// LoadBench reads a bench folder's bench.json, to draw its table again.
+// LoadBench reads a bench folder's bench.json, to draw its table again;
+// one that is not a regular file or is over wholefile.JSONLimit is
+// refused before it is read.
 func LoadBench(dir string) (*Bench, error) {
 	path := filepath.Join(dir, rundir.BenchFile)
-	raw, err := os.ReadFile(path)
+	raw, err := wholefile.Read(path, rundir.BenchFile, wholefile.JSONLimit)
 	if err != nil {
+		if wholefile.IsRefused(err) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("read bench folder: %w", err)
 	}
 	var b Bench

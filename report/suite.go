@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/lockbench/lockbench/verdict"
+	"github.com/lockbench/lockbench/wholefile"
 )
 
 // Suite is suite.json: the summaries of a suite's cells (strategy ×
@@ -121,9 +121,11 @@ func (c Cell) Mismatch() bool { return !c.Matches && (c.Expected != "" || c.Note
 var ErrNotSummary = errors.New("neither a summary.json nor a suite.json")
 
 // ReadSuiteFile reads a suite.json ({"cells": [summary...]}) or a single
-// summary.json, which becomes a suite of one cell.
+// summary.json, which becomes a suite of one cell. A path that is not a
+// regular file or is over wholefile.JSONLimit is refused before it is
+// read, with a *wholefile.Error.
 func ReadSuiteFile(path string) (Suite, error) {
-	b, err := os.ReadFile(path)
+	b, err := wholefile.Read(path, "suite.json or summary.json", wholefile.JSONLimit)
 	if err != nil {
 		return Suite{}, err
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/wholefile"
 )
 
 // Folder is a saved run as Load reads it: enough to draw its report again
@@ -34,9 +35,9 @@ func Load(dir string) (*Folder, error) {
 	}
 	f := &Folder{Dir: dir}
 	cfgPath := filepath.Join(dir, ConfigFile)
-	b, err := os.ReadFile(cfgPath)
+	b, err := wholefile.Read(cfgPath, ConfigFile, wholefile.JSONLimit)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", cfgPath, err)
+		return nil, readErr(cfgPath, err)
 	}
 	if err := json.Unmarshal(b, &f.Config); err != nil {
 		return nil, fmt.Errorf("%s: %w", cfgPath, err)
@@ -45,8 +46,8 @@ func Load(dir string) (*Folder, error) {
 		return nil, err
 	}
 	sumPath := filepath.Join(dir, SummaryFile)
-	if b, err = os.ReadFile(sumPath); err != nil {
-		return nil, fmt.Errorf("read %s: %w", sumPath, err)
+	if b, err = wholefile.Read(sumPath, SummaryFile, wholefile.JSONLimit); err != nil {
+		return nil, readErr(sumPath, err)
 	}
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(b, &probe); err != nil {
@@ -77,6 +78,15 @@ func isRunFolder(dir string) error {
 			dir, ErrNotRunFolder, joinOr(missing), ConfigFile, HistoryFile, SummaryFile)
 	}
 	return nil
+}
+
+// readErr is a failed read of path with its context; a file
+// wholefile refused already names the path and says why.
+func readErr(path string, err error) error {
+	if wholefile.IsRefused(err) {
+		return err
+	}
+	return fmt.Errorf("read %s: %w", path, err)
 }
 
 func pathErr(err error) string {

@@ -2,14 +2,12 @@ package runner
 
 import (
 	"fmt"
-	"net"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
 
 	"go.etcd.io/etcd/pkg/v3/proxy"
-	"go.uber.org/zap"
 
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locks"
@@ -30,24 +28,17 @@ func (c *client) startProxies() error {
 
 // StartProxy starts a fault proxy (go.etcd.io/etcd/pkg/v3/proxy) in front
 // of endpoint, as the runner gives each client whose network a scenario
-// cuts or slows, and returns it ready with the URL to dial through it.
-// The bench's relay-cost figure uses it, so it measures this very path.
+// cuts or slows, and returns it ready with the URL to dial through it. It
+// listens on 127.0.0.1 only (loopbackProxy says how, since pkg/proxy
+// itself would listen on every interface). The bench's relay-cost figure
+// uses it, so it measures this very path.
 func StartProxy(endpoint string) (proxy.Server, string, error) {
 	to, err := url.Parse(endpoint)
 	if err != nil {
 		return nil, "", fmt.Errorf("endpoint %q: %w", endpoint, err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := startLoopbackProxy(to.Host)
 	if err != nil {
-		return nil, "", fmt.Errorf("proxy for %s: %w", endpoint, err)
-	}
-	from := url.URL{Scheme: "tcp", Host: l.Addr().String()}
-	l.Close() // the proxy listens on it itself
-	p := proxy.NewServer(proxy.ServerConfig{Logger: zap.NewNop(), From: from, To: url.URL{Scheme: "tcp", Host: to.Host}})
-	select {
-	case <-p.Ready():
-	case err := <-p.Error():
-		p.Close()
 		return nil, "", fmt.Errorf("proxy for %s: %w", endpoint, err)
 	}
 	return p, proxyURL(endpoint, p), nil

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"regexp"
 	"sort"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/lockbench/lockbench/chaos"
 	"github.com/lockbench/lockbench/verdict"
+	"github.com/lockbench/lockbench/wholefile"
 )
 
 // Workload kinds.
@@ -516,14 +516,15 @@ func yamlKeyAt(src []byte, n int, kind, value string) string {
 	return first
 }
 
-// ParseFile reads a scenario from a file.
+// ParseFile reads a scenario from a file. A path that is not a regular
+// file (a FIFO, /dev/zero) or is over wholefile.ScenarioLimit is refused
+// before it is read, with a *wholefile.Error.
 func ParseFile(p string) (Scenario, error) {
-	f, err := os.Open(p)
+	b, err := wholefile.Read(p, "scenario", wholefile.ScenarioLimit)
 	if err != nil {
 		return Scenario{}, err
 	}
-	defer f.Close()
-	return Parse(p, f)
+	return Parse(p, bytes.NewReader(b))
 }
 
 //go:embed builtin/*.yaml
