@@ -60,7 +60,7 @@ func dial(t *testing.T, eps []string) *clientv3.Client {
 }
 
 func TestRegistry(t *testing.T) {
-	want := map[string]bool{"queue": false, "queue-naive": true, "txn": false, "txn-watch": false, "mutex": false, "rpc": false}
+	want := map[string]bool{"queue": false, "queue-naive": true, "txn": false, "txn-watch": false, "mutex": false, "rpc": false, "election": false, "election-rpc": false}
 	for _, s := range locks.All() {
 		buggy, ok := want[s.Name]
 		if !ok {
