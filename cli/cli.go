@@ -48,7 +48,7 @@ Usage:
   lockbench clean   --endpoints URLS [--yes]             list (--yes: delete) the keys a killed run left on an external cluster
   lockbench list                                         list lock strategies and scenarios
 
-Run 'lockbench COMMAND --help' for a command's flags.
+Run 'lockbench COMMAND --help' (or 'lockbench help COMMAND') for a command's flags.
 
 Exit status: 0 all checks pass; 1 a violation; 2 bad input or usage;
 3 the harness failed (e.g. etcd did not start); 4 lockbench panicked (a bug:
@@ -122,15 +122,25 @@ func dispatch(ctx context.Context, e *env, args []string) error {
 	}
 	switch args[0] {
 	case "help", "-h", "-help", "--help":
+		if len(args) > 1 && args[0] == "help" {
+			// "lockbench help CMD" is "lockbench CMD --help".
+			if cmd, ok := commands[args[1]]; ok {
+				return cmd(ctx, e, []string{"--help"})
+			}
+			return badInputf("help %q: unknown command; valid commands are %s", args[1], commandNames())
+		}
 		fmt.Fprint(e.stdout, usage)
 		return nil
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
-		return badInputf("unknown command %q: valid commands are %s", args[0], strings.Join(slices.Sorted(maps.Keys(commands)), ", "))
+		return badInputf("unknown command %q: valid commands are %s", args[0], commandNames())
 	}
 	return cmd(ctx, e, args[1:])
 }
+
+// commandNames lists the commands for an error message.
+func commandNames() string { return strings.Join(slices.Sorted(maps.Keys(commands)), ", ") }
 
 // finish prints err's message, if it has one to print, and returns its
 // exit status.
