@@ -46,7 +46,8 @@ Usage:
   lockbench regress --base REV [--reps N] [suite flags]  build REV, run its suite and this one's interleaved on this machine, compare
   lockbench cluster [--members 3] [--tls]                keep an embedded cluster up for experiments until Ctrl-C
   lockbench clean   --endpoints URLS [--yes]             list (--yes: delete) the keys a killed run left on an external cluster
-  lockbench list                                         list lock strategies and scenarios
+  lockbench list    [--json]                             list lock strategies and scenarios
+  lockbench version                                      the lockbench build (also --version) and the schema of its files
 
 Run 'lockbench COMMAND --help' (or 'lockbench help COMMAND') for a command's flags.
 
@@ -72,6 +73,7 @@ var commands = map[string]command{
 	"cluster": clusterCommand,
 	"clean":   cleanCommand,
 	"list":    listCommand,
+	"version": versionCommand,
 }
 
 // env is what a command uses besides its options: where it prints, and
@@ -131,6 +133,8 @@ func dispatch(ctx context.Context, e *env, args []string) error {
 		}
 		fmt.Fprint(e.stdout, usage)
 		return nil
+	case "-version", "--version":
+		return versionCommand(ctx, e, args[1:])
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {

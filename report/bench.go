@@ -87,6 +87,11 @@ func round(v float64, digits int) float64 {
 // they were measured on, kept here, beside the other reports, so that a
 // saved benchmark can be drawn again without measuring anything.
 type Bench struct {
+	// Schema is rundir.SchemaVersion when written (0: an older file) and
+	// Lockbench the build that wrote it (rundir.ThisBuild): a reader
+	// knows which keys mean what, and which code measured.
+	Schema    int       `json:"schema_version,omitempty"`
+	Lockbench string    `json:"lockbench_version,omitempty"`
 	ID        string    `json:"bench_id"`
 	Started   time.Time `json:"started"`
 	ElapsedS  float64   `json:"elapsed_s"`
