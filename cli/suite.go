@@ -47,7 +47,7 @@ func suiteCommand(ctx context.Context, e *env, args []string) error {
 	fs.DurationVar(&o.quick, "quick-duration", harness.DefaultQuickDuration, "cap on the duration of scenarios without fault steps (0: no cap)")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
 	fs.StringVar(&o.benchOut, "bench-out", "", "also write every cell's figures as Go benchmark lines to this file (- for stdout), for benchstat")
-	fs.StringVar(&o.junit, "junit", "", "also write the suite as JUnit XML to this file, - for stdout (a testcase per cell, lock/scenario/seed; a failure per cell not as expected)")
+	fs.StringVar(&o.junit, "junit", "", "also write the suite as JUnit XML to this file, - for stdout (a testcase per run, lock/scenario/seed and its other dimensions; a failure per run not as expected, skipped when interrupted or not run)")
 	o.client.register(fs, true, false)
 	o.cluster.register(fs)
 	o.cluster.etcdList = true
@@ -195,6 +195,6 @@ func writeJUnitFile(e *env, path string, res *harness.SuiteResult) error {
 		return nil
 	}
 	return writeOutput(e, "junit", path, func(w io.Writer) error {
-		return report.WriteJUnit(w, filepath.Base(res.Dir), res.Dir, res.Cells)
+		return report.WriteJUnit(w, filepath.Base(res.Dir), res.Dir, res.Cells, res.Header.NotRun)
 	})
 }
