@@ -72,7 +72,7 @@ var commands = map[string]command{
 	"regress": regressCommand,
 	"cluster": clusterCommand,
 	"clean":   cleanCommand,
-	"list":    listCommand,
+	"list":    listCmd,
 	"version": versionCommand,
 }
 
