@@ -124,6 +124,10 @@ type Cell struct {
 	Dir string `json:"dir,omitempty"`
 	// Note explains a mismatch (optional), e.g. which check differed.
 	Note string `json:"note,omitempty"`
+	// AnyReasons is, by check, why the scenario does not judge it ("any"),
+	// where it says why (scenarios.Scenario.AnyReason): the suite table
+	// shows it under a not-judged check that did not pass.
+	AnyReasons map[string]string `json:"any_reasons,omitempty"`
 }
 
 // Mismatch reports whether the cell did not meet its expectation (an

@@ -150,9 +150,11 @@ type Scenario struct {
 
 	// faults are Steps parsed into faults and targets, once, by Validate
 	// (Parse calls it); expectLines are the lines of Expect's keys in
-	// Source, for CheckNames' messages.
+	// Source, for CheckNames' messages, and expectWhy the comments above
+	// them, for AnyReason.
 	faults      []chaos.Step
 	expectLines map[string]int
+	expectWhy   map[string]string
 }
 
 // Defaults shared by built-ins and CLI flags.
@@ -219,10 +221,10 @@ func (s Scenario) CheckNames(names verdict.Names) error {
 	return s.Expect.Validate(func(key string) string { return s.where(s.expectLines[key]) }, names)
 }
 
-// keyLines returns the line of each key of the top-level mapping field in
-// a YAML document (nil when there is none), for error messages about
-// entries of a map-typed field.
-func keyLines(b []byte, field string) map[string]int {
+// keyNodes returns the key nodes of the top-level mapping field in a
+// YAML document (nil when there is none): their lines, for error messages
+// about entries of a map-typed field, and the comments above them.
+func keyNodes(b []byte, field string) []*yaml.Node {
 	var doc yaml.Node
 	if yaml.Unmarshal(b, &doc) != nil || len(doc.Content) == 0 {
 		return nil
@@ -233,13 +235,41 @@ func keyLines(b []byte, field string) map[string]int {
 			continue
 		}
 		m := top.Content[i+1]
-		out := map[string]int{}
+		var out []*yaml.Node
 		for j := 0; j+1 < len(m.Content); j += 2 {
-			out[m.Content[j].Value] = m.Content[j].Line
+			out = append(out, m.Content[j])
 		}
 		return out
 	}
 	return nil
+}
+
+// commentText is a YAML head comment as one line of text, without its
+// "#" marks.
+func commentText(c string) string {
+	var words []string
+	for line := range strings.Lines(c) {
+		words = append(words, strings.Fields(strings.TrimLeft(strings.TrimSpace(line), "#"))...)
+	}
+	return strings.Join(words, " ")
+}
+
+// AnyReason is why the scenario does not judge check for lock under
+// keepalive: the comment above the entry of Expect that decides it (the
+// strategy's over the policy's over default's, as Expectations.For reads
+// them) when that entry says "any"; "" when it says something else, when
+// no entry names the check, or when the entry has no comment. The suite
+// table shows it, so that "any" says why.
+func (s Scenario) AnyReason(lock, keepalive, check string) string {
+	for _, key := range []string{lock, verdict.KeepAlivePrefix + keepalive, verdict.DefaultKey} {
+		if v, ok := s.Expect[key][check]; ok {
+			if v != verdict.Any {
+				return ""
+			}
+			return s.expectWhy[key]
+		}
+	}
+	return ""
 }
 
 // parseSteps parses the steps into faults and targets.
@@ -367,7 +397,15 @@ func Parse(name string, r io.Reader) (Scenario, error) {
 		return Scenario{}, fmt.Errorf("%s: %v", name, cleanYAMLError(err))
 	}
 	s.Source = name
-	s.expectLines = keyLines(b, "expect")
+	for _, k := range keyNodes(b, "expect") {
+		if s.expectLines == nil {
+			s.expectLines, s.expectWhy = map[string]int{}, map[string]string{}
+		}
+		s.expectLines[k.Value] = k.Line
+		if c := commentText(k.HeadComment); c != "" {
+			s.expectWhy[k.Value] = c
+		}
+	}
 	if err := s.Validate(); err != nil {
 		return Scenario{}, err
 	}
