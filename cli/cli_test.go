@@ -357,3 +357,22 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// TestDesignListsEveryCommand: docs/design.md §9, the CLI's contract,
+// names every command there is.
+func TestDesignListsEveryCommand(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "docs", "design.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(b), "## 9. CLI (contract)")
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	if !ok {
+		t.Fatal("docs/design.md has no §9")
+	}
+	for name := range commands {
+		if !strings.Contains(sec, "`"+name+"`") {
+			t.Errorf("docs/design.md §9 does not name the command %q", name)
+		}
+	}
+}

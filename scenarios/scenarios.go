@@ -157,16 +157,12 @@ type Scenario struct {
 	expectWhy   map[string]string
 }
 
-// Defaults shared by built-ins and CLI flags.
-const (
-	DefaultClients  = 8
-	DefaultDuration = 10 * time.Second
-	DefaultHold     = time.Millisecond
-	// DefaultLeaseTTL is a scenario's lease TTL when it gives none; the
-	// lock strategies default to the same (a test in package harness keeps
-	// it equal to locks.DefaultTTL).
-	DefaultLeaseTTL = 5 * time.Second
-)
+// DefaultLeaseTTL is a scenario's lease TTL when it gives none; the lock
+// strategies default to the same (a test in package harness keeps it
+// equal to locks.DefaultTTL). clients and duration have no default: a
+// scenario without them is refused (Validate), and hold and think
+// default to 0.
+const DefaultLeaseTTL = 5 * time.Second
 
 // where prefixes an error with the scenario's file and, when known, line.
 func (s Scenario) where(line int) string {
@@ -190,9 +186,9 @@ func (s *Scenario) Validate() error {
 	case s.Name == "":
 		return fmt.Errorf("%s: scenario has no name", w)
 	case s.Clients < 1:
-		return fmt.Errorf("%s: clients %d: must be ≥1", w, s.Clients)
+		return fmt.Errorf("%s: clients %d: must be ≥1 (a required key: there is no default)", w, s.Clients)
 	case s.Duration <= 0:
-		return fmt.Errorf("%s: duration %s: must be > 0", w, s.Duration)
+		return fmt.Errorf("%s: duration %s: must be > 0 (a required key: there is no default)", w, s.Duration)
 	case s.Workload.Hold < 0:
 		return fmt.Errorf("%s: hold %s: must be ≥0", w, s.Workload.Hold)
 	case s.Workload.Think < 0:
