@@ -35,6 +35,11 @@ func TestRecheckSample(t *testing.T) {
 	if s.Clients != 8 || s.Lock != "queue" || s.RunID == "" || s.Scenario == "" || s.Verdict != r.Saved.Verdict {
 		t.Errorf("identity from the folder: %+v", s.Run)
 	}
+	// The sample folder predates schema_version; the summary computed
+	// again is in this build's format.
+	if r.Folder.Config.Schema != 0 || s.Schema != rundir.SchemaVersion {
+		t.Errorf("schema: folder %d, re-checked summary %d; want 0 and %d", r.Folder.Config.Schema, s.Schema, rundir.SchemaVersion)
+	}
 	var page bytes.Buffer
 	if err := report.WriteRunHTML(&page, r.Folder.Config, r.Checked, s); err != nil || !bytes.Contains(page.Bytes(), []byte(`class="lane"`)) {
 		t.Errorf("run page: %v", err)
