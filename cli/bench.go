@@ -87,7 +87,7 @@ func (o *benchOptions) register(fs *flagSet) {
 	fs.DurationVar(&s.PairedSlice, "paired-slice", harness.DefaultPairedSlice, "length of each paired slice")
 	fs.Int64Var(&s.Seed, "seed", 1, "seed of every cell")
 	fs.StringVar(&o.out, "out", "", "the bench folder (default "+filepath.Join(harness.DefaultOut, "bench-<timestamp>")+")")
-	fs.StringVar(&o.benchOut, "bench-out", "", "also write Go benchmark-format lines to this file (- for stdout)")
+	fs.StringVar(&o.benchOut, "bench-out", "", "also write Go benchmark-format lines to this file (- for stdout), for benchstat")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole benchmark (clients and etcd members) to this file")
 	o.client.register(fs, false, true)
@@ -122,10 +122,8 @@ func (o *benchOptions) check() error {
 	if err := checkDir("out", s.Dir, false); err != nil {
 		return err
 	}
-	if o.benchOut != "" && o.benchOut != "-" {
-		if err := checkFile("bench-out", o.benchOut); err != nil {
-			return err
-		}
+	if err := checkBenchOut(o.benchOut); err != nil {
+		return err
 	}
 	if o.cpuProfile != "" {
 		return checkFile("cpuprofile", o.cpuProfile)
@@ -192,30 +190,12 @@ func startProfile(path string) (stop func(), err error) {
 // --bench-out.
 func printBench(e *env, b *report.Bench, dir, benchOut string) error {
 	err := report.BenchTable(e.stdout, b)
-	var lerr error
-	switch benchOut {
-	case "":
-	case "-":
-		lerr = report.WriteBenchResultLines(e.stdout, b)
-	default:
-		lerr = writeBenchLines(benchOut, b)
-	}
-	if lerr != nil && err == nil {
-		err = fmt.Errorf("--bench-out: %w", lerr)
+	if benchOut != "" {
+		lerr := writeOutput(e, "bench-out", benchOut, func(w io.Writer) error { return report.WriteBenchResultLines(w, b) })
+		if lerr != nil && err == nil {
+			err = lerr
+		}
 	}
 	fmt.Fprintf(e.stdout, "bench folder: %s (%s)\n", dir, time.Duration(b.ElapsedS*float64(time.Second)).Round(time.Second))
 	return err
-}
-
-// writeBenchLines writes the benchmark's Go benchmark lines to path.
-func writeBenchLines(path string, b *report.Bench) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := report.WriteBenchResultLines(f, b); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -109,5 +110,38 @@ func TestBenchEndToEnd(t *testing.T) {
 		if !strings.Contains(string(got), w) {
 			t.Errorf("bench lines lack %q:\n%s", w, got)
 		}
+	}
+}
+
+// TestBenchOutDash: --bench-out - is standard output on run and suite as
+// on bench (it is refused nowhere and never a file named "-"), and a file
+// is written atomically with the configuration lines benchstat reads.
+func TestBenchOutDash(t *testing.T) {
+	if err := checkOutputs(t.TempDir(), "-"); err != nil {
+		t.Errorf("run/suite refuse --bench-out -: %v", err)
+	}
+	var stdout bytes.Buffer
+	e := &env{stdout: &stdout, stderr: &stdout, scratch: &scratch{}}
+	sums := []report.Summary{{Run: rundir.Run{Lock: "queue", KeepAlive: "auto"}, Scenario: "contention", ThroughputPerS: 10}}
+	if err := writeBenchFile(e, "-", sums); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat("-"); err == nil {
+		t.Error(`--bench-out - wrote a file named "-"`)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "lines.txt")
+	if err := writeBenchFile(e, path, sums); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != stdout.String() || !strings.Contains(string(b), "\npkg: github.com/lockbench/lockbench\nBenchmarkLock/lock=queue/scenario=contention/keepalive=auto 1 ") {
+		t.Errorf("file %q, stdout %q; want the same lines, with pkg: and key=value names", b, stdout.String())
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("the folder holds %d files, want lines.txt alone", len(entries))
 	}
 }

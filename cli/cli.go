@@ -46,9 +46,10 @@ Usage:
   lockbench regress --base REV [--reps N] [suite flags]  build REV, run its suite and this one's interleaved on this machine, compare
   lockbench cluster [--members 3] [--tls]                keep an embedded cluster up for experiments until Ctrl-C
   lockbench clean   --endpoints URLS [--yes]             list (--yes: delete) the keys a killed run left on an external cluster
-  lockbench list                                         list lock strategies and scenarios
+  lockbench list    [--json]                             list lock strategies and scenarios
+  lockbench version                                      the lockbench build (also --version) and the schema of its files
 
-Run 'lockbench COMMAND --help' for a command's flags.
+Run 'lockbench COMMAND --help' (or 'lockbench help COMMAND') for a command's flags.
 
 Exit status: 0 all checks pass; 1 a violation; 2 bad input or usage;
 3 the harness failed (e.g. etcd did not start); 4 lockbench panicked (a bug:
@@ -72,7 +73,8 @@ var commands = map[string]command{
 	"regress": regressCommand,
 	"cluster": clusterCommand,
 	"clean":   cleanCommand,
-	"list":    listCommand,
+	"list":    listCmd,
+	"version": versionCommand,
 }
 
 // env is what a command uses besides its options: where it prints, and
@@ -125,15 +127,27 @@ func dispatch(ctx context.Context, e *env, args []string) error {
 	}
 	switch args[0] {
 	case "help", "-h", "-help", "--help":
+		if len(args) > 1 && args[0] == "help" {
+			// "lockbench help CMD" is "lockbench CMD --help".
+			if cmd, ok := commands[args[1]]; ok {
+				return cmd(ctx, e, []string{"--help"})
+			}
+			return badInputf("help %q: unknown command; valid commands are %s", args[1], commandNames())
+		}
 		fmt.Fprint(e.stdout, usage)
 		return nil
+	case "-version", "--version":
+		return versionCommand(ctx, e, args[1:])
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
-		return badInputf("unknown command %q: valid commands are %s", args[0], strings.Join(slices.Sorted(maps.Keys(commands)), ", "))
+		return badInputf("unknown command %q: valid commands are %s", args[0], commandNames())
 	}
 	return cmd(ctx, e, args[1:])
 }
+
+// commandNames lists the commands for an error message.
+func commandNames() string { return strings.Join(slices.Sorted(maps.Keys(commands)), ", ") }
 
 // finish prints err's message, if it has one to print, and returns its
 // exit status.

@@ -86,6 +86,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"check", badTime}, []string{"line 1", `"time" must be an integer`, "got string"}},
 		{[]string{"check", empty}, []string{"empty"}},
 		{[]string{"frobnicate"}, []string{`unknown command "frobnicate"`, "run"}},
+		{[]string{"help", "frobnicate"}, []string{`help "frobnicate"`, "unknown command", "regress"}},
 		{nil, []string{"Usage"}},
 	}
 	for _, tc := range tests {
@@ -109,12 +110,38 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+// TestHelpExitsZero: every command's help, asked as CMD --help, CMD -h or
+// help CMD, prints that command's usage to stdout with its flags spelled
+// --flag (as the README spells them) and exits 0, whatever else is on the
+// command line: regress's help wins over its required --base and never
+// builds anything.
 func TestHelpExitsZero(t *testing.T) {
-	for _, cmd := range []string{"run", "check", "list"} {
-		code, stdout, _ := runCLI(t, cmd, "--help")
-		if code != ExitPass || !strings.Contains(stdout, "Usage: lockbench "+cmd) {
-			t.Errorf("%s --help: exit %d, stdout %q", cmd, code, stdout)
+	for cmd := range commands {
+		for _, args := range [][]string{{cmd, "--help"}, {cmd, "-h"}, {"help", cmd}} {
+			code, stdout, stderr := runCLI(t, args...)
+			if code != ExitPass || !strings.Contains(stdout, "Usage: lockbench "+cmd) || stderr != "" {
+				t.Errorf("%q: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
+			}
+			for line := range strings.Lines(stdout) {
+				if strings.HasPrefix(line, "  -") && !strings.HasPrefix(line, "  --") {
+					t.Errorf("%q prints a flag as %q; want --flag", args, strings.TrimSpace(line))
+				}
+			}
 		}
+	}
+	for _, args := range [][]string{{"regress", "--base", "HEAD", "--help"}, {"regress", "--locks", "queue", "-h"}, {"regress", "--base", "no-such-rev", "--help"}} {
+		t0 := time.Now()
+		code, stdout, stderr := runCLI(t, args...)
+		if code != ExitPass || !strings.Contains(stdout, "--base string") || stderr != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want regress's help, exit 0", args, code, stdout, stderr)
+		}
+		if el := time.Since(t0); el > 2*time.Second {
+			t.Errorf("%q took %s: help must not build or run anything", args, el)
+		}
+	}
+	code, stdout, _ := runCLI(t, "help")
+	if code != ExitPass || !strings.Contains(stdout, "Usage:\n  lockbench run") {
+		t.Errorf("help: exit %d, stdout %q; want the global usage", code, stdout)
 	}
 }
 
@@ -335,4 +362,23 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(filepath.Dir(builtBin))
 	}
 	os.Exit(code)
+}
+
+// TestDesignListsEveryCommand: docs/design.md §9, the CLI's contract,
+// names every command there is.
+func TestDesignListsEveryCommand(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "docs", "design.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(b), "## 9. CLI (contract)")
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	if !ok {
+		t.Fatal("docs/design.md has no §9")
+	}
+	for name := range commands {
+		if !strings.Contains(sec, "`"+name+"`") {
+			t.Errorf("docs/design.md §9 does not name the command %q", name)
+		}
+	}
 }

@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"time"
 
 	"github.com/lockbench/lockbench/cluster"
@@ -41,12 +43,29 @@ func (fs *flagSet) parse(args []string) error {
 		return nil
 	case errors.Is(err, flag.ErrHelp):
 		fmt.Fprintf(fs.stdout, "Usage: lockbench %s\n\nFlags:\n", fs.synopsis)
-		fs.SetOutput(fs.stdout)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
+		fs.printDefaults(fs.stdout)
 		return errHelpShown
 	}
 	return badInputf("%v (see lockbench %s --help)", err, fs.Name())
+}
+
+// printDefaults writes every flag with its usage and default, as
+// flag.PrintDefaults does (it alone knows each type's zero value), but
+// spelled --flag, as the README and every error message spell it: Go's
+// flag package accepts both, and one spelling is less to explain.
+func (fs *flagSet) printDefaults(w io.Writer) {
+	var b bytes.Buffer
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+	// PrintDefaults starts each flag's line with "  -NAME" and indents its
+	// usage with a tab, so only a flag's own line starts "  -".
+	for line := range strings.Lines(b.String()) {
+		if strings.HasPrefix(line, "  -") {
+			line = "  --" + line[len("  -"):]
+		}
+		io.WriteString(w, line)
+	}
 }
 
 // parseFlagsOnly parses args of a command that takes no positional

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,15 +39,20 @@ func TestSuiteJUnitBadPath(t *testing.T) {
 	}
 }
 
+// TestWriteJUnitFile: --junit writes the file atomically (no temporary
+// file left beside it), and --junit - writes the XML to standard output.
 func TestWriteJUnitFile(t *testing.T) {
-	if err := writeJUnitFile("", nil); err != nil {
+	var stdout bytes.Buffer
+	e := &env{stdout: &stdout, stderr: &stdout, scratch: &scratch{}}
+	if err := writeJUnitFile(e, "", nil); err != nil {
 		t.Errorf("no --junit: %v", err)
 	}
-	path := filepath.Join(t.TempDir(), "junit.xml")
+	dir := t.TempDir()
+	path := filepath.Join(dir, "junit.xml")
 	res := &harness.SuiteResult{Dir: "/r/suite-1", Cells: []report.Cell{{
 		Summary:  report.Summary{Run: rundir.Run{Lock: "queue", Seed: 1}, Scenario: "contention", Verdict: verdict.Fail},
 		Expected: verdict.Pass, Dir: "queue-contention-s1"}}}
-	if err := writeJUnitFile(path, res); err != nil {
+	if err := writeJUnitFile(e, path, res); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(path)
@@ -57,5 +63,17 @@ func TestWriteJUnitFile(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("junit.xml lacks %q:\n%s", want, b)
 		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("the folder holds %d files, want junit.xml alone", len(entries))
+	}
+	if err := writeJUnitFile(e, "-", res); err != nil {
+		t.Fatal(err)
+	}
+	if stdout.String() != string(b) {
+		t.Errorf("--junit - printed %q, want the file's XML", stdout.String())
+	}
+	if _, err := os.Stat("-"); err == nil {
+		t.Error(`--junit - wrote a file named "-"`)
 	}
 }

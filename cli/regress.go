@@ -27,9 +27,12 @@ type regressOptions struct {
 }
 
 // regressOwn are the flags regress keeps for itself (with whether they
-// take a value); the rest go to both suites.
+// take a value); the rest go to both suites. -h and --help are regress's
+// own so that help wins over everything: it prints regress's flags and
+// exits 0, before --base is checked or anything is built.
 var regressOwn = map[string]bool{"base": true, "reps": true, "out": true, "inject-delay": true,
-	"threshold": true, "min-delta": true, "alpha": true, "normalize": true, "json": false}
+	"threshold": true, "min-delta": true, "alpha": true, "normalize": true, "json": false,
+	"h": false, "help": false}
 
 // regressCommand is `lockbench regress --base REV [--reps N] [suite
 // flags]`: an A/B comparison on one machine. It builds REV's lockbench in
@@ -64,7 +67,8 @@ func parseRegress(e *env, args []string) (*regressOptions, error) {
 			own = append(own, args[i])
 		}
 	}
-	fs := newFlags(e, "regress", "regress --base REV [--reps N] [--inject-delay LOCK=D] [compare flags] [suite flags]")
+	fs := newFlags(e, "regress", "regress --base REV [--reps N] [--inject-delay LOCK=D] [compare flags] [suite flags]\n\n"+
+		"Every flag not listed below is a suite flag (lockbench suite --help), given to both sides' suites.")
 	fs.StringVar(&o.base, "base", "", "the git revision to compare with (e.g. origin/main, HEAD~1)")
 	fs.IntVar(&o.reps, "reps", 5, "repetitions of each side's suite, interleaved: the samples a side (≥4 for timings to gate)")
 	fs.StringVar(&o.out, "out", harness.DefaultOut, "parent folder of the regress folder (both sides' suites, base.json, new.json)")

@@ -42,7 +42,7 @@ func runCommand(ctx context.Context, e *env, args []string) error {
 	fs.DurationVar(&o.hold, "hold", 0, "how long a client holds the lock, e.g. 1ms (default: the scenario's)")
 	fs.Int64Var(&o.seed, "seed", 1, "seed for every random choice: same seed, same schedule")
 	fs.StringVar(&o.out, "out", harness.DefaultOut, "parent folder of run folders")
-	fs.StringVar(&o.benchOut, "bench-out", "", "also write the run's figures as Go benchmark lines to this file (for benchstat)")
+	fs.StringVar(&o.benchOut, "bench-out", "", "also write the run's figures as Go benchmark lines to this file (- for stdout), for benchstat")
 	o.client.register(fs, true, true)
 	o.cluster.register(fs)
 	o.ext.register(fs)
@@ -103,10 +103,16 @@ func checkOutputs(out, benchOut string) error {
 	if err := checkDir("out", out, false); err != nil {
 		return err
 	}
-	if benchOut != "" {
-		return checkFile("bench-out", benchOut)
+	return checkBenchOut(benchOut)
+}
+
+// checkBenchOut checks --bench-out, if given: "-" (standard output) or a
+// file that can be written.
+func checkBenchOut(path string) error {
+	if path == "" || path == "-" {
+		return nil
 	}
-	return nil
+	return checkFile("bench-out", path)
 }
 
 // scenarioSpec is the scenario with the flags that override it.
@@ -213,7 +219,7 @@ func printRun(e *env, res *harness.Result, planned scenarios.Duration, benchOut 
 	}
 	fmt.Fprintf(e.stdout, "run folder: %s\n", res.Dir)
 	if benchOut != "" {
-		return writeBenchFile(benchOut, []report.Summary{res.Summary})
+		return writeBenchFile(e, benchOut, []report.Summary{res.Summary})
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -47,8 +46,8 @@ func suiteCommand(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&o.out, "out", harness.DefaultOut, "parent folder of the suite folder")
 	fs.DurationVar(&o.quick, "quick-duration", harness.DefaultQuickDuration, "cap on the duration of scenarios without fault steps (0: no cap)")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
-	fs.StringVar(&o.benchOut, "bench-out", "", "also write every cell's figures as Go benchmark lines to this file (for benchstat)")
-	fs.StringVar(&o.junit, "junit", "", "also write the suite as JUnit XML to this file (a testcase per cell, lock/scenario/seed; a failure per cell not as expected)")
+	fs.StringVar(&o.benchOut, "bench-out", "", "also write every cell's figures as Go benchmark lines to this file (- for stdout), for benchstat")
+	fs.StringVar(&o.junit, "junit", "", "also write the suite as JUnit XML to this file, - for stdout (a testcase per run, lock/scenario/seed and its other dimensions; a failure per run not as expected, skipped when interrupted or not run)")
 	o.client.register(fs, true, false)
 	o.cluster.register(fs)
 	o.cluster.etcdList = true
@@ -127,7 +126,7 @@ func (o *suiteOptions) spec(ctx context.Context) (harness.SuiteSpec, error) {
 	if err := checkOutputs(o.out, o.benchOut); err != nil {
 		return spec, err
 	}
-	if o.junit != "" {
+	if o.junit != "" && o.junit != "-" {
 		return spec, checkFile("junit", o.junit)
 	}
 	return spec, nil
@@ -151,7 +150,7 @@ func runSuite(ctx context.Context, e *env, o *suiteOptions, spec harness.SuiteSp
 		if perr := printSuite(e, res, time.Since(start), o.benchOut, err == nil); perr != nil && err == nil {
 			err = perr
 		}
-		if jerr := writeJUnitFile(o.junit, res); jerr != nil && err == nil {
+		if jerr := writeJUnitFile(e, o.junit, res); jerr != nil && err == nil {
 			err = jerr
 		}
 	}
@@ -185,21 +184,17 @@ func printSuite(e *env, res *harness.SuiteResult, took time.Duration, benchOut s
 	for _, c := range res.Cells {
 		sums = append(sums, c.Summary)
 	}
-	return writeBenchFile(benchOut, sums)
+	return writeBenchFile(e, benchOut, sums)
 }
 
-// writeJUnitFile writes --junit (nothing when it is ""): the cells run so
+// writeJUnitFile writes --junit (nothing when it is "", "-" standard
+// output, else a file written atomically: writeOutput): the cells run so
 // far, also when the suite stopped early, so CI shows what ran.
-func writeJUnitFile(path string, res *harness.SuiteResult) error {
+func writeJUnitFile(e *env, path string, res *harness.SuiteResult) error {
 	if path == "" {
 		return nil
 	}
-	var b bytes.Buffer
-	if err := report.WriteJUnit(&b, filepath.Base(res.Dir), res.Dir, res.Cells); err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("--junit: %w", err)
-	}
-	return nil
+	return writeOutput(e, "junit", path, func(w io.Writer) error {
+		return report.WriteJUnit(w, filepath.Base(res.Dir), res.Dir, res.Cells, res.Header.NotRun)
+	})
 }

@@ -5,28 +5,38 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/rundir"
 )
 
-// writeBenchFile writes Go benchmark lines for benchstat.
-func writeBenchFile(path string, sums []report.Summary) error {
-	f, err := os.Create(path)
+// writeOutput writes what render produces to the path given to --flag:
+// "-" is standard output (on every command that writes one), any other
+// path a file written atomically (rundir.WriteFile), so that a reader
+// never sees half of it and a failed render leaves a previous file alone.
+func writeOutput(e *env, flag, path string, render func(io.Writer) error) error {
+	var err error
+	if path == "-" {
+		err = render(e.stdout)
+	} else {
+		err = rundir.WriteFile(path, render)
+	}
 	if err != nil {
-		return fmt.Errorf("--bench-out: %w", err)
-	}
-	if err := report.WriteBenchLines(f, sums); err != nil {
-		f.Close()
-		return fmt.Errorf("--bench-out: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("--bench-out: %w", err)
+		return fmt.Errorf("--%s: %w", flag, err)
 	}
 	return nil
+}
+
+// writeBenchFile writes the summaries as Go benchmark lines for
+// benchstat to --bench-out's path (writeOutput), with this machine's
+// configuration lines: the runs just ran here.
+func writeBenchFile(e *env, path string, sums []report.Summary) error {
+	return writeOutput(e, "bench-out", path, func(w io.Writer) error {
+		return report.WriteBenchLines(w, rundir.ThisHost(), sums)
+	})
 }
 
 // firstN is xs cut to at most n elements.

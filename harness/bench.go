@@ -233,7 +233,7 @@ type benchRun struct {
 
 func newBenchRun(ctx context.Context, spec BenchSpec) *benchRun {
 	start := time.Now()
-	b := &report.Bench{Host: rundir.ThisHost(),
+	b := &report.Bench{Schema: rundir.SchemaVersion, Lockbench: rundir.ThisBuild(), Host: rundir.ThisHost(),
 		ID: filepath.Base(spec.Dir), Started: start.UTC(), GoVersion: runtime.Version(),
 		Scenario: BenchScenario, DurationS: spec.Duration.Seconds(), HoldMS: ms(spec.Hold), Seed: spec.Seed,
 		CellFloorS: spec.CellFloor.Seconds(), TargetLock: spec.TargetLock, TargetClients: spec.TargetClients,

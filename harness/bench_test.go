@@ -209,7 +209,7 @@ func TestBenchPaired(t *testing.T) {
 	if err := report.WriteBenchResultLines(&out, b); err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(out.String(), "BenchmarkPairedIdeal/queue/contention/clients=8 1 "); n != 3 ||
+	if n := strings.Count(out.String(), "BenchmarkPairedIdeal/lock=queue/scenario=contention/clients=8 1 "); n != 3 ||
 		!strings.Contains(out.String(), "clients=8 1 0.8 x-ideal 1.5 handoff-x-ideal 800 acquires/s 1000 ideal-steps/s") {
 		t.Errorf("%d paired lines:\n%s", n, out.String())
 	}
@@ -294,13 +294,14 @@ func TestBenchTableAndLines(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	want := []string{
+		"pkg: github.com/lockbench/lockbench",
 		"BenchmarkFloor/put 1 500000 ns/commit 1500000 p99-ns/commit 2000 commits/s",
 		"BenchmarkFloor/put-two-writers 1 1250000 ns/commit 3000000 p99-ns/commit 1600 commits/s",
-		"BenchmarkLock/queue/contention/clients=8 1 ",
-		"BenchmarkLock/queue/contention/clients=64 1 ",
-		"BenchmarkLock/mutex/contention/clients=8 1 ",
-		"BenchmarkRecording/queue/contention/clients=8/record=on 1 990 acquires/s",
-		"BenchmarkRecording/queue/contention/clients=8/record=off 1 1000 acquires/s",
+		"BenchmarkLock/lock=queue/scenario=contention/clients=8 1 ",
+		"BenchmarkLock/lock=queue/scenario=contention/clients=64 1 ",
+		"BenchmarkLock/lock=mutex/scenario=contention/clients=8 1 ",
+		"BenchmarkRecording/lock=queue/scenario=contention/clients=8/record=on 1 990 acquires/s",
+		"BenchmarkRecording/lock=queue/scenario=contention/clients=8/record=off 1 1000 acquires/s",
 	}
 	if len(lines) != len(want) {
 		t.Fatalf("lines:\n%s", out.String())
@@ -310,7 +311,7 @@ func TestBenchTableAndLines(t *testing.T) {
 			t.Errorf("line %d = %q, want prefix %q", i, lines[i], w)
 		}
 	}
-	if !strings.Contains(lines[3], "1100 acquires/s") || !strings.Contains(lines[4], "2 violations") {
+	if !strings.Contains(lines[4], "1100 acquires/s") || !strings.Contains(lines[5], "2 violations") {
 		t.Errorf("cell lines:\n%s", out.String())
 	}
 }

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/lockbench/lockbench/locks"
@@ -79,5 +80,31 @@ func TestOwnLeaseIsNeverJudgedByAPolicy(t *testing.T) {
 	}
 	if got := locks.EffectiveKeepAlive("test-own-lease", locks.KeepAliveSafe); got != locks.KeepAliveOwn {
 		t.Errorf("EffectiveKeepAlive = %q, want own", got)
+	}
+}
+
+// TestAnyReasonsComeFromTheScenario: a check a built-in scenario does not
+// judge carries the comment above the entry that says "any" (late-unlock's
+// exclusion, queue-naive's in contention, auto's in client-isolation);
+// a judged check, or an entry without a comment, carries none.
+func TestAnyReasonsComeFromTheScenario(t *testing.T) {
+	for _, tc := range []struct {
+		scenario, lock, keepalive, check, want string
+	}{
+		{"late-unlock", "queue", "auto", verdict.Exclusion, "exclusion is not asserted"},
+		{"contention", "queue-naive", "auto", verdict.Exclusion, "its exclusion is a race here"},
+		{"client-isolation", "queue", "auto", verdict.Exclusion, "reported, not judged"},
+		{"client-isolation", "queue", "safe", verdict.Exclusion, ""},
+		{"contention", "queue", "auto", verdict.Exclusion, ""},
+		{"cancel-waiters", "queue-naive", "auto", verdict.Exclusion, ""},
+	} {
+		sc, err := scenarios.Lookup(tc.scenario)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := anyReasons(sc, tc.lock, tc.keepalive, ExpectationsFor(sc, tc.lock, tc.keepalive))[tc.check]
+		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) || strings.Contains(got, "#") {
+			t.Errorf("%s × %s (%s) %s: reason %q, want one with %q", tc.lock, tc.scenario, tc.keepalive, tc.check, got, tc.want)
+		}
 	}
 }

@@ -84,6 +84,10 @@ func Recheck(dir string) (*Rechecked, error) {
 	fillOldIdentity(&info, r.Saved)
 	r.Checked = check.Check(f.Events, checkOptions(sc, f.Config.Cluster))
 	r.Summary = report.Summarize(info, r.Checked)
+	// The summary is computed now, in this build's format, however old the
+	// folder (lockbench report --write-summary writes it): its schema is
+	// this build's, while lockbench_version stays the build that ran.
+	r.Summary.Schema = rundir.SchemaVersion
 	return r, nil
 }
 

@@ -35,16 +35,21 @@ func TestRecheckSample(t *testing.T) {
 	if s.Clients != 8 || s.Lock != "queue" || s.RunID == "" || s.Scenario == "" || s.Verdict != r.Saved.Verdict {
 		t.Errorf("identity from the folder: %+v", s.Run)
 	}
+	// The sample folder predates schema_version; the summary computed
+	// again is in this build's format.
+	if r.Folder.Config.Schema != 0 || s.Schema != rundir.SchemaVersion {
+		t.Errorf("schema: folder %d, re-checked summary %d; want 0 and %d", r.Folder.Config.Schema, s.Schema, rundir.SchemaVersion)
+	}
 	var page bytes.Buffer
 	if err := report.WriteRunHTML(&page, r.Folder.Config, r.Checked, s); err != nil || !bytes.Contains(page.Bytes(), []byte(`class="lane"`)) {
 		t.Errorf("run page: %v", err)
 	}
 }
 
-// TestRunPairsItsHistoryOnce: checking, summarizing and writing a run
-// folder (history, summary, page) pair the history once, and so does
-// re-checking a folder and drawing its page again.
-func TestRunPairsItsHistoryOnce(t *testing.T) {
+// finishSample writes the sample run folder's history again as a run of
+// contention, its config.json changed by edit, into a temporary folder.
+func finishSample(t *testing.T, edit func(*rundir.Config)) *Result {
+	t.Helper()
 	f, err := rundir.Load(sampleDir)
 	if err != nil {
 		t.Fatal(err)
@@ -54,12 +59,20 @@ func TestRunPairsItsHistoryOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := f.Config
-	cfg.RunID = "pairs-once"
-	before := check.Pairings()
+	edit(&cfg)
 	res, err := finishRun(t.TempDir(), cfg, sc, &runner.Outcome{Events: f.Events, Elapsed: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return res
+}
+
+// TestRunPairsItsHistoryOnce: checking, summarizing and writing a run
+// folder (history, summary, page) pair the history once, and so does
+// re-checking a folder and drawing its page again.
+func TestRunPairsItsHistoryOnce(t *testing.T) {
+	before := check.Pairings()
+	res := finishSample(t, func(cfg *rundir.Config) { cfg.RunID = "pairs-once" })
 	if n := check.Pairings() - before; n != 1 {
 		t.Errorf("a run paired its history %d times, want 1", n)
 	}
@@ -76,6 +89,42 @@ func TestRunPairsItsHistoryOnce(t *testing.T) {
 	}
 	if r.Summary.Verdict != res.Summary.Verdict || r.Summary.Acquisitions != res.Summary.Acquisitions {
 		t.Errorf("re-check %s/%d, run %s/%d", r.Summary.Verdict, r.Summary.Acquisitions, res.Summary.Verdict, res.Summary.Acquisitions)
+	}
+}
+
+// TestFilesCarryTheirVersions: every JSON file lockbench writes names the
+// build that wrote it (lockbench_version) and its format
+// (schema_version): config.json and summary.json through the run's
+// identity, suite.json and bench.json at their top level.
+func TestFilesCarryTheirVersions(t *testing.T) {
+	res := finishSample(t, func(cfg *rundir.Config) {
+		cfg.Run = identity("versions", RunSpec{Lock: "queue", Seed: 1}, target{})
+	})
+	suite, err := json.Marshal(metaSpec(t).header([]suiteBin{{}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bench, err := json.Marshal(newBenchRun(t.Context(), BenchSpec{Dir: t.TempDir()}).b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{"suite.json": suite, "bench.json": bench}
+	for _, name := range []string{rundir.ConfigFile, rundir.SummaryFile} {
+		if files[name], err = os.ReadFile(filepath.Join(res.Dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, b := range files {
+		var top struct {
+			Schema    int    `json:"schema_version"`
+			Lockbench string `json:"lockbench_version"`
+		}
+		if err := json.Unmarshal(b, &top); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if top.Schema != rundir.SchemaVersion || top.Lockbench == "" || top.Lockbench != rundir.ThisBuild() {
+			t.Errorf("%s: schema_version %d, lockbench_version %q; want %d and %q", name, top.Schema, top.Lockbench, rundir.SchemaVersion, rundir.ThisBuild())
+		}
 	}
 }
 

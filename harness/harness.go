@@ -186,12 +186,7 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 		return nil, fmt.Errorf("run %s: encode the scenario: %w", runID, err)
 	}
 	cfg := rundir.Config{
-		Run: rundir.Run{
-			RunID: runID, Lock: spec.Lock, Seed: spec.Seed,
-			KeepAlive: string(locks.EffectiveKeepAlive(spec.Lock, spec.KeepAlive)),
-			Etcd:      etcdOf(spec, t), EtcdVersion: etcdVersionOf(t),
-			ScenarioHash: spec.Scenario.Hash(), Lockbench: rundir.ThisBuild(),
-		},
+		Run:          identity(runID, spec, t),
 		Scenario:     scenarioJSON,
 		RPCTimeoutMS: locks.RPCTimeoutOf(spec.RPCTimeout).Milliseconds(),
 		SharedConns:  spec.SharedConns,
@@ -252,6 +247,18 @@ func etcdBinOf(c cluster.Members) string {
 
 // etcdOf is the --etcd-bin a run's member processes ran ("self" or the
 // path as given), for its summary; "" on the embedded and external kinds.
+// identity is the run's identity (rundir.Run), filled here once: config.json
+// and summary.json both carry it, with the build that made them and the
+// version of their format.
+func identity(runID string, spec RunSpec, t target) rundir.Run {
+	return rundir.Run{
+		RunID: runID, Lock: spec.Lock, Seed: spec.Seed,
+		KeepAlive: string(locks.EffectiveKeepAlive(spec.Lock, spec.KeepAlive)),
+		Etcd:      etcdOf(spec, t), EtcdVersion: etcdVersionOf(t),
+		ScenarioHash: spec.Scenario.Hash(), Lockbench: rundir.ThisBuild(), Schema: rundir.SchemaVersion,
+	}
+}
+
 func etcdOf(spec RunSpec, t target) string {
 	if t.config.Kind != cluster.KindProcess {
 		return ""

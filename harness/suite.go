@@ -315,6 +315,7 @@ func (r *suiteRun) runCell(ctx context.Context, b suiteBin, sc scenarios.Scenari
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	cell := judge(out.Summary, ExpectationsFor(sc, lock, string(run.keepAlive)))
+	cell.AnyReasons = anyReasons(sc, lock, string(run.keepAlive), cell.ExpectedChecks)
 	cell.Dir, _ = filepath.Rel(r.dir, out.Dir)
 	if found, replace := checkLockService(ctx, r.c, lock); found != "" {
 		note := fmt.Sprintf("after %s: %s", name, found)
@@ -420,6 +421,26 @@ func ExpectationsFor(sc scenarios.Scenario, lock, keepalive string) map[string]v
 	out := sc.Expect.For(lock, string(locks.EffectiveKeepAlive(lock, locks.KeepAlive(keepalive))))
 	maps.Copy(out, st.Expect[sc.Name])
 	maps.DeleteFunc(out, func(_ string, v verdict.Verdict) bool { return v == verdict.Any })
+	return out
+}
+
+// anyReasons is, for each check expect does not judge, why the scenario
+// says "any" of it for lock under keepalive, where it says why; nil when
+// it gives no reason.
+func anyReasons(sc scenarios.Scenario, lock, keepalive string, expect map[string]verdict.Verdict) map[string]string {
+	var out map[string]string
+	ka := string(locks.EffectiveKeepAlive(lock, locks.KeepAlive(keepalive)))
+	for _, name := range verdict.CheckNames {
+		if _, judged := expect[name]; judged {
+			continue
+		}
+		if why := sc.AnyReason(lock, ka, name); why != "" {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[name] = why
+		}
+	}
 	return out
 }
 

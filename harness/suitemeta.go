@@ -31,6 +31,7 @@ func (s SuiteSpec) capped(sc scenarios.Scenario) scenarios.Scenario {
 func (s SuiteSpec) header(bins []suiteBin) report.Suite {
 	h := rundir.ThisHost()
 	out := report.Suite{
+		Schema: rundir.SchemaVersion, Lockbench: rundir.ThisBuild(),
 		Reps:           max(s.Reps, 1),
 		Host:           &report.Host{CPUModel: h.CPUModel, CPUs: h.CPUs, OS: h.OS, Arch: h.Arch, Kernel: h.Kernel},
 		ScenarioHashes: map[string]string{},

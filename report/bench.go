@@ -19,50 +19,82 @@ import (
 	"github.com/lockbench/lockbench/wholefile"
 )
 
-// WriteBenchLines writes one Go benchmark-format line per summary, so that
+// WriteBenchLines writes the summaries in Go benchmark format, so that
 // `benchstat old.txt new.txt` compares runs (and several runs of one cell,
-// e.g. over seeds, give benchstat its samples):
+// e.g. over seeds, give benchstat its samples): the configuration lines
+// benchstat reads (goos, goarch, cpu of host; pkg), then one line per
+// summary:
 //
-//	BenchmarkLock/queue/contention 1 412000 ns/acquire 9800000 p99-ns/acquire 350000 ns/handoff 1200000 p99-ns/handoff 2431 acquires/s 1.05 wakeups/handoff 0 violations
+//	BenchmarkLock/lock=queue/scenario=contention/keepalive=auto 1 412000 ns/acquire 9800000 p99-ns/acquire 350000 ns/handoff 1200000 p99-ns/handoff 2431 acquires/s 1.05 wakeups/handoff 0 violations
 //
-// The iteration count is always 1; ns/acquire and ns/handoff are p50s.
-// A metric with no samples is left out rather than written as 0. Names
-// have spaces replaced by underscores.
-func WriteBenchLines(w io.Writer, sums []Summary) error {
+// Every dimension of a cell is a key=value part of the name (lock,
+// scenario, keepalive, and etcd when the members ran a release of their
+// own), so cells that differ in one are never samples of one benchmark,
+// and benchstat can make any of them its columns (-col /keepalive). The
+// iteration count is always 1; ns/acquire and ns/handoff are p50s. A
+// metric with no samples is left out rather than written as 0. Names have
+// spaces and slashes replaced by underscores.
+func WriteBenchLines(w io.Writer, host rundir.HostInfo, sums []Summary) error {
 	bw := bufio.NewWriter(w)
+	writeBenchHeader(bw, host)
 	for _, s := range sums {
-		var b strings.Builder
-		b.WriteString("BenchmarkLock/")
-		b.WriteString(benchName(s.Lock))
-		b.WriteByte('/')
-		b.WriteString(benchName(s.Scenario))
-		b.WriteString(" 1")
-		metric := func(v float64, unit string) {
-			b.WriteByte(' ')
-			b.WriteString(strconv.FormatFloat(v, 'f', -1, 64))
-			b.WriteByte(' ')
-			b.WriteString(unit)
-		}
-		nsOf := func(ms float64) float64 { return float64(int64(ms*1e6 + 0.5)) }
-		if a := s.LatencyMS[LatAcquire]; a.Count > 0 {
-			metric(nsOf(a.P50), "ns/acquire")
-			metric(nsOf(a.P99), "p99-ns/acquire")
-		}
-		if h := s.LatencyMS[LatHandoff]; h.Count > 0 {
-			metric(nsOf(h.P50), "ns/handoff")
-			metric(nsOf(h.P99), "p99-ns/handoff")
-		}
-		metric(round(s.ThroughputPerS, 1), "acquires/s")
-		if v, ok := s.WakeupsPerHandoff(); ok {
-			metric(round(v, 3), "wakeups/handoff")
-		}
-		metric(float64(s.TotalViolations()), "violations")
-		b.WriteByte('\n')
-		if _, err := bw.WriteString(b.String()); err != nil {
-			return err
-		}
+		writeLockLine(bw, lockBenchName(s), s)
 	}
 	return bw.Flush()
+}
+
+// benchPkg is the pkg: of lockbench's benchmark lines.
+const benchPkg = "github.com/lockbench/lockbench"
+
+// writeBenchHeader writes the configuration lines benchstat reads before
+// the benchmarks: it labels its tables with them, and two files from
+// different machines show it. A host not recorded (an older bench.json)
+// leaves its lines out.
+func writeBenchHeader(w *bufio.Writer, h rundir.HostInfo) {
+	if h.OS != "" {
+		fmt.Fprintf(w, "goos: %s\ngoarch: %s\n", h.OS, h.Arch)
+	}
+	if h.CPUModel != "" {
+		fmt.Fprintf(w, "cpu: %s\n", h.CPUModel)
+	}
+	fmt.Fprintf(w, "pkg: %s\n", benchPkg)
+}
+
+// lockBenchName is a summary's benchmark name (WriteBenchLines), with
+// extra key=value parts at its end.
+func lockBenchName(s Summary, extra ...string) string {
+	parts := []string{"BenchmarkLock", "lock=" + benchName(s.Lock), "scenario=" + benchName(s.Scenario)}
+	if s.KeepAlive != "" {
+		parts = append(parts, "keepalive="+benchName(s.KeepAlive))
+	}
+	if s.EtcdVersion != "" {
+		parts = append(parts, "etcd="+benchName(s.EtcdVersion))
+	}
+	return strings.Join(append(parts, extra...), "/")
+}
+
+// writeLockLine writes the benchmark line of s named name.
+func writeLockLine(w *bufio.Writer, name string, s Summary) {
+	w.WriteString(name)
+	w.WriteString(" 1")
+	metric := func(v float64, unit string) {
+		fmt.Fprintf(w, " %s %s", strconv.FormatFloat(v, 'f', -1, 64), unit)
+	}
+	nsOf := func(ms float64) float64 { return float64(nsOfMS(ms)) }
+	if a := s.LatencyMS[LatAcquire]; a.Count > 0 {
+		metric(nsOf(a.P50), "ns/acquire")
+		metric(nsOf(a.P99), "p99-ns/acquire")
+	}
+	if h := s.LatencyMS[LatHandoff]; h.Count > 0 {
+		metric(nsOf(h.P50), "ns/handoff")
+		metric(nsOf(h.P99), "p99-ns/handoff")
+	}
+	metric(round(s.ThroughputPerS, 1), "acquires/s")
+	if v, ok := s.WakeupsPerHandoff(); ok {
+		metric(round(v, 3), "wakeups/handoff")
+	}
+	metric(float64(s.TotalViolations()), "violations")
+	w.WriteByte('\n')
 }
 
 // benchName makes a name safe for one benchmark-line field.
@@ -71,7 +103,7 @@ func benchName(s string) string {
 		return "_"
 	}
 	return strings.Map(func(r rune) rune {
-		if unicode.IsSpace(r) {
+		if unicode.IsSpace(r) || r == '/' {
 			return '_'
 		}
 		return r
@@ -87,6 +119,11 @@ func round(v float64, digits int) float64 {
 // they were measured on, kept here, beside the other reports, so that a
 // saved benchmark can be drawn again without measuring anything.
 type Bench struct {
+	// Schema is rundir.SchemaVersion when written (0: an older file) and
+	// Lockbench the build that wrote it (rundir.ThisBuild): a reader
+	// knows which keys mean what, and which code measured.
+	Schema    int       `json:"schema_version,omitempty"`
+	Lockbench string    `json:"lockbench_version,omitempty"`
 	ID        string    `json:"bench_id"`
 	Started   time.Time `json:"started"`
 	ElapsedS  float64   `json:"elapsed_s"`
@@ -586,13 +623,15 @@ func benchCellNotes(w io.Writer, b *Bench) {
 }
 
 // WriteBenchResultLines writes the benchmark in Go benchmark format, for
-// benchstat: the floor, each cell (as WriteBenchLines, named
-// BenchmarkLock/<lock>/contention/clients=N), each paired round
+// benchstat: the configuration lines of its host, the floor, each cell
+// (as WriteBenchLines, named
+// BenchmarkLock/lock=L/scenario=contention/clients=N), each paired round
 // (BenchmarkPairedIdeal, one benchstat sample each) and each recording
-// run. The lines come from b alone, so a bench.json read back gives the
-// same ones.
+// run, every dimension a key=value part of the name. The lines come from
+// b alone, so a bench.json read back gives the same ones.
 func WriteBenchResultLines(w io.Writer, b *Bench) error {
 	bw := bufio.NewWriter(w)
+	writeBenchHeader(bw, b.Host)
 	floor := func(name string, f *Floor) {
 		if f != nil {
 			fmt.Fprintf(bw, "BenchmarkFloor/%s 1 %d ns/commit %d p99-ns/commit %s commits/s\n",
@@ -605,19 +644,16 @@ func WriteBenchResultLines(w io.Writer, b *Bench) error {
 		fmt.Fprintf(bw, "BenchmarkIdealHandoff/clients=%d 1 %d ns/step %d p99-ns/step %s steps/s\n",
 			id.Clients, nsOfMS(id.StepMS.P50), nsOfMS(id.StepMS.P99), strconv.FormatFloat(id.RatePerS, 'f', -1, 64))
 	}
-	var sums []Summary
 	for _, c := range b.Cells {
 		if c.Error == "" {
-			sums = append(sums, c.summary(b.Scenario))
+			s := c.summary(b.Scenario)
+			writeLockLine(bw, lockBenchName(s, fmt.Sprintf("clients=%d", c.Clients)), s)
 		}
-	}
-	if err := WriteBenchLines(bw, sums); err != nil {
-		return err
 	}
 	if p := b.Paired; p != nil {
 		for _, run := range p.Runs {
 			if run.Error == "" && run.X > 0 {
-				fmt.Fprintf(bw, "BenchmarkPairedIdeal/%s/%s/clients=%d 1 %s x-ideal %s handoff-x-ideal %s acquires/s %s ideal-steps/s\n",
+				fmt.Fprintf(bw, "BenchmarkPairedIdeal/lock=%s/scenario=%s/clients=%d 1 %s x-ideal %s handoff-x-ideal %s acquires/s %s ideal-steps/s\n",
 					benchName(p.Lock), b.Scenario, p.Clients, fmtFloat(run.X), fmtFloat(run.H), fmtFloat(run.RatePerS), fmtFloat(run.IdealRatePerS))
 			}
 		}
@@ -625,8 +661,8 @@ func WriteBenchResultLines(w io.Writer, b *Bench) error {
 	if r := b.Recording; r != nil {
 		for _, run := range r.Runs {
 			if run.Error == "" {
-				fmt.Fprintf(bw, "BenchmarkRecording/%s/%s/clients=%d/record=%s 1 %s acquires/s\n",
-					r.Lock, b.Scenario, r.Clients, onOff(run.Record), strconv.FormatFloat(run.CountedPerS, 'f', -1, 64))
+				fmt.Fprintf(bw, "BenchmarkRecording/lock=%s/scenario=%s/clients=%d/record=%s 1 %s acquires/s\n",
+					benchName(r.Lock), b.Scenario, r.Clients, onOff(run.Record), strconv.FormatFloat(run.CountedPerS, 'f', -1, 64))
 			}
 		}
 	}
@@ -635,7 +671,7 @@ func WriteBenchResultLines(w io.Writer, b *Bench) error {
 
 // summary is what WriteBenchLines needs of the cell, as a Summary.
 func (c BenchCell) summary(scenario string) Summary {
-	s := Summary{Run: rundir.Run{Lock: c.Lock}, Scenario: fmt.Sprintf("%s/clients=%d", scenario, c.Clients),
+	s := Summary{Run: rundir.Run{Lock: c.Lock}, Scenario: scenario,
 		ThroughputPerS: c.ThroughputPerS, ViolationCount: c.Violations,
 		LatencyMS: map[string]Latency{LatAcquire: c.AcquireMS, LatHandoff: c.HandoffMS}}
 	if c.WakeupsPerHandoff > 0 {

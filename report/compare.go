@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/stats"
 )
 
@@ -228,14 +229,46 @@ func (c *Comparison) checkComplete(base, next Suite) {
 			c.Interrupted = append(c.Interrupted, msg)
 		}
 	}
+	for _, side := range []struct {
+		name string
+		s    Suite
+	}{{"base", base}, {"new", next}} {
+		if side.s.Schema > rundir.SchemaVersion {
+			c.Notes = append(c.Notes, fmt.Sprintf("%s's file has schema_version %d, newer than this lockbench's %d: a key that changed meaning may be misread (compare with the lockbench that wrote it)",
+				side.name, side.s.Schema, rundir.SchemaVersion))
+		}
+	}
 	if base.ScenarioHashes == nil || next.ScenarioHashes == nil {
-		c.Notes = append(c.Notes, "scenario definitions not compared: a side has no scenario hashes (an older suite.json)")
+		c.Notes = append(c.Notes, "scenario definitions not compared: "+lacking(base, next, "scenario hashes", func(s Suite) bool { return s.ScenarioHashes != nil }))
 		return
 	}
 	for _, name := range slices.Sorted(maps.Keys(base.ScenarioHashes)) {
 		if h, ok := next.ScenarioHashes[name]; ok && h != base.ScenarioHashes[name] {
 			c.ScenarioChanged = append(c.ScenarioChanged, name)
 		}
+	}
+}
+
+// lacking says which side lacks what a comparison wanted (has is false
+// for it), and why, by its schema version: a file without one is older
+// than the key or a summary.json; one with it was not written by
+// lockbench suite.
+func lacking(base, next Suite, what string, has func(Suite) bool) string {
+	why := func(s Suite) string {
+		if s.Schema == 0 {
+			return "no schema_version: an older suite.json, or a summary.json"
+		}
+		return fmt.Sprintf("schema_version %d has them: not written by lockbench suite", s.Schema)
+	}
+	switch hb, hn := has(base), has(next); {
+	case !hb && !hn && why(base) == why(next):
+		return fmt.Sprintf("neither side has %s (%s)", what, why(base))
+	case !hb && !hn:
+		return fmt.Sprintf("neither side has %s (base: %s; new: %s)", what, why(base), why(next))
+	case !hb:
+		return fmt.Sprintf("base has no %s (%s)", what, why(base))
+	default:
+		return fmt.Sprintf("new has no %s (%s)", what, why(next))
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -191,6 +192,32 @@ func TestCompareIncomplete(t *testing.T) {
 	}
 }
 
+// TestCompareReadsSchemaVersions: compare accepts files without
+// schema_version (older ones) and says why a side lacks what it wanted by
+// its schema version, and warns when a side is newer than this build.
+func TestCompareReadsSchemaVersions(t *testing.T) {
+	q := samples(4, "queue", 1000, 1, 2)
+	hashes := map[string]string{"contention": "sha256:a"}
+	host := &Host{CPUs: 2, OS: "linux", Arch: "amd64"}
+	for _, tc := range []struct {
+		name       string
+		base, next Suite
+		want, not  string
+	}{
+		{"older base", Suite{Cells: q}, Suite{Schema: 1, Cells: q, ScenarioHashes: hashes, Host: host},
+			"base has no scenario hashes (no schema_version: an older suite.json, or a summary.json)", "newer"},
+		{"hand-made new", Suite{Schema: 1, Cells: q, ScenarioHashes: hashes, Host: host}, Suite{Schema: 1, Cells: q},
+			"new has no scenario hashes (schema_version 1 has them: not written by lockbench suite)", "older"},
+		{"newer new", Suite{Schema: 1, Cells: q, ScenarioHashes: hashes, Host: host}, Suite{Schema: rundir.SchemaVersion + 1, Cells: q, ScenarioHashes: hashes, Host: host},
+			fmt.Sprintf("new's file has schema_version %d, newer than this lockbench's %d", rundir.SchemaVersion+1, rundir.SchemaVersion), "no scenario hashes"},
+	} {
+		notes := strings.Join(Compare(tc.base, tc.next, CompareOptions{}).Notes, "\n")
+		if !strings.Contains(notes, tc.want) || strings.Contains(notes, tc.not) {
+			t.Errorf("%s: notes\n%s\nwant %q, not %q", tc.name, notes, tc.want, tc.not)
+		}
+	}
+}
+
 // Suites from different hosts compare floor-normalized figures: a host
 // twice as fast with a floor twice as fast is no change.
 func TestCompareNormalizesAcrossHosts(t *testing.T) {
@@ -326,5 +353,22 @@ func TestCompareKeysByEtcdRelease(t *testing.T) {
 	c = Compare(Suite{Cells: fast}, Suite{Cells: withEtcd(fast, "self", "3.7.3")}, CompareOptions{})
 	if c.Cells != 0 {
 		t.Errorf("an embedded cell compared with a process cell (%d cells)", c.Cells)
+	}
+}
+
+// A merge is no newer than its oldest part: a key that part lacks, the
+// merge lacks too; it keeps the build that ran the parts.
+func TestMergeKeepsTheOldestSchema(t *testing.T) {
+	for _, tc := range []struct {
+		parts []Suite
+		want  int
+	}{
+		{[]Suite{{Schema: 1, Lockbench: "v1"}, {Schema: 1}}, 1},
+		{[]Suite{{Schema: 1, Lockbench: "v1"}, {}}, 0},
+		{[]Suite{{Lockbench: "v1"}, {Schema: 1}}, 0},
+	} {
+		if m := Merge(tc.parts...); m.Schema != tc.want || m.Lockbench != "v1" {
+			t.Errorf("Merge(%+v): schema %d, lockbench %q; want %d, v1", tc.parts, m.Schema, m.Lockbench, tc.want)
+		}
 	}
 }

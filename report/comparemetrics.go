@@ -28,7 +28,7 @@ func (c *Comparison) normalization(base, next Suite, mode string) normalizer {
 		c.Notes = append(c.Notes, "figures normalized by each run's suite floor (--normalize always): throughput ÷ commits/s, latencies ÷ commit p50")
 		return normalizer{on: true, floors: [2]*Floor{base.Floor, next.Floor}}
 	case base.Host == nil || next.Host == nil:
-		c.Notes = append(c.Notes, "host of a side unknown (an older suite.json): figures compared as measured")
+		c.Notes = append(c.Notes, "figures compared as measured: "+lacking(base, next, "a host", func(s Suite) bool { return s.Host != nil }))
 		return normalizer{}
 	case *base.Host == *next.Host:
 		return normalizer{}

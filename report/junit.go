@@ -12,9 +12,11 @@ import (
 )
 
 // JUnit XML (the schema CI systems read: GitHub test reporters, GitLab,
-// Jenkins): one testsuite, one testcase per cell named lock/scenario/seed.
-// A cell that did not meet its expectation is a <failure>; the others
-// pass. Types mirror the elements and attributes they encode.
+// Jenkins): one testsuite, one testcase per run, named lock/scenario/seed
+// and the cell's other dimensions (junitNames), so that no two share a
+// name. A cell that did not meet its expectation is a <failure>, one that
+// was interrupted or never ran is <skipped>; the others pass. Types mirror
+// the elements and attributes they encode.
 type (
 	junitSuites struct {
 		XMLName  xml.Name     `xml:"testsuites"`
@@ -40,8 +42,12 @@ type (
 		Classname  string          `xml:"classname,attr"`
 		Time       string          `xml:"time,attr"`
 		Properties []junitProperty `xml:"properties>property,omitempty"`
+		Skipped    *junitSkipped   `xml:"skipped,omitempty"`
 		Failure    *junitFailure   `xml:"failure,omitempty"`
 		SystemOut  string          `xml:"system-out,omitempty"`
+	}
+	junitSkipped struct {
+		Message string `xml:"message,attr"`
 	}
 	junitProperty struct {
 		Name  string `xml:"name,attr"`
@@ -54,25 +60,38 @@ type (
 	}
 )
 
-// WriteJUnit writes a suite's cells as JUnit XML, so CI shows each cell as
-// a test: named lock/scenario/seed (classname lockbench.<lock>), its run's
+// WriteJUnit writes a suite's cells as JUnit XML, so CI shows each run as
+// a test: named by junitNames (classname lockbench.<lock>), its run's
 // duration as its time, its run folder (suiteDir joined with Cell.Dir) as
 // the property "run_folder", and, when it did not meet its expectation, a
 // <failure> whose message names the checks that differ and the first
-// violation. name names the testsuite (e.g. the suite folder's name).
-func WriteJUnit(w io.Writer, name, suiteDir string, cells []Cell) error {
-	s := junitSuite{Name: name, Tests: len(cells)}
+// violation. An interrupted run is <skipped> (what ran of it is not a
+// verdict), and so is each cell of notRun (suite.json's not_run: cells a
+// suite stopped early never ran), so CI does not count a cut suite as
+// passing. name names the testsuite (e.g. the suite folder's name).
+func WriteJUnit(w io.Writer, name, suiteDir string, cells []Cell, notRun []string) error {
+	s := junitSuite{Name: name, Tests: len(cells) + len(notRun)}
 	if suiteDir != "" {
 		s.Properties = []junitProperty{{"suite_folder", suiteDir}}
 	}
 	total := 0.0
-	for _, c := range cells {
-		tc := junitTestCase(c, suiteDir)
-		if tc.Failure != nil {
+	for i, n := range junitNames(cells) {
+		c := cells[i]
+		tc := junitTestCase(n, c, suiteDir)
+		switch {
+		case tc.Skipped != nil:
+			s.Skipped++
+		case tc.Failure != nil:
 			s.Failures++
 		}
 		total += c.Summary.DurationS
 		s.Cases = append(s.Cases, tc)
+	}
+	for _, key := range notRun {
+		lock, _, _ := strings.Cut(key, "/")
+		s.Cases = append(s.Cases, junitCase{Name: key + "/not-run", Classname: "lockbench." + lock, Time: secs(0),
+			Skipped: &junitSkipped{Message: "not run: the suite stopped before this cell's runs (all or some)"}})
+		s.Skipped++
 	}
 	s.Time = secs(total)
 	doc := junitSuites{Name: name, Tests: s.Tests, Failures: s.Failures, Time: s.Time, Suites: []junitSuite{s}}
@@ -84,14 +103,31 @@ func WriteJUnit(w io.Writer, name, suiteDir string, cells []Cell) error {
 	return err
 }
 
-// junitTestCase is one cell as a testcase.
-func junitTestCase(c Cell, suiteDir string) junitCase {
-	s := c.Summary
-	name := fmt.Sprintf("%s/%s/%d", s.Lock, s.Scenario, s.Seed)
-	if s.Etcd != "" {
-		// Member processes: the release tells a version matrix's cells apart.
-		name += "/etcd-" + s.EtcdVersion
+// junitNames names each cell's testcase uniquely: lock/scenario/seed,
+// then the dimensions Summary.Key adds (keepalive=K when not the
+// default, etcd=V for member processes), then rep=N (from 1, in order)
+// when several runs share all of those (suite --reps).
+func junitNames(cells []Cell) []string {
+	names := make([]string, len(cells))
+	count := map[string]int{}
+	for i, c := range cells {
+		s := c.Summary
+		names[i] = fmt.Sprintf("%s/%s/%d%s", s.Lock, s.Scenario, s.Seed, strings.TrimPrefix(s.Key(), s.Lock+"/"+s.Scenario))
+		count[names[i]]++
 	}
+	rep := map[string]int{}
+	for i, n := range names {
+		if count[n] > 1 {
+			rep[n]++
+			names[i] = fmt.Sprintf("%s/rep=%d", n, rep[n])
+		}
+	}
+	return names
+}
+
+// junitTestCase is one cell as the testcase name.
+func junitTestCase(name string, c Cell, suiteDir string) junitCase {
+	s := c.Summary
 	tc := junitCase{Name: name, Classname: "lockbench." + s.Lock, Time: secs(s.DurationS)}
 	if c.Dir != "" {
 		dir := c.Dir
@@ -105,7 +141,10 @@ func junitTestCase(c Cell, suiteDir string) junitCase {
 		tc.Properties = append(tc.Properties, junitProperty{"expected", string(c.Expected)})
 	}
 	tc.SystemOut = fmt.Sprintf("%s × %s seed %d: verdict %s, %.1f acq/s, %s", s.Lock, s.Scenario, s.Seed, s.Verdict, s.ThroughputPerS, countNoun(s.TotalViolations(), "violation"))
-	if c.Mismatch() {
+	switch {
+	case s.Interrupted:
+		tc.Skipped = &junitSkipped{Message: fmt.Sprintf("interrupted after %.1fs: what ran is in the run folder, not judged", s.DurationS)}
+	case c.Mismatch():
 		tc.Failure = &junitFailure{Message: junitMessage(c), Type: "expectation", Text: junitDetail(c)}
 	}
 	return tc

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -73,7 +74,7 @@ func TestWriteJUnit(t *testing.T) {
 	cells[2].Summary.Checks = maps.Clone(cells[2].Summary.Checks)
 	cells[2].Summary.Checks[verdict.Liveness] = goldenSummary().Checks[verdict.Liveness]
 	var b bytes.Buffer
-	if err := WriteJUnit(&b, "suite-x", "/tmp/results/suite-x", cells); err != nil {
+	if err := WriteJUnit(&b, "suite-x", "/tmp/results/suite-x", cells, nil); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(b.String(), xml.Header) {
@@ -152,7 +153,75 @@ func TestJUnitMessageNamesFirstViolation(t *testing.T) {
 		}
 	}
 	var b bytes.Buffer
-	if err := WriteJUnit(&b, "empty", "", nil); err != nil || !strings.Contains(b.String(), `tests="0"`) {
+	if err := WriteJUnit(&b, "empty", "", nil, nil); err != nil || !strings.Contains(b.String(), `tests="0"`) {
 		t.Errorf("empty suite: %v\n%s", err, b.String())
+	}
+}
+
+// TestJUnitNamesAreUniqueAndSkips: a suite with --keepalive auto,safe,
+// --reps 2 and two etcd releases gives every run its own testcase name
+// (keepalive when not the default, etcd when set, rep when several runs
+// share the rest); an interrupted run and the cells that never ran are
+// <skipped>, not failures and not passes.
+func TestJUnitNamesAreUniqueAndSkips(t *testing.T) {
+	base := suiteCells()[0] // queue × contention, seed 1, as expected
+	var cells []Cell
+	for _, ka := range []string{"auto", "safe"} {
+		for _, etcd := range []string{"", "3.4.23"} {
+			for range 2 { // --reps 2
+				c := base
+				c.Summary.KeepAlive = ka
+				if etcd != "" {
+					c.Summary.Etcd, c.Summary.EtcdVersion = "/usr/bin/etcd", etcd
+				}
+				cells = append(cells, c)
+			}
+		}
+	}
+	cut := base
+	cut.Summary.Seed, cut.Summary.Interrupted, cut.Matches, cut.Note = 2, true, false, "interrupted"
+	cells = append(cells, cut)
+	var b bytes.Buffer
+	if err := WriteJUnit(&b, "s", "", cells, []string{"txn/contention/keepalive=safe"}); err != nil {
+		t.Fatal(err)
+	}
+	var root xmlNode
+	if err := xml.Unmarshal(b.Bytes(), &root); err != nil {
+		t.Fatal(err)
+	}
+	ts := root.children("testsuite")[0]
+	var names []string
+	skipped := map[string]string{}
+	for _, c := range ts.children("testcase") {
+		n, _ := c.attr("name")
+		names = append(names, n)
+		for _, s := range c.children("skipped") {
+			skipped[n], _ = s.attr("message")
+		}
+		if len(c.children("skipped")) > 0 && len(c.children("failure")) > 0 {
+			t.Errorf("%s: both skipped and failed", n)
+		}
+	}
+	want := []string{
+		"queue/contention/1/rep=1", "queue/contention/1/rep=2",
+		"queue/contention/1/etcd=3.4.23/rep=1", "queue/contention/1/etcd=3.4.23/rep=2",
+		"queue/contention/1/keepalive=safe/rep=1", "queue/contention/1/keepalive=safe/rep=2",
+		"queue/contention/1/keepalive=safe/etcd=3.4.23/rep=1", "queue/contention/1/keepalive=safe/etcd=3.4.23/rep=2",
+		"queue/contention/2", "txn/contention/keepalive=safe/not-run",
+	}
+	if !slices.Equal(names, want) {
+		t.Errorf("testcase names\n%q\nwant\n%q", names, want)
+	}
+	if !strings.Contains(skipped["queue/contention/2"], "interrupted") || !strings.Contains(skipped["txn/contention/keepalive=safe/not-run"], "not run") || len(skipped) != 2 {
+		t.Errorf("skipped: %q", skipped)
+	}
+	if n, _ := ts.attr("skipped"); n != "2" {
+		t.Errorf(`skipped="%s", want 2`, n)
+	}
+	if n, _ := ts.attr("failures"); n != "0" {
+		t.Errorf(`failures="%s", want 0: an interrupted run is skipped, not failed`, n)
+	}
+	if n, _ := ts.attr("tests"); n != strconv.Itoa(len(want)) {
+		t.Errorf(`tests="%s", want %d`, n, len(want))
 	}
 }

@@ -15,7 +15,13 @@ import (
 // to know whether two suites can be compared at all. Every field but Cells
 // is optional: older suite.json files and summary.json files lack them.
 type Suite struct {
-	Cells []Summary `json:"cells"`
+	// Schema is rundir.SchemaVersion when written (0: an older file, or a
+	// summary.json read as a suite) and Lockbench the build that ran the
+	// suite (rundir.ThisBuild): compare tells a file it may misread from
+	// an older one by it.
+	Schema    int       `json:"schema_version,omitempty"`
+	Lockbench string    `json:"lockbench_version,omitempty"`
+	Cells     []Summary `json:"cells"`
 	// Reps is how many times each seed of each cell ran (0: once).
 	Reps int `json:"reps,omitempty"`
 	// Host is the machine the suite ran on: figures from different hosts
@@ -64,7 +70,15 @@ func (h *Host) String() string {
 // ran the same binary on the same machine).
 func Merge(parts ...Suite) Suite {
 	var m Suite
-	for _, p := range parts {
+	for i, p := range parts {
+		// The merge is no newer than its oldest part: a key that part
+		// lacks, the merge lacks too.
+		if i == 0 || p.Schema < m.Schema {
+			m.Schema = p.Schema
+		}
+		if m.Lockbench == "" {
+			m.Lockbench = p.Lockbench
+		}
 		for _, c := range p.Cells {
 			if c.SuiteFloor == nil {
 				c.SuiteFloor = p.Floor
@@ -110,6 +124,10 @@ type Cell struct {
 	Dir string `json:"dir,omitempty"`
 	// Note explains a mismatch (optional), e.g. which check differed.
 	Note string `json:"note,omitempty"`
+	// AnyReasons is, by check, why the scenario does not judge it ("any"),
+	// where it says why (scenarios.Scenario.AnyReason): the suite table
+	// shows it under a not-judged check that did not pass.
+	AnyReasons map[string]string `json:"any_reasons,omitempty"`
 }
 
 // Mismatch reports whether the cell did not meet its expectation (an

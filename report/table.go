@@ -64,7 +64,9 @@ func ChecksTable(w io.Writer, s Summary) error {
 // SuiteTable prints the suite matrix, one row per cell: strategy ×
 // scenario × keepalive policy (× etcd binary, a column only when the cells
 // ran on more than one), the verdict against the expectation, throughput,
-// handoff p50/p99, violations and wake-ups per handoff.
+// handoff p50/p99, violations and wake-ups per handoff; under it, why
+// the scenarios do not judge the checks its "expected" column shows as
+// "any" (writeAnyReasons).
 func SuiteTable(w io.Writer, cells []Cell) error {
 	etcds := len(EtcdLabels(cells)) > 1
 	align, head := "LLLLLLRRRRR", []any{"lock", "scenario", "keepalive", "verdict", "expected", "match", "acq/s", "handoff p50 ms", "handoff p99 ms", "violations", "wakeups/handoff"}
@@ -93,7 +95,67 @@ func SuiteTable(w io.Writer, cells []Cell) error {
 			return err
 		}
 	}
-	return t.Render()
+	if err := t.Render(); err != nil {
+		return err
+	}
+	return writeAnyReasons(w, cells)
+}
+
+// unjudgedFailures are the checks of a suite cell that did not pass and
+// that its scenario does not judge ("any"), in check order; none for a
+// cell without expectations (a lone run).
+func unjudgedFailures(c Cell) []string {
+	if c.ExpectedChecks == nil {
+		return nil
+	}
+	var out []string
+	for _, n := range checkNames(c.Summary.Checks) {
+		if _, judged := c.ExpectedChecks[n]; !judged && c.Summary.Checks[n].Verdict != verdict.Pass {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// firstSentence is s up to its first full stop, to keep a reason to one
+// line (the scenario file has the rest).
+func firstSentence(s string) string {
+	if i := strings.Index(s, ". "); i >= 0 {
+		return s[:i+1]
+	}
+	return s
+}
+
+// writeAnyReasons writes, under the suite table, why the scenario does
+// not judge each check its "expected" column shows as "any", where the
+// scenario says why: one line per reason (its first sentence), naming the
+// cells it covers.
+func writeAnyReasons(w io.Writer, cells []Cell) error {
+	type reason struct{ check, why string }
+	var order []reason
+	where := map[reason][]string{}
+	for _, c := range cells {
+		for _, n := range unjudgedFailures(c) {
+			why := c.AnyReasons[n]
+			if why == "" {
+				continue
+			}
+			r := reason{n, why}
+			if _, seen := where[r]; !seen {
+				order = append(order, r)
+			}
+			cell := c.Summary.Lock + " × " + c.Summary.Scenario
+			if !slices.Contains(where[r], cell) {
+				where[r] = append(where[r], cell)
+			}
+		}
+	}
+	for _, r := range order {
+		if _, err := fmt.Fprintf(w, "%s: any in %s: %s\n", r.check, strings.Join(where[r], ", "), firstSentence(r.why)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // runVerdictString is the run's verdict and the checks that did not pass,
@@ -134,10 +196,22 @@ func cellVerdictString(c Cell) string {
 	return string(s.Verdict) + ": " + strings.Join(not, ", ")
 }
 
-// expectedString is what the scenario asserts, in the same form as
+// expectedString is what the scenario expects, in the same form as
 // runVerdictString: "pass", or the verdict and the checks expected not to
-// pass.
+// pass, then "CHECK: any" for each check that did not pass and is not
+// judged, so that a failing check never sits beside a bare "pass" as if
+// it had been asserted (writeAnyReasons says why, under the table).
 func expectedString(c Cell) string {
+	s := assertedString(c)
+	for _, n := range unjudgedFailures(c) {
+		s += "; " + n + ": any"
+	}
+	return s
+}
+
+// assertedString is what the scenario asserts: "pass", or the verdict and
+// the checks expected not to pass.
+func assertedString(c Cell) string {
 	if len(c.ExpectedChecks) == 0 {
 		if c.Expected == "" {
 			return "-"

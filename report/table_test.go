@@ -3,6 +3,9 @@ package report
 import (
 	"bytes"
 	"testing"
+
+	"github.com/lockbench/lockbench/rundir"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 func TestRunTableGolden(t *testing.T) {
@@ -19,7 +22,15 @@ func TestRunTableGolden(t *testing.T) {
 
 func TestSuiteTableGolden(t *testing.T) {
 	var b bytes.Buffer
-	if err := SuiteTable(&b, suiteCells()); err != nil {
+	// A cell whose scenario does not judge a check that failed
+	// (late-unlock's exclusion): expected says "exclusion: any", never a
+	// bare "pass", and the reason the scenario gives is under the table.
+	late := suiteCells()[1]
+	late.Summary.Lock, late.Summary.Scenario = "queue", "late-unlock"
+	late.ExpectedChecks = map[string]verdict.Verdict{verdict.Symmetry: verdict.Pass, verdict.Liveness: verdict.Fail}
+	late.Expected, late.Matches = verdict.Fail, true
+	late.AnyReasons = map[string]string{verdict.Exclusion: "The holder believes it holds until its client notices the lease is gone. The rest stays in the scenario file."}
+	if err := SuiteTable(&b, append(suiteCells(), late)); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "suite_table.golden", b.Bytes())
@@ -30,11 +41,20 @@ func TestBenchLinesGolden(t *testing.T) {
 	for _, c := range suiteCells() {
 		sums = append(sums, c.Summary)
 	}
+	// Every dimension of a cell is a key=value part of its name: the same
+	// cell under another keepalive policy or etcd release is another
+	// benchmark (and a benchstat column), never a sample of this one.
+	for i := range sums {
+		sums[i].KeepAlive = "auto"
+	}
+	safe, old := sums[0], sums[0]
+	safe.KeepAlive = "safe"
+	old.EtcdVersion = "3.4.23"
 	odd := sums[0]
-	odd.Lock, odd.Scenario = "my lock", ""
-	sums = append(sums, odd)
+	odd.Lock, odd.Scenario, odd.KeepAlive = "my lock", "", ""
+	sums = append(sums, safe, old, odd)
 	var b bytes.Buffer
-	if err := WriteBenchLines(&b, sums); err != nil {
+	if err := WriteBenchLines(&b, rundir.HostInfo{OS: "linux", Arch: "amd64", CPUModel: "Test CPU @ 2.00GHz"}, sums); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "bench.golden", b.Bytes())

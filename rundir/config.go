@@ -34,6 +34,10 @@ type Run struct {
 	ScenarioHash string `json:"scenario_hash,omitempty"`
 	// Lockbench is the lockbench build that made the run (ThisBuild).
 	Lockbench string `json:"lockbench_version,omitempty"`
+	// Schema is the SchemaVersion of the files that carry this record
+	// (config.json, summary.json), so a reader knows which keys mean
+	// what; 0 in files written before it existed.
+	Schema int `json:"schema_version,omitempty"`
 }
 
 // Config is config.json: everything needed to understand or repeat a run.

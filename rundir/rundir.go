@@ -37,6 +37,15 @@ const (
 	BenchFile = "bench.json"
 )
 
+// SchemaVersion is the version of the JSON files lockbench writes
+// (config.json, summary.json, suite.json, bench.json), each of which
+// carries it as "schema_version" beside "lockbench_version". It is bumped
+// when a key changes meaning or goes away, not when one is added (readers
+// ignore keys they do not know): a reader tells a file it may misread (a
+// higher version) from an older one (a lower version, or none at all:
+// files written before it existed, which every reader still accepts).
+const SchemaVersion = 1
+
 // ErrNotRunFolder is wrapped by Load when the folder is not a run folder
 // at all (as opposed to a run folder with a broken file), so that callers
 // can tell a wrong path from damaged results.

@@ -152,21 +152,19 @@ type Scenario struct {
 
 	// faults are Steps parsed into faults and targets, once, by Validate
 	// (Parse calls it); expectLines are the lines of Expect's keys in
-	// Source, for CheckNames' messages.
+	// Source, for CheckNames' messages, and expectWhy the comments above
+	// them, for AnyReason.
 	faults      []chaos.Step
 	expectLines map[string]int
+	expectWhy   map[string]string
 }
 
-// Defaults shared by built-ins and CLI flags.
-const (
-	DefaultClients  = 8
-	DefaultDuration = 10 * time.Second
-	DefaultHold     = time.Millisecond
-	// DefaultLeaseTTL is a scenario's lease TTL when it gives none; the
-	// lock strategies default to the same (a test in package harness keeps
-	// it equal to locks.DefaultTTL).
-	DefaultLeaseTTL = 5 * time.Second
-)
+// DefaultLeaseTTL is a scenario's lease TTL when it gives none; the lock
+// strategies default to the same (a test in package harness keeps it
+// equal to locks.DefaultTTL). clients and duration have no default: a
+// scenario without them is refused (Validate), and hold and think
+// default to 0.
+const DefaultLeaseTTL = 5 * time.Second
 
 // where prefixes an error with the scenario's file and, when known, line.
 func (s Scenario) where(line int) string {
@@ -190,9 +188,9 @@ func (s *Scenario) Validate() error {
 	case s.Name == "":
 		return fmt.Errorf("%s: scenario has no name", w)
 	case s.Clients < 1:
-		return fmt.Errorf("%s: clients %d: must be ≥1", w, s.Clients)
+		return fmt.Errorf("%s: clients %d: must be ≥1 (a required key: there is no default)", w, s.Clients)
 	case s.Duration <= 0:
-		return fmt.Errorf("%s: duration %s: must be > 0", w, s.Duration)
+		return fmt.Errorf("%s: duration %s: must be > 0 (a required key: there is no default)", w, s.Duration)
 	case s.Workload.Hold < 0:
 		return fmt.Errorf("%s: hold %s: must be ≥0", w, s.Workload.Hold)
 	case s.Workload.Think < 0:
@@ -221,10 +219,10 @@ func (s Scenario) CheckNames(names verdict.Names) error {
 	return s.Expect.Validate(func(key string) string { return s.where(s.expectLines[key]) }, names)
 }
 
-// keyLines returns the line of each key of the top-level mapping field in
-// a YAML document (nil when there is none), for error messages about
-// entries of a map-typed field.
-func keyLines(b []byte, field string) map[string]int {
+// keyNodes returns the key nodes of the top-level mapping field in a
+// YAML document (nil when there is none): their lines, for error messages
+// about entries of a map-typed field, and the comments above them.
+func keyNodes(b []byte, field string) []*yaml.Node {
 	var doc yaml.Node
 	if yaml.Unmarshal(b, &doc) != nil || len(doc.Content) == 0 {
 		return nil
@@ -235,13 +233,41 @@ func keyLines(b []byte, field string) map[string]int {
 			continue
 		}
 		m := top.Content[i+1]
-		out := map[string]int{}
+		var out []*yaml.Node
 		for j := 0; j+1 < len(m.Content); j += 2 {
-			out[m.Content[j].Value] = m.Content[j].Line
+			out = append(out, m.Content[j])
 		}
 		return out
 	}
 	return nil
+}
+
+// commentText is a YAML head comment as one line of text, without its
+// "#" marks.
+func commentText(c string) string {
+	var words []string
+	for line := range strings.Lines(c) {
+		words = append(words, strings.Fields(strings.TrimLeft(strings.TrimSpace(line), "#"))...)
+	}
+	return strings.Join(words, " ")
+}
+
+// AnyReason is why the scenario does not judge check for lock under
+// keepalive: the comment above the entry of Expect that decides it (the
+// strategy's over the policy's over default's, as Expectations.For reads
+// them) when that entry says "any"; "" when it says something else, when
+// no entry names the check, or when the entry has no comment. The suite
+// table shows it, so that "any" says why.
+func (s Scenario) AnyReason(lock, keepalive, check string) string {
+	for _, key := range []string{lock, verdict.KeepAlivePrefix + keepalive, verdict.DefaultKey} {
+		if v, ok := s.Expect[key][check]; ok {
+			if v != verdict.Any {
+				return ""
+			}
+			return s.expectWhy[key]
+		}
+	}
+	return ""
 }
 
 // parseSteps parses the steps into faults and targets.
@@ -369,7 +395,15 @@ func Parse(name string, r io.Reader) (Scenario, error) {
 		return Scenario{}, fmt.Errorf("%s: %v", name, cleanYAMLError(err, b))
 	}
 	s.Source = name
-	s.expectLines = keyLines(b, "expect")
+	for _, k := range keyNodes(b, "expect") {
+		if s.expectLines == nil {
+			s.expectLines, s.expectWhy = map[string]int{}, map[string]string{}
+		}
+		s.expectLines[k.Value] = k.Line
+		if c := commentText(k.HeadComment); c != "" {
+			s.expectWhy[k.Value] = c
+		}
+	}
 	if err := s.Validate(); err != nil {
 		return Scenario{}, err
 	}

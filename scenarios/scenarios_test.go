@@ -106,6 +106,9 @@ func TestParseErrorsNameFileLineAndChoices(t *testing.T) {
 		{"unknown workload", "name: x\nclients: 2\nduration: 5s\nworkload: {kind: spin}\n",
 			[]string{`"spin"`, "hold, counter, counter-fenced"}},
 		{"zero clients", "name: x\nclients: 0\nduration: 5s\nworkload: {kind: hold}\n", []string{"clients 0"}},
+		// docs/design.md §6: clients and duration have no default.
+		{"no clients", "name: x\nduration: 5s\nworkload: {kind: hold}\n", []string{"clients 0", "required"}},
+		{"no duration", "name: x\nclients: 2\nworkload: {kind: hold}\n", []string{"duration 0s", "required"}},
 		{"unknown check", "name: x\nclients: 1\nduration: 5s\nworkload: {kind: hold}\nexpect: {default: {safety: pass}}\n",
 			[]string{`"safety"`, "exclusion"}},
 		{"bad check under a keepalive", "name: x\nclients: 1\nduration: 5s\nworkload: {kind: hold}\nexpect:\n  keepalive:safe: {safety: pass}\n",

@@ -1,0 +1,69 @@
+package cli
+
+import (
+	"context"
+
+	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/scenarios"
+)
+
+// listEntries is `lockbench list --json`: what the table lists, for
+// scripts (e.g. a CI matrix built from the strategies). Its keys are a
+// contract, like the run folder's.
+type listEntries struct {
+	Strategies []listStrategy `json:"strategies"`
+	Scenarios  []listScenario `json:"scenarios"`
+}
+
+// listStrategy is one registered strategy (locks.Strategy).
+type listStrategy struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Origin      string `json:"origin"`
+	// Buggy: kept on purpose to prove the checker catches its bug.
+	Buggy bool `json:"buggy"`
+	// OwnLease: it keeps its own lease, so --keepalive does not apply.
+	OwnLease bool `json:"own_lease"`
+}
+
+// listScenario is one built-in scenario: what it runs, and its faults.
+type listScenario struct {
+	Name        string             `json:"name"`
+	Description string             `json:"description"`
+	Clients     int                `json:"clients"`
+	Duration    scenarios.Duration `json:"duration"`
+	Steps       []scenarios.Step   `json:"steps"`
+}
+
+// listCmd is `lockbench list [--json]`: every registered strategy (a
+// program built on Main lists its own too) and every built-in scenario,
+// as a table (listCommand) or, with --json, as listEntries.
+func listCmd(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "list", "list [--json]")
+	asJSON := fs.Bool("json", false, "print the strategies and scenarios as JSON")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return badInputf("list takes no arguments, got %q: it lists every lock strategy and scenario", fs.Arg(0))
+	}
+	if !*asJSON {
+		return listCommand(ctx, e, nil)
+	}
+	out := listEntries{Strategies: []listStrategy{}, Scenarios: []listScenario{}}
+	for _, s := range locks.All() {
+		out.Strategies = append(out.Strategies, listStrategy{Name: s.Name, Description: s.Description, Origin: s.Origin, Buggy: s.Buggy, OwnLease: s.OwnLease})
+	}
+	for _, n := range scenarios.Names() {
+		sc, err := scenarios.Lookup(n)
+		if err != nil {
+			return err
+		}
+		steps := sc.Steps
+		if steps == nil {
+			steps = []scenarios.Step{}
+		}
+		out.Scenarios = append(out.Scenarios, listScenario{Name: sc.Name, Description: sc.Description, Clients: sc.Clients, Duration: sc.Duration, Steps: steps})
+	}
+	return writeJSON(e.stdout, out)
+}

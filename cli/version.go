@@ -1,0 +1,25 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+
+	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/rundir"
+)
+
+// versionCommand is `lockbench version` (also `lockbench --version`):
+// the build that would write a run's records (rundir.ThisBuild, the same
+// string as their lockbench_version), the schema version of the files it
+// writes, and the etcd and Go inside it, so a bug report or a result can
+// name the code that made it.
+func versionCommand(_ context.Context, e *env, args []string) error {
+	fs := newFlags(e, "version", "version\n\nPrints the lockbench build (module version and commit, as lockbench_version in the files it writes),\nthe schema_version of those files, the embedded etcd's release and the Go toolchain.")
+	if err := fs.parseFlagsOnly(args); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "lockbench %s\nschema_version %d\netcd %s (embedded)\n%s %s/%s\n",
+		rundir.ThisBuild(), rundir.SchemaVersion, cluster.EmbeddedVersion, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return nil
+}
