@@ -245,8 +245,6 @@ func etcdBinOf(c cluster.Members) string {
 	return ""
 }
 
-// etcdOf is the --etcd-bin a run's member processes ran ("self" or the
-// path as given), for its summary; "" on the embedded and external kinds.
 // identity is the run's identity (rundir.Run), filled here once: config.json
 // and summary.json both carry it, with the build that made them and the
 // version of their format.
@@ -259,6 +257,8 @@ func identity(runID string, spec RunSpec, t target) rundir.Run {
 	}
 }
 
+// etcdOf is the --etcd-bin a run's member processes ran ("self" or the
+// path as given), for its summary; "" on the embedded and external kinds.
 func etcdOf(spec RunSpec, t target) string {
 	if t.config.Kind != cluster.KindProcess {
 		return ""
