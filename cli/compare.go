@@ -125,7 +125,7 @@ func readCompared(path string) (report.Suite, error) {
 	if err == nil {
 		return s, nil
 	}
-	if errors.As(err, new(*fs.PathError)) || wholefile.IsRefused(err) {
+	if errors.As(err, new(*fs.PathError)) || wholefile.IsRefused(err) || errors.Is(err, report.ErrMalformed) {
 		return s, badInput(err)
 	}
 	return s, badInputf("%s is neither a summary.json nor a suite.json%s: compare takes two of those (a run folder's summary.json, a suite folder's suite.json)",

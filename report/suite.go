@@ -172,6 +172,11 @@ func ParseSuite(b []byte) (Suite, error) {
 	return Suite{Cells: []Summary{sum}}, nil
 }
 
+// ErrMalformed is wrapped by ReadSuiteFile for a summary (alone or a
+// suite's cell) that lacks what a comparison reads: its checks or its
+// latencies. Without them compare would find nothing to compare and pass.
+var ErrMalformed = errors.New("malformed summary")
+
 func validSummary(s Summary) error {
 	if s.Lock == "" {
 		return fmt.Errorf("%w: empty \"lock\"", ErrNotSummary)
@@ -180,6 +185,12 @@ func validSummary(s Summary) error {
 	case verdict.Pass, verdict.Unknown, verdict.Fail:
 	default:
 		return fmt.Errorf("verdict %q is not one of pass, unknown, fail", s.Verdict)
+	}
+	if len(s.Checks) == 0 {
+		return fmt.Errorf("%w: \"checks\" is missing, null or empty (want each check's verdict, e.g. \"checks\": {\"exclusion\": {\"verdict\": \"pass\"}})", ErrMalformed)
+	}
+	if s.LatencyMS == nil {
+		return fmt.Errorf("%w: \"latency_ms\" is missing or null (want an object of latencies, e.g. \"latency_ms\": {\"acquire\": {...}})", ErrMalformed)
 	}
 	return nil
 }
