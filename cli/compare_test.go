@@ -44,6 +44,7 @@ func TestCompareCommand(t *testing.T) {
 	assertedBase := writeSummaryFile(t, "abase.json", report.Suite{Cells: []report.Summary{compareSummary(verdict.Pass, 10), other}, Expected: expect})
 	assertedFail := writeSummaryFile(t, "afail.json", report.Suite{Cells: []report.Summary{compareSummary(verdict.Fail, 10), other}, Expected: expect})
 	partial := writeSummaryFile(t, "partial.json", report.Suite{Cells: []report.Summary{compareSummary(verdict.Pass, 10)}})
+	empty := writeSummaryFile(t, "empty.json", report.Suite{Cells: []report.Summary{}})
 	unfair := compareSummary(verdict.Pass, 10)
 	unfair.Checks[verdict.Fairness] = check.Result{Verdict: verdict.Fail}
 	unfairFile := writeSummaryFile(t, "unfair.json", unfair)
@@ -95,6 +96,8 @@ func TestCompareCommand(t *testing.T) {
 		{"missing file", []string{base, filepath.Join(t.TempDir(), "nope.json")}, ExitUsage, []string{"nope.json"}},
 		{"not a summary", []string{base, junk}, ExitUsage, []string{"neither a summary.json nor a suite.json"}},
 		{"bad threshold", []string{base, same, "--threshold", "lots"}, ExitUsage, []string{"threshold"}},
+		{"two empty suites", []string{empty, empty}, ExitUsage, []string{"empty.json has no cells", "nothing to compare"}},
+		{"an empty new suite", []string{base, empty}, ExitUsage, []string{"empty.json has no cells"}},
 		{"no common cell", []string{base, otherFile}, ExitUsage, []string{"no cell in common"}},
 		{"help", []string{"--help"}, ExitPass, []string{"Usage: lockbench compare"}},
 	}
