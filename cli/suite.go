@@ -195,7 +195,9 @@ func printSuite(e *env, res *harness.SuiteResult, took time.Duration, benchOut s
 		if err := report.SuiteTable(e.stdout, res.Cells); err != nil {
 			return fmt.Errorf("print the suite's table: %w", err)
 		}
-		fmt.Fprintf(e.stdout, "suite folder: %s (%d cells, %d not as expected, %s)\n", res.Dir, len(res.Cells), res.Mismatches, took.Round(time.Second))
+	}
+	if len(res.Cells) > 0 || res.Written {
+		fmt.Fprintf(e.stdout, "suite folder: %s (%d cells, %d not as expected, %s%s)\n", res.Dir, len(res.Cells), res.Mismatches, took.Round(time.Second), stoppedEarly(res))
 	}
 	for _, n := range res.Notes {
 		fmt.Fprintf(e.stderr, "lockbench: %s\n", n)
@@ -208,6 +210,20 @@ func printSuite(e *env, res *harness.SuiteResult, took time.Duration, benchOut s
 		sums = append(sums, c.Summary)
 	}
 	return writeBenchFile(benchOut, sums)
+}
+
+// stoppedEarly is what the suite folder line adds for a suite that did not
+// run every cell: whether suite.json records what ran, and how much did
+// not, so the line never reads as a finished suite's.
+func stoppedEarly(res *harness.SuiteResult) string {
+	h := res.Header
+	switch {
+	case !res.Written:
+		return "; stopped early: suite.json NOT written, the folder holds only the run folders"
+	case h.Error != "" || h.Interrupted:
+		return fmt.Sprintf("; stopped early: suite.json lists the cells that ran and the %d not run", len(h.NotRun))
+	}
+	return ""
 }
 
 // writeJUnitFile writes --junit (nothing when it is ""): the cells run so

@@ -1,10 +1,16 @@
 package cli
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lockbench/lockbench/harness"
+	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/rundir"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // TestSuiteRefusesBadMatrix: a suite's matrix flags that would silently run
@@ -52,5 +58,46 @@ func wantUsage(t *testing.T, code int, stderr string, want []string) {
 	}
 	if n := strings.Count(strings.TrimSpace(stderr), "\n"); n > 0 {
 		t.Errorf("want one line of error, got %d:\n%s", n+1, stderr)
+	}
+}
+
+// A suite that stopped early never prints its folder line as a finished
+// suite's: it says whether suite.json records what ran, and the table
+// marks the cell a signal cut short.
+func TestPrintSuiteStoppedEarly(t *testing.T) {
+	cut := report.Cell{Summary: report.Summary{Run: rundir.Run{Lock: "queue"}, Scenario: "contention", Verdict: verdict.Pass, Interrupted: true},
+		Expected: verdict.Pass, Note: "interrupted"}
+	for _, tc := range []struct {
+		name string
+		res  harness.SuiteResult
+		want []string
+		not  []string
+	}{
+		{"finished", harness.SuiteResult{Dir: "D", Cells: []report.Cell{{Summary: cut.Summary, Matches: true}}, Written: true},
+			[]string{"suite folder: D (1 cells, 0 not as expected, 0s)\n"}, []string{"stopped early"}},
+		{"a failed cell, suite.json written", harness.SuiteResult{Dir: "D", Cells: []report.Cell{cut}, Mismatches: 1, Written: true,
+			Header: report.Suite{Error: "disk full", NotRun: []string{"txn/contention"}}},
+			[]string{"stopped early: suite.json lists the cells that ran and the 1 not run", "NO (interrupted)"}, nil},
+		{"suite.json not written", harness.SuiteResult{Dir: "D", Cells: []report.Cell{cut}, Header: report.Suite{Error: "disk full"}},
+			[]string{"suite.json NOT written"}, nil},
+		{"nothing ran, suite.json written", harness.SuiteResult{Dir: "D", Written: true, Header: report.Suite{Error: "x", NotRun: []string{"a/b"}}},
+			[]string{"suite folder: D (0 cells", "the 1 not run"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if err := printSuite(&env{stdout: &stdout, stderr: &stderr}, &tc.res, 0, "", false); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stdout.String(), w) {
+					t.Errorf("stdout lacks %q:\n%s", w, stdout.String())
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(stdout.String(), w) {
+					t.Errorf("stdout has %q:\n%s", w, stdout.String())
+				}
+			}
+		})
 	}
 }
