@@ -25,13 +25,9 @@ func TestBaselineCoversTheDefaultSuite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var scs []scenarios.Scenario
-	for _, n := range scenarios.Names() {
-		sc, err := scenarios.Lookup(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		scs = append(scs, sc)
+	scs, err := scenarios.Builtins()
+	if err != nil {
+		t.Fatal(err)
 	}
 	var names []string
 	for _, n := range locks.Names() {

@@ -645,6 +645,21 @@ func Names() []string {
 	return out
 }
 
+// Builtins returns every built-in scenario, in Names' order: the default
+// suite's scenarios, for what must cover exactly them (the committed
+// baseline, the mutant catalogue).
+func Builtins() ([]Scenario, error) {
+	var out []Scenario
+	for _, n := range Names() {
+		sc, err := Lookup(n)
+		if err != nil {
+			return nil, fmt.Errorf("built-in scenario %s: %w", n, err)
+		}
+		out = append(out, sc)
+	}
+	return out, nil
+}
+
 // Lookup returns a built-in scenario by name, or reads a scenario file when
 // name looks like a path (ends in .yaml/.yml or contains a slash).
 func Lookup(name string) (Scenario, error) {
