@@ -219,7 +219,7 @@ func stoppedEarly(res *harness.SuiteResult) string {
 	h := res.Header
 	switch {
 	case !res.Written:
-		return "; stopped early: suite.json NOT written, the folder holds only the run folders"
+		return "; suite.json NOT written: the folder holds only the run folders"
 	case h.Error != "" || h.Interrupted:
 		return fmt.Sprintf("; stopped early: suite.json lists the cells that ran and the %d not run", len(h.NotRun))
 	}
