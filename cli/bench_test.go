@@ -45,17 +45,7 @@ func TestBenchBadInput(t *testing.T) {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			args := append([]string{"bench", "--out", out, "--bench-out", lines}, tc.args...)
 			code, _, stderr := runCLI(t, args...)
-			if code != ExitUsage {
-				t.Errorf("exit %d, want %d; stderr: %s", code, ExitUsage, stderr)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(stderr, w) {
-					t.Errorf("stderr %q does not mention %q", stderr, w)
-				}
-			}
-			if n := strings.Count(strings.TrimSpace(stderr), "\n"); n > 0 {
-				t.Errorf("want one line of error, got %d:\n%s", n+1, stderr)
-			}
+			wantUsage(t, code, stderr, tc.want)
 		})
 	}
 	for _, p := range []string{out, lines} {

@@ -87,10 +87,14 @@ func runCompare(_ context.Context, e *env, o compareOptions) error {
 		if err != nil {
 			return err
 		}
+		if len(s.Cells) == 0 {
+			// A gate that compared nothing must not pass.
+			return badInputf("%s has no cells: nothing to compare (compare takes a summary.json or a suite.json with at least one run)", p)
+		}
 		suites[i] = s
 	}
 	c := report.Compare(suites[0], suites[1], report.CompareOptions{Threshold: o.threshold.v, MinDeltaMS: o.minDelta, Alpha: o.alpha, Normalize: o.normalize})
-	if c.Cells == 0 && len(suites[0].Cells) > 0 && len(suites[1].Cells) > 0 {
+	if c.Cells == 0 {
 		return badInput(errors.New("no cell in common: the files compare different cells (lock/scenario, keepalive policy, etcd release of member processes; an embedded suite and a process suite share none)"))
 	}
 	var err error
@@ -125,7 +129,7 @@ func readCompared(path string) (report.Suite, error) {
 	if err == nil {
 		return s, nil
 	}
-	if errors.As(err, new(*fs.PathError)) || wholefile.IsRefused(err) {
+	if errors.As(err, new(*fs.PathError)) || wholefile.IsRefused(err) || errors.Is(err, report.ErrMalformed) {
 		return s, badInput(err)
 	}
 	return s, badInputf("%s is neither a summary.json nor a suite.json%s: compare takes two of those (a run folder's summary.json, a suite folder's suite.json)",

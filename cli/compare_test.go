@@ -44,6 +44,28 @@ func TestCompareCommand(t *testing.T) {
 	assertedBase := writeSummaryFile(t, "abase.json", report.Suite{Cells: []report.Summary{compareSummary(verdict.Pass, 10), other}, Expected: expect})
 	assertedFail := writeSummaryFile(t, "afail.json", report.Suite{Cells: []report.Summary{compareSummary(verdict.Fail, 10), other}, Expected: expect})
 	partial := writeSummaryFile(t, "partial.json", report.Suite{Cells: []report.Summary{compareSummary(verdict.Pass, 10)}})
+	empty := writeSummaryFile(t, "empty.json", report.Suite{Cells: []report.Summary{}})
+	unfair := compareSummary(verdict.Pass, 10)
+	unfair.Checks[verdict.Fairness] = check.Result{Verdict: verdict.Fail}
+	unfairFile := writeSummaryFile(t, "unfair.json", unfair)
+	fair := compareSummary(verdict.Pass, 10)
+	fair.Checks[verdict.Fairness] = check.Result{Verdict: verdict.Pass}
+	fairFile := writeSummaryFile(t, "fair.json", fair)
+	bothFail := writeSummaryFile(t, "bothfail.json", compareSummary(verdict.Fail, 10))
+	// Hand-edited summaries: what compare reads is missing.
+	raw := func(name string, edit func(m map[string]any)) string {
+		var m map[string]any
+		readJSON(t, base, &m)
+		edit(m)
+		return writeSummaryFile(t, name, m)
+	}
+	noChecks := raw("nochecks.json", func(m map[string]any) { delete(m, "checks") })
+	emptyChecks := raw("emptychecks.json", func(m map[string]any) { m["checks"] = map[string]any{} })
+	nullChecks := raw("nullchecks.json", func(m map[string]any) { m["checks"] = nil })
+	nullLatency := raw("nulllatency.json", func(m map[string]any) { m["latency_ms"] = nil })
+	var sm map[string]any
+	readJSON(t, nullChecks, &sm)
+	suiteNullChecks := writeSummaryFile(t, "suitenullchecks.json", map[string]any{"cells": []any{sm}})
 	tests := []struct {
 		name string
 		args []string
@@ -52,7 +74,14 @@ func TestCompareCommand(t *testing.T) {
 		out []string
 	}{
 		{"identical", []string{base, same}, ExitPass, []string{"no regression in 1 compared cell (α 0.05", "min effect 20%"}},
-		{"one failure of an unasserted check is no evidence", []string{base, worse}, ExitPass, []string{"queue/contention", "exclusion failures", "0 of 1", "1 of 1"}},
+		{"one failure of a non-safety check is no evidence", []string{fairFile, unfairFile}, ExitPass, []string{"queue/contention", "fairness failures", "0 of 1", "1 of 1", "can race"}},
+		{"a new safety failure with no expectations regresses", []string{base, worse}, ExitViolation, []string{"exclusion failures", "0 of 1", "1 of 1", "REGRESSION " + report.NoteUnassertedSafety}},
+		{"a safety failure in both sides is a rate", []string{bothFail, worse}, ExitPass, []string{"no regression"}},
+		{"checks missing", []string{base, noChecks}, ExitUsage, []string{"nochecks.json", `"checks" is missing`}},
+		{"checks {}", []string{emptyChecks, base}, ExitUsage, []string{"emptychecks.json", `"checks" is missing, null or empty`}},
+		{"checks null", []string{base, nullChecks}, ExitUsage, []string{"nullchecks.json", `"checks"`}},
+		{"latency_ms null", []string{base, nullLatency}, ExitUsage, []string{"nulllatency.json", `"latency_ms" is missing or null`}},
+		{"a suite cell with null checks", []string{base, suiteNullChecks}, ExitUsage, []string{"suitenullchecks.json", "suite cell 0", `"checks"`}},
 		{"an asserted check fails", []string{assertedBase, assertedFail}, ExitViolation, []string{"exclusion verdict", "asserted", "REGRESSION"}},
 		{"2x acquire p99: a tail never gates", []string{base, slower}, ExitPass, []string{"acquire p99", "10.0 ms", "20.0 ms", "+100%", "tail, not gated"}},
 		{"summary against a suite", []string{base, suite}, ExitPass, []string{"acquire p99"}},
@@ -67,6 +96,8 @@ func TestCompareCommand(t *testing.T) {
 		{"missing file", []string{base, filepath.Join(t.TempDir(), "nope.json")}, ExitUsage, []string{"nope.json"}},
 		{"not a summary", []string{base, junk}, ExitUsage, []string{"neither a summary.json nor a suite.json"}},
 		{"bad threshold", []string{base, same, "--threshold", "lots"}, ExitUsage, []string{"threshold"}},
+		{"two empty suites", []string{empty, empty}, ExitUsage, []string{"empty.json has no cells", "nothing to compare"}},
+		{"an empty new suite", []string{base, empty}, ExitUsage, []string{"empty.json has no cells"}},
 		{"no common cell", []string{base, otherFile}, ExitUsage, []string{"no cell in common"}},
 		{"help", []string{"--help"}, ExitPass, []string{"Usage: lockbench compare"}},
 	}

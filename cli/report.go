@@ -42,6 +42,16 @@ func reportCommand(ctx context.Context, e *env, args []string) error {
 	default:
 		return badInputf("unexpected argument %q: report takes one run folder", pos[1])
 	}
+	if o.htmlOut != "" && o.noHTML {
+		return badInputf("--html %s and --no-html: give one (--html writes the report there, --no-html writes none)", o.htmlOut)
+	}
+	if o.htmlOut != "" && !rundir.IsBench(o.dir) {
+		// Before the run is re-checked: a folder that is not there is the
+		// user's, not a half-written temp file's.
+		if err := checkFile("html", o.htmlOut); err != nil {
+			return err
+		}
+	}
 	if rundir.IsBench(o.dir) {
 		if o.htmlOut != "" || o.writeSummary {
 			return badInputf("%s is a bench folder: --html and --write-summary apply to run folders", o.dir)

@@ -187,3 +187,30 @@ func TestReportBenchFolder(t *testing.T) {
 		t.Errorf("broken bench.json: exit %d, %q", code, stderr)
 	}
 }
+
+// --html is checked before the run is re-checked: a folder that does not
+// exist is bad input naming it (not a harness failure naming a temporary
+// file), and --html with --no-html is a contradiction.
+func TestReportRefusesBadHTML(t *testing.T) {
+	dir := sampleRun(t)
+	missing := filepath.Join(t.TempDir(), "nonexistent", "x.html")
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"report", dir, "--html", missing}, []string{"--html " + missing, "folder " + filepath.Dir(missing) + " does not exist"}},
+		{[]string{"report", dir, "--html", t.TempDir()}, []string{"is a folder"}},
+		{[]string{"report", dir, "--html", filepath.Join(t.TempDir(), "x.html"), "--no-html"}, []string{"--no-html", "give one"}},
+	} {
+		t.Run(strings.Join(tc.args[2:], " "), func(t *testing.T) {
+			code, _, stderr := runCLI(t, tc.args...)
+			wantUsage(t, code, stderr, tc.want)
+			if strings.Contains(stderr, ".tmp") {
+				t.Errorf("stderr names a temporary file: %s", stderr)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(dir, rundir.HTMLFile)); !os.IsNotExist(err) {
+		t.Errorf("bad input wrote %s", rundir.HTMLFile)
+	}
+}

@@ -77,9 +77,24 @@ func (o *suiteOptions) spec(ctx context.Context) (harness.SuiteSpec, error) {
 	if err := o.client.checkLeaseTTL(o.set); err != nil {
 		return harness.SuiteSpec{}, err
 	}
+	if o.quick < 0 {
+		return harness.SuiteSpec{}, badInputf("--quick-duration %s: must be ≥0 (0: no cap)", o.quick)
+	}
+	lockNames, err := namesList("locks", o.locks)
+	if err != nil {
+		return harness.SuiteSpec{}, err
+	}
+	scenNames, err := namesList("scenarios", o.scenarios)
+	if err != nil {
+		return harness.SuiteSpec{}, err
+	}
+	kaNames, err := namesList("keepalive", o.client.keepalive)
+	if err != nil {
+		return harness.SuiteSpec{}, err
+	}
 	// Each keepalive policy given is a dimension of the matrix.
 	var kas []locks.KeepAlive
-	for _, k := range splitList(o.client.keepalive) {
+	for _, k := range kaNames {
 		ka, err := locks.ParseKeepAlive(k)
 		if err != nil {
 			return harness.SuiteSpec{}, badInput(fmt.Errorf("--keepalive: %w", err))
@@ -93,7 +108,7 @@ func (o *suiteOptions) spec(ctx context.Context) (harness.SuiteSpec, error) {
 		return harness.SuiteSpec{}, badInputf("--first-seed %d: must be ≥1", o.firstSeed)
 	}
 	spec := harness.SuiteSpec{
-		Locks: splitList(o.locks), Seeds: o.seeds, FirstSeed: o.firstSeed, KeepAlives: kas, RPCTimeout: rpcT, Out: o.out,
+		Locks: lockNames, Seeds: o.seeds, FirstSeed: o.firstSeed, KeepAlives: kas, RPCTimeout: rpcT, Out: o.out,
 		Cluster: cl, QuickDuration: o.quick,
 		Reps: o.reps, InjectDelay: o.inject,
 	}
@@ -107,11 +122,18 @@ func (o *suiteOptions) spec(ctx context.Context) (harness.SuiteSpec, error) {
 		}
 		spec.EtcdBins, spec.Cluster.EtcdBin = bins, ""
 	}
-	for _, n := range splitList(o.scenarios) {
+	given := map[string]string{} // scenario name → how it was given
+	for _, n := range scenNames {
 		sc, err := scenarios.Lookup(n)
 		if err != nil {
 			return spec, badInput(err)
 		}
+		// Two entries for one scenario (a name and a file of that name):
+		// its cells would run twice and its hash be one of the two.
+		if prev, dup := given[sc.Name]; dup {
+			return spec, badInputf("--scenarios: %q and %q are both scenario %q (want each scenario once)", prev, n, sc.Name)
+		}
+		given[sc.Name] = n
 		if o.set["lease-ttl"] {
 			sc.LeaseTTL = scenarios.Duration(o.client.leaseTTL)
 		}
@@ -172,7 +194,9 @@ func printSuite(e *env, res *harness.SuiteResult, took time.Duration, benchOut s
 		if err := report.SuiteTable(e.stdout, res.Cells); err != nil {
 			return fmt.Errorf("print the suite's table: %w", err)
 		}
-		fmt.Fprintf(e.stdout, "suite folder: %s (%d cells, %d not as expected, %s)\n", res.Dir, len(res.Cells), res.Mismatches, took.Round(time.Second))
+	}
+	if len(res.Cells) > 0 || res.Written {
+		fmt.Fprintf(e.stdout, "suite folder: %s (%d cells, %d not as expected, %s%s)\n", res.Dir, len(res.Cells), res.Mismatches, took.Round(time.Second), stoppedEarly(res))
 	}
 	for _, n := range res.Notes {
 		fmt.Fprintf(e.stderr, "lockbench: %s\n", n)
@@ -185,6 +209,20 @@ func printSuite(e *env, res *harness.SuiteResult, took time.Duration, benchOut s
 		sums = append(sums, c.Summary)
 	}
 	return writeBenchFile(e, benchOut, sums)
+}
+
+// stoppedEarly is what the suite folder line adds for a suite that did not
+// run every cell: whether suite.json records what ran, and how much did
+// not, so the line never reads as a finished suite's.
+func stoppedEarly(res *harness.SuiteResult) string {
+	h := res.Header
+	switch {
+	case !res.Written:
+		return "; suite.json NOT written: the folder holds only the run folders"
+	case h.Error != "" || h.Interrupted:
+		return fmt.Sprintf("; stopped early: suite.json lists the cells that ran and the %d not run", len(h.NotRun))
+	}
+	return ""
 }
 
 // writeJUnitFile writes --junit (nothing when it is "", "-" standard

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -71,6 +72,28 @@ func flagError(err error, flags map[string]string) error {
 		return fmt.Errorf("--%s: %w", name, fe.Err)
 	}
 	return fmt.Errorf("--%s %v: %w", name, fe.Value, fe.Err)
+}
+
+// namesList reads flag's "a, b,c" as [a b c] like splitList, but refuses
+// an empty entry ("a,,b") or a name given twice: either would run a matrix
+// other than the one typed (a cell twice, or a typo's name dropped) without
+// a word. An empty or blank value is no names, for the caller to judge.
+func namesList(flag, s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []string
+	for i, x := range strings.Split(s, ",") {
+		x = strings.TrimSpace(x)
+		if x == "" {
+			return nil, badInputf("--%s %q: entry %d is empty (want comma-separated names, none empty, each once)", flag, s, i+1)
+		}
+		if slices.Contains(out, x) {
+			return nil, badInputf("--%s %q: %q is listed twice (want each name once)", flag, s, x)
+		}
+		out = append(out, x)
+	}
+	return out, nil
 }
 
 // splitList reads "a, b,c" as [a b c].

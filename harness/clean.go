@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -31,7 +32,8 @@ type CleanResult struct {
 // delete is set, deletes them: what a killed run left behind (its lock
 // keys expire with their leases, but a run of an older lockbench left its
 // counter without one). The prefix must start with "/" and not be "/": a
-// clean never touches the whole keyspace. Input errors are *InputError.
+// clean never touches the whole keyspace. Input errors, an endpoint that
+// does not answer included (as for RunExternal), are *InputError.
 func Clean(ctx context.Context, ext External, prefix string, delete bool) (*CleanResult, error) {
 	if prefix == "" || prefix == "/" || !strings.HasPrefix(prefix, "/") {
 		return nil, inputErr("prefix %q: must start with / and not be / or empty (a clean deletes everything under it)", prefix)
@@ -39,6 +41,12 @@ func Clean(ctx context.Context, ext External, prefix string, delete bool) (*Clea
 	ext.Prefix = ""
 	x, cc, err := ext.prepared()
 	if err != nil {
+		return nil, err
+	}
+	// The checks run makes first (every endpoint answers, the credentials
+	// work): an endpoint that does not answer is the same *InputError,
+	// naming it, and not a bare deadline on the listing.
+	if _, err := healthCheck(ctx, x, cc); err != nil {
 		return nil, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, x.DialTimeout)
@@ -51,6 +59,11 @@ func Clean(ctx context.Context, ext External, prefix string, delete bool) (*Clea
 	resp, err := cli.Get(cctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithLimit(cleanListMax),
 		clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			// No answer to a linearizable read: no quorum, which run's
+			// health check calls bad input too.
+			err = connectErr(ctx, strings.Join(x.Endpoints, ","), x.DialTimeout, err)
+		}
 		return nil, fmt.Errorf("list keys under %s: %w", prefix, err)
 	}
 	res := &CleanResult{Prefix: prefix, Count: resp.Count}

@@ -85,6 +85,9 @@ type SuiteResult struct {
 	// Header is suite.json without its cells: host, floor, scenario
 	// hashes, expectations, and whether the suite was interrupted.
 	Header report.Suite
+	// Written is set once suite.json is written: a suite that stopped
+	// early says whether its folder records what ran.
+	Written bool
 }
 
 // Validate checks the whole matrix before anything starts.
@@ -177,11 +180,9 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 			err = fmt.Errorf("close etcd cluster: %w", cerr)
 		}
 	}()
+	var runErr error
 	for _, b := range bins {
-		if err := r.runBinary(ctx, b); err != nil {
-			return r.res, err
-		}
-		if ctx.Err() != nil {
+		if runErr = r.runBinary(ctx, b); runErr != nil || ctx.Err() != nil {
 			break
 		}
 		// One cluster at a time: the next binary's members start on a
@@ -190,11 +191,33 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 			r.res.Notes = append(r.res.Notes, fmt.Sprintf("close the etcd %s cluster: %v", b.label(), cerr))
 		}
 	}
+	return r.res, r.finish(ctx.Err() != nil, runErr)
+}
+
+// finish writes suite.json and the matrix report.html for the cells that
+// ran, also when the suite stopped early: interrupted by a signal, or
+// stopped by runErr (a cell the harness could not run, e.g. a full disk),
+// in which case suite.json records the error and the cells not run, so
+// the folder says what it holds. It returns runErr (with a note when
+// suite.json could not be written either), else the write's error.
+func (r *suiteRun) finish(interrupted bool, runErr error) error {
 	r.sortCells()
-	if ctx.Err() != nil {
-		r.res.markInterrupted(spec, bins)
+	if interrupted || runErr != nil {
+		r.res.markInterrupted(r.spec, r.bins)
+		r.res.Header.Interrupted = interrupted
 	}
-	return r.res, writeSuite(dir, r.res)
+	if runErr != nil {
+		r.res.Header.Error = runErr.Error()
+	}
+	werr := writeSuite(r.dir, r.res)
+	r.res.Written = werr == nil
+	switch {
+	case runErr != nil && werr != nil:
+		return fmt.Errorf("%w (and the suite's record of the %d cells that ran was not written: %v)", runErr, len(r.res.Cells), werr)
+	case runErr != nil:
+		return runErr
+	}
+	return werr
 }
 
 // suiteBin is one binary of a suite's version matrix: the cluster options

@@ -96,20 +96,20 @@ func (s SuiteSpec) cellKeys(sc string, bins []suiteBin) []report.Summary {
 
 // markInterrupted records that the suite ended early and which cells
 // (by key: lock/scenario, with the keepalive policy and binary when not
-// the default) are missing runs: a comparison must say so rather than
-// compare what happened to run.
+// the default) it never started: a comparison must say so rather than
+// compare what happened to run. A key with any run, even one cut short
+// (its summary interrupted), is in Cells and not here, so that each key
+// is in exactly one of the two lists.
 func (r *SuiteResult) markInterrupted(s SuiteSpec, bins []suiteBin) {
 	r.Header.Interrupted = true
 	r.Header.NotRun = nil
-	done := map[string]int{}
+	ran := map[string]bool{}
 	for _, c := range r.Cells {
-		if !c.Summary.Interrupted {
-			done[c.Summary.Key()]++
-		}
+		ran[c.Summary.Key()] = true
 	}
 	for _, sc := range s.Scenarios {
 		for _, key := range s.cellKeys(sc.Name, bins) {
-			if k := key.Key(); done[k] < s.Seeds*max(s.Reps, 1) {
+			if k := key.Key(); !ran[k] {
 				r.Header.NotRun = append(r.Header.NotRun, k)
 			}
 		}

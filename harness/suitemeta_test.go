@@ -1,14 +1,20 @@
 package harness
 
 import (
+	"errors"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/scenarios"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 func metaSpec(t *testing.T) SuiteSpec {
@@ -61,9 +67,51 @@ func TestSuiteMarkInterrupted(t *testing.T) {
 	}
 	r.Cells = append(r.Cells, sum("txn", "contention", false), sum("txn", "contention", true))
 	r.markInterrupted(s, []suiteBin{{}})
-	want := []string{"txn/contention", "queue/holder-crash", "txn/holder-crash"}
+	// txn/contention ran (once whole, once cut short): it is in the cells,
+	// so not in not_run; each key is in exactly one list.
+	want := []string{"queue/holder-crash", "txn/holder-crash"}
 	if !r.Header.Interrupted || !slices.Equal(r.Header.NotRun, want) {
 		t.Errorf("interrupted %v, not run %v, want %v", r.Header.Interrupted, r.Header.NotRun, want)
+	}
+}
+
+// A suite stopped by a cell the harness could not run (a full disk)
+// still writes suite.json with the cells that ran, the error and the
+// cells not run; when even that cannot be written, the error says so and
+// Written stays false.
+func TestSuiteFinishAfterAFailedCell(t *testing.T) {
+	s := metaSpec(t)
+	dir := t.TempDir()
+	r := &suiteRun{spec: s, dir: dir, bins: []suiteBin{{}}, res: &SuiteResult{Dir: dir, Header: s.header([]suiteBin{{}})}}
+	sum := report.Summary{Run: rundir.Run{Lock: "queue"}, Scenario: "contention", Verdict: verdict.Pass,
+		LatencyMS: map[string]report.Latency{}, Checks: map[string]check.Result{verdict.Exclusion: {Verdict: verdict.Pass}}}
+	r.res.Cells = append(r.res.Cells, report.Cell{Summary: sum, Matches: true})
+	cellErr := errors.New("txn × contention seed 1: write history.jsonl: no space left on device")
+	err := r.finish(false, cellErr)
+	if !errors.Is(err, cellErr) || !r.res.Written {
+		t.Fatalf("err %v, written %v: want the cell's error and suite.json written", err, r.res.Written)
+	}
+	got, rerr := report.ReadSuiteFile(filepath.Join(dir, rundir.SuiteFile))
+	if rerr != nil {
+		t.Fatalf("suite.json of a suite stopped early: %v", rerr)
+	}
+	if len(got.Cells) != 1 || got.Error != cellErr.Error() || got.Interrupted {
+		t.Errorf("cells %d, error %q, interrupted %v: want the one cell that ran and the error", len(got.Cells), got.Error, got.Interrupted)
+	}
+	if want := []string{"txn/contention", "queue/holder-crash", "txn/holder-crash"}; !slices.Equal(got.NotRun, want) {
+		t.Errorf("not run %v, want %v", got.NotRun, want)
+	}
+
+	// A folder that cannot be written to (a file where the folder was).
+	blocked := filepath.Join(t.TempDir(), "file")
+	if werr := os.WriteFile(blocked, nil, 0o644); werr != nil {
+		t.Fatal(werr)
+	}
+	r.dir = filepath.Join(blocked, "suite")
+	r.res.Written = false
+	err = r.finish(false, cellErr)
+	if !errors.Is(err, cellErr) || r.res.Written || !strings.Contains(err.Error(), "not written") {
+		t.Errorf("err %v, written %v: want the cell's error saying suite.json was not written", err, r.res.Written)
 	}
 }
 

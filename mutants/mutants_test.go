@@ -77,13 +77,9 @@ func TestDefaultSuiteCatchesEveryMutant(t *testing.T) {
 	if os.Getenv("LOCKBENCH_MUTANTS") == "" {
 		t.Skip("set LOCKBENCH_MUTANTS=1 (make mutants): runs the default suite over the catalogue")
 	}
-	var scs []scenarios.Scenario
-	for _, n := range scenarios.Names() {
-		sc, err := scenarios.Lookup(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		scs = append(scs, sc)
+	scs, err := scenarios.Builtins()
+	if err != nil {
+		t.Fatal(err)
 	}
 	names := append(append([]string{}, Controls...), Names()...)
 	res, err := harness.Suite(context.Background(), harness.SuiteSpec{

@@ -221,8 +221,11 @@ func (c *Comparison) checkComplete(base, next Suite) {
 		name string
 		s    Suite
 	}{{"base", base}, {"new", next}} {
-		if side.s.Interrupted {
+		if side.s.Interrupted || side.s.Error != "" {
 			msg := side.name + " suite was interrupted"
+			if side.s.Error != "" {
+				msg = side.name + " suite stopped early: " + side.s.Error
+			}
 			if len(side.s.NotRun) > 0 {
 				msg += "; not run: " + strings.Join(side.s.NotRun, ", ")
 			}

@@ -148,9 +148,18 @@ func TestCompareVerdicts(t *testing.T) {
 		{name: "a stuck run", base: samples(5, "queue", 1, 1, 1),
 			next:      func() []Summary { s := samples(5, "queue", 1, 1, 1); s[2].Stuck = []string{"client 1: Lock"}; return s }(),
 			regressed: true, want: "stuck runs 0 of 5 → 1 of 5 [asserted] REGRESSION"},
-		{name: "single summaries without expectations: one failure is no evidence",
+		{name: "single summaries without expectations: one failure of a racy check is no evidence",
+			base: withCheck(samples(1, "queue", 1, 1, 1), verdict.Fairness, P), next: withCheck(samples(1, "queue", 1, 1, 1), verdict.Fairness, F),
+			want: "fairness failures 0 of 1 → 1 of 1 [can race: rate test]"},
+		{name: "single summaries without expectations: a new safety failure regresses",
 			base: withCheck(samples(1, "queue", 1, 1, 1), verdict.Exclusion, P), next: withCheck(samples(1, "queue", 1, 1, 1), verdict.Exclusion, F),
-			want: "exclusion failures 0 of 1 → 1 of 1"},
+			regressed: true, want: "exclusion failures 0 of 1 → 1 of 1 [" + NoteUnassertedSafety + "] REGRESSION"},
+		{name: "without expectations: a symmetry failure the base also had is a rate",
+			base: withCheck(samples(5, "queue", 1, 1, 1), verdict.Symmetry, P, F, P, P, P), next: withCheck(samples(5, "queue", 1, 1, 1), verdict.Symmetry, P, F, F, P, P),
+			want: "symmetry failures 1 of 5 → 2 of 5 [can race: rate test]"},
+		{name: "with expectations, an unasserted safety check stays a rate", base: withCheck(samples(1, "queue", 1, 1, 1), verdict.Fencing, P),
+			next: withCheck(samples(1, "queue", 1, 1, 1), verdict.Fencing, F), expect: asserted,
+			want: "fencing failures 0 of 1 → 1 of 1 [can race: rate test]"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -174,6 +183,8 @@ func TestCompareIncomplete(t *testing.T) {
 		{"interrupted", Suite{Cells: q, Interrupted: true, NotRun: []string{"txn/contention"}, ScenarioHashes: full.ScenarioHashes},
 			"INTERRUPTED: new suite was interrupted; not run: txn/contention"},
 		{"scenario changed", Suite{Cells: full.Cells, ScenarioHashes: map[string]string{"contention": "sha256:b"}}, "SCENARIO CHANGED: contention"},
+		{"stopped by the harness", Suite{Cells: q, Error: "no space left on device", NotRun: []string{"txn/contention"}, ScenarioHashes: full.ScenarioHashes},
+			"INTERRUPTED: new suite stopped early: no space left on device; not run: txn/contention"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -185,7 +196,7 @@ func TestCompareIncomplete(t *testing.T) {
 			if !c.Regressed() || !c.Incomplete() || !strings.Contains(b.String(), tc.want) || !strings.Contains(b.String(), "INCOMPLETE") {
 				t.Errorf("regressed %v; want %q in:\n%s", c.Regressed(), tc.want, b.String())
 			}
-			if tc.name == "interrupted" && strings.Contains(b.String(), "MISSING") {
+			if tc.name != "a cell missing" && strings.Contains(b.String(), "MISSING") {
 				t.Errorf("an interrupted suite's cells reported as missing:\n%s", b.String())
 			}
 		})
@@ -287,6 +298,9 @@ func TestParseSuite(t *testing.T) {
 		{"an array", `[1,2]`, 0, "not JSON"},
 		{"some other JSON", `{"name":"x"}`, 0, "neither a summary.json nor a suite.json"},
 		{"bad verdict", `{"lock":"q","verdict":"great","latency_ms":{}}`, 0, "not one of pass"},
+		{"no checks", `{"lock":"q","verdict":"pass","latency_ms":{}}`, 0, `"checks" is missing`},
+		{"empty checks", `{"lock":"q","verdict":"pass","latency_ms":{},"checks":{}}`, 0, `"checks" is missing, null or empty`},
+		{"null latencies", `{"lock":"q","verdict":"pass","latency_ms":null,"checks":{"exclusion":{"verdict":"pass"}}}`, 0, `"latency_ms" is missing or null`},
 		{"bad cell", `{"cells":[{"lock":""}]}`, 0, "cell 0"},
 		{"trailing", string(sum) + "{}", 0, "after top-level value"},
 	}

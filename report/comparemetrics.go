@@ -154,6 +154,17 @@ func expectedFor(key string, base, next Suite) map[string]verdict.Verdict {
 	return base.Expected[key]
 }
 
+// safetyChecks are the checks whose failure means the lock let two
+// holders in or let a non-holder act (exclusion, resource, fencing,
+// symmetry): what compare must never wave through for want of samples.
+var safetyChecks = map[string]bool{verdict.Exclusion: true, verdict.Resource: true, verdict.Fencing: true, verdict.Symmetry: true}
+
+// NoteUnassertedSafety is the note of a regression found by a safety
+// check that failed in the new runs and never in the base's, in a cell
+// with no expectations (a bare summary.json): compare cannot know whether
+// the check is asserted, and a gate that cannot tell must not pass.
+const NoteUnassertedSafety = "safety check, no expectations to say it can race"
+
 // compareChecks judges one cell's check verdicts. A check the cell's
 // expectations assert is deterministic: any new run that misses its
 // expected verdict is a regression. Any other check can race (its
@@ -161,7 +172,10 @@ func expectedFor(key string, base, next Suite) map[string]verdict.Verdict {
 // failure rate (verdict not pass) rises significantly, by a one-sided
 // Fisher test under Holm's correction over such checks. Checks that never
 // failed on either side cannot reach significance and are left out of the
-// family (Tarone), so they do not dilute it.
+// family (Tarone), so they do not dilute it. When the cell has no
+// expectations at all (expect nil: neither side recorded any, as in a
+// bare summary.json), a safety check (safetyChecks) that fails in a new
+// run and in no base run is a regression: nothing says it may race.
 func compareChecks(key string, b, n []Summary, expect map[string]verdict.Verdict) []pending {
 	var out []pending
 	if sb, sn := stuckRuns(b), stuckRuns(n); sn > 0 { // a hung call: never expected
@@ -183,6 +197,18 @@ func compareChecks(key string, b, n []Summary, expect map[string]verdict.Verdict
 		fn, nn := missCount(n, name, func(v verdict.Verdict) bool { return v != verdict.Pass })
 		if fb == 0 && fn == 0 {
 			continue
+		}
+		if expect == nil && safetyChecks[name] {
+			// No expectations to say this check can race here (a bare
+			// summary.json, an older suite.json): a safety failure the base
+			// never had must not pass as "one sample is no evidence".
+			xb, _ := missCount(b, name, func(v verdict.Verdict) bool { return v == verdict.Fail })
+			if xn, _ := missCount(n, name, func(v verdict.Verdict) bool { return v == verdict.Fail }); xn > 0 && xb == 0 {
+				out = append(out, pending{p: math.NaN(), show: true, change: Change{Cell: key, What: name + " failures",
+					Base: fmt.Sprintf("%d of %d", fb, nb), New: fmt.Sprintf("%d of %d", fn, nn),
+					Note: NoteUnassertedSafety, Regression: true}})
+				continue
+			}
 		}
 		pv := stats.FisherGreater(fb, nb, fn, nn)
 		out = append(out, pending{p: pv, worse: fn*nb > fb*nn, show: fn*nb != fb*nn, change: Change{Cell: key, What: name + " failures",

@@ -30,10 +30,15 @@ type Suite struct {
 	// Floor is the commit floor measured on the suite's cluster before its
 	// first cell (one writer): what this machine's etcd can do at all.
 	Floor *Floor `json:"floor,omitempty"`
-	// Interrupted is set when the suite ended before its last cell; NotRun
-	// names the cells (lock/scenario) with runs it never made.
+	// Interrupted is set when a signal ended the suite before its last
+	// cell; NotRun names the cells (lock/scenario) it never started (a
+	// cell cut short is in Cells, its summary interrupted).
 	Interrupted bool     `json:"interrupted,omitempty"`
 	NotRun      []string `json:"not_run,omitempty"`
+	// Error is why the harness stopped the suite before its last cell
+	// (e.g. a full disk), NotRun then naming the cells not run: what ran
+	// is kept, and a comparison knows the suite is incomplete.
+	Error string `json:"error,omitempty"`
 	// ScenarioHashes is a hash of each scenario's canonical JSON (as run),
 	// by scenario name: a changed definition makes its cells incomparable.
 	ScenarioHashes map[string]string `json:"scenario_hashes,omitempty"`
@@ -65,7 +70,7 @@ func (h *Host) String() string {
 
 // Merge joins suites run apart into one: lockbench regress runs each side
 // as several interleaved suites of one repetition each. Cells and NotRun
-// are concatenated, Interrupted is any part's, Reps the sum; Host, Floor,
+// are concatenated, Interrupted is any part's, Error the first part's, Reps the sum; Host, Floor,
 // hashes and expectations are the first part's that has them (the parts
 // ran the same binary on the same machine).
 func Merge(parts ...Suite) Suite {
@@ -87,6 +92,9 @@ func Merge(parts ...Suite) Suite {
 		}
 		m.NotRun = append(m.NotRun, p.NotRun...)
 		m.Interrupted = m.Interrupted || p.Interrupted
+		if m.Error == "" {
+			m.Error = p.Error
+		}
 		m.Reps += max(p.Reps, 1)
 		if m.Host == nil {
 			m.Host = p.Host
@@ -190,6 +198,11 @@ func ParseSuite(b []byte) (Suite, error) {
 	return Suite{Cells: []Summary{sum}}, nil
 }
 
+// ErrMalformed is wrapped by ReadSuiteFile for a summary (alone or a
+// suite's cell) that lacks what a comparison reads: its checks or its
+// latencies. Without them compare would find nothing to compare and pass.
+var ErrMalformed = errors.New("malformed summary")
+
 func validSummary(s Summary) error {
 	if s.Lock == "" {
 		return fmt.Errorf("%w: empty \"lock\"", ErrNotSummary)
@@ -198,6 +211,12 @@ func validSummary(s Summary) error {
 	case verdict.Pass, verdict.Unknown, verdict.Fail:
 	default:
 		return fmt.Errorf("verdict %q is not one of pass, unknown, fail", s.Verdict)
+	}
+	if len(s.Checks) == 0 {
+		return fmt.Errorf("%w: \"checks\" is missing, null or empty (want each check's verdict, e.g. \"checks\": {\"exclusion\": {\"verdict\": \"pass\"}})", ErrMalformed)
+	}
+	if s.LatencyMS == nil {
+		return fmt.Errorf("%w: \"latency_ms\" is missing or null (want an object of latencies, e.g. \"latency_ms\": {\"acquire\": {...}})", ErrMalformed)
 	}
 	return nil
 }

@@ -235,6 +235,9 @@ func assertedString(c Cell) string {
 
 func matchString(c Cell) string {
 	switch {
+	case c.Summary.Interrupted:
+		// Cut short: its verdicts are of part of a run, never a match.
+		return "NO (interrupted)"
 	case c.Mismatch():
 		return "NO"
 	case c.Expected == "" && c.Note == "":

@@ -70,6 +70,7 @@ func TestMatchString(t *testing.T) {
 		{Cell{Expected: "pass", Matches: true}, "yes"},
 		{Cell{Expected: "pass"}, "NO"},
 		{Cell{Matches: false, Note: "interrupted"}, "NO"},
+		{Cell{Summary: Summary{Interrupted: true}, Expected: "pass", Matches: false, Note: "interrupted"}, "NO (interrupted)"},
 	} {
 		if got := matchString(tc.c); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.c, got, tc.want)

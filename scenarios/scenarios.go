@@ -412,9 +412,16 @@ func Parse(name string, r io.Reader) (Scenario, error) {
 
 // decodeStrict decodes a node, rejecting keys the target does not have.
 // yaml.v3 drops KnownFields inside custom unmarshalers, so the node is
-// re-encoded and decoded strictly, shifted to keep its line numbers.
+// re-encoded and decoded strictly, shifted to keep its line numbers. It
+// is re-encoded alone, away from the anchors its aliases name, so aliases
+// and merge keys ("<<: *slow", "delay: *d") are resolved first (resolve).
 func decodeStrict(n *yaml.Node, v any) error {
-	b, err := yaml.Marshal(n)
+	budget := maxResolvedNodes
+	r, err := resolve(n, &budget, map[*yaml.Node]bool{})
+	if err != nil {
+		return err
+	}
+	b, err := yaml.Marshal(r)
 	if err != nil {
 		return err
 	}
@@ -426,6 +433,82 @@ func decodeStrict(n *yaml.Node, v any) error {
 		return nil
 	}
 	return err
+}
+
+// maxResolvedNodes bounds the nodes resolve may copy for one node: a step
+// is a handful, and aliases of aliases would otherwise expand a 1 MiB file
+// into billions of nodes.
+const maxResolvedNodes = 10000
+
+// resolve returns a copy of n that stands alone: every alias replaced by a
+// copy of the node it names, in flow style so that it takes the alias's
+// one line and the lines after it stay as they are. Merge keys ("<<: *slow")
+// are left to the decoder, which merges YAML's way (the mapping's own keys
+// win) and checks merged keys as strictly as the rest; a merge of anything
+// but a mapping or a list of mappings is refused here, with its line.
+func resolve(n *yaml.Node, budget *int, open map[*yaml.Node]bool) (*yaml.Node, error) {
+	if *budget--; *budget < 0 {
+		return nil, fmt.Errorf("line %d: aliases expand to more than %d nodes", n.Line, maxResolvedNodes)
+	}
+	if n.Kind == yaml.AliasNode {
+		if open[n.Alias] {
+			return nil, fmt.Errorf("line %d: alias *%s refers to a node that contains it", n.Line, n.Value)
+		}
+		open[n.Alias] = true
+		defer delete(open, n.Alias)
+		r, err := resolve(n.Alias, budget, open)
+		if err != nil {
+			return nil, err
+		}
+		oneLine(r)
+		return r, nil
+	}
+	c := *n
+	c.Anchor, c.Content = "", make([]*yaml.Node, 0, len(n.Content))
+	for i, k := range n.Content {
+		r, err := resolve(k, budget, open)
+		if err != nil {
+			return nil, err
+		}
+		if n.Kind == yaml.MappingNode && i%2 == 1 && n.Content[i-1].Tag == "!!merge" && !mergeable(r) {
+			return nil, fmt.Errorf("line %d: << must merge a mapping or a list of mappings (e.g. <<: *slow, where - &slow {at: 1s, ...} is a step)", n.Content[i-1].Line)
+		}
+		c.Content = append(c.Content, r)
+	}
+	return &c, nil
+}
+
+// oneLine puts a resolved alias's copy in flow style, down to its
+// leaves, so that it re-encodes on one line.
+func oneLine(n *yaml.Node) {
+	switch n.Kind {
+	case yaml.MappingNode, yaml.SequenceNode:
+		n.Style = yaml.FlowStyle
+	case yaml.ScalarNode:
+		if n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+			n.Style = yaml.DoubleQuotedStyle
+		}
+	}
+	for _, c := range n.Content {
+		oneLine(c)
+	}
+}
+
+// mergeable reports whether v may be a merge key's value: a mapping, or a
+// list of mappings.
+func mergeable(v *yaml.Node) bool {
+	switch v.Kind {
+	case yaml.MappingNode:
+		return true
+	case yaml.SequenceNode:
+		for _, m := range v.Content {
+			if m.Kind != yaml.MappingNode {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // cleanYAMLError rewrites yaml.v3's errors, which name Go types
@@ -594,6 +677,21 @@ func Names() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// Builtins returns every built-in scenario, in Names' order: the default
+// suite's scenarios, for what must cover exactly them (the committed
+// baseline, the mutant catalogue).
+func Builtins() ([]Scenario, error) {
+	var out []Scenario
+	for _, n := range Names() {
+		sc, err := Lookup(n)
+		if err != nil {
+			return nil, fmt.Errorf("built-in scenario %s: %w", n, err)
+		}
+		out = append(out, sc)
+	}
+	return out, nil
 }
 
 // Lookup returns a built-in scenario by name, or reads a scenario file when

@@ -137,6 +137,13 @@ func TestParseErrorsNameFileLineAndChoices(t *testing.T) {
 			[]string{"line 5: default must be a mapping of check names (exclusion,", "to verdicts, not a list"}},
 		{"two type errors, one line", "name: [x]\nclients: [2]\nduration: 1s\nworkload: {kind: hold}\n",
 			[]string{"line 1: name must be a string, not a list; line 2: clients must be an integer, not a list"}},
+		{"a merged unknown step key", "name: x\nclients: 4\nduration: 8s\nworkload: {kind: hold}\nsteps:\n  - &bad {at: 1s, fault: heal, tagret: x}\n  - {<<: *bad, at: 2s}\n", []string{"line 6", "line 7", "tagret", "valid keys"}},
+		{"a merged unknown fault", "name: x\nclients: 4\nduration: 8s\nworkload: {kind: hold}\nsteps:\n  - &bad {at: 1s, fault: explode}\n  - {<<: *bad, at: 2s}\n", []string{`unknown fault "explode"`}},
+		{"a merge of a scalar", "name: x\nclients: 4\nduration: 8s\nworkload: {kind: hold}\nsteps:\n  - {at: 1s, fault: heal, for: &f 1s}\n  - {<<: *f, at: 2s}\n", []string{"bad.yaml: line 7: << must merge a mapping or a list of mappings"}},
+		{"block style keeps the lines after a merge", "name: x\nclients: 4\nduration: 8s\nworkload: {kind: hold}\nsteps:\n  - &s\n    at: 1s\n    fault: heal\n  - at: 2s\n    <<: *s\n    tagret: x\n", []string{"line 11", "tagret", "valid keys"}},
+		{"an aliased block step keeps the lines after it", "name: x\nclients: 4\nduration: 8s\nworkload: {kind: hold}\nsteps:\n  - &s\n    at: 1s\n    fault: heal\n  - {at: 2s, fault: heal}\n  - *s\n  - {at: 3s, fault: explode}\n", []string{"bad.yaml:11", `unknown fault "explode"`}},
+		{"aliases that expand without end", "name: x\nclients: 4\nduration: 8s\nworkload: {kind: hold}\nsteps:\n  - {at: 1s, fault: heal, target: [&a [x,x,x,x,x,x,x,x,x,x], &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a], &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b], &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c], [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]]}\n", []string{"bad.yaml", "line 6", "expand to more than"}},
+		{"an unknown anchor", "name: x\nclients: 4\nduration: 8s\nworkload: {kind: hold}\nsteps:\n  - {<<: *nope, at: 2s}\n", []string{"bad.yaml", "nope"}},
 		{"malformed", "name: [x\n", []string{"bad.yaml", "line"}},
 		{"empty", "", []string{"bad.yaml", "empty"}},
 	}
@@ -296,5 +303,39 @@ func TestExpectByKeepAlive(t *testing.T) {
 	}
 	if _, judged := e.For("queue-naive", "seed")[verdict.Exclusion]; judged {
 		t.Error("the strategy's own entry must win over the policy's")
+	}
+}
+
+// A step may use YAML's aliases and merge keys, as expect: may: each step
+// is decoded strictly on its own, away from the anchors it names.
+func TestStepAliasesAndMergeKeys(t *testing.T) {
+	head := "name: x\nclients: 4\nduration: 8s\nworkload: {kind: hold}\nsteps:\n"
+	slow := "  - &slow {at: 1s, fault: delay-client, target: \"client:1\", for: 1s, delay: 50ms}\n"
+	tests := []struct {
+		name, steps string
+		at          time.Duration
+		delay       time.Duration
+		target      string
+	}{
+		{"merge key", slow + "  - {<<: *slow, at: 3s}\n", 3 * time.Second, 50 * time.Millisecond, "client"},
+		{"merge key, block style", slow + "  - <<: *slow\n    at: 3s\n    delay: 70ms\n", 3 * time.Second, 70 * time.Millisecond, "client"},
+		{"merge of a list: the first mapping wins", "  - &a {at: 1s, fault: delay-client, target: \"client:1\", for: 1s, delay: 50ms}\n" +
+			"  - &b {at: 2s, fault: delay-client, target: \"client:2\", for: 1s, delay: 60ms}\n  - {<<: [*b, *a], at: 4s}\n", 4 * time.Second, 60 * time.Millisecond, "client"},
+		{"scalar alias", "  - {at: 1s, fault: delay-client, target: \"client:1\", for: 1s, delay: &d 90ms}\n" +
+			"  - {at: 3s, fault: delay-client, target: \"client:2\", for: 1s, delay: *d}\n", 3 * time.Second, 90 * time.Millisecond, "client"},
+		{"a whole step an alias", slow + "  - *slow\n", time.Second, 50 * time.Millisecond, "client"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Parse("alias.yaml", strings.NewReader(head+tc.steps))
+			if err != nil {
+				t.Fatal(err)
+			}
+			steps := s.Faults()
+			last := steps[len(steps)-1]
+			if last.At != tc.at || last.Arg != tc.delay || last.Target.Kind != tc.target || last.Fault.Name() != "delay-client" {
+				t.Errorf("last step %+v: want at %v, delay %v", last, tc.at, tc.delay)
+			}
+		})
 	}
 }
