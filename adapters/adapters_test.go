@@ -144,8 +144,29 @@ func TestPythonEtcd3Conformance(t *testing.T) {
 	if err := adapters.PythonEtcd3.Check(context.Background()); err != nil {
 		t.Skipf("python-etcd3 adapter: %v", err)
 	}
-	locktest.Run(t, adapters.PythonEtcd3.Factory(), locktest.Env{Endpoints: eps})
+	failures := locktest.Check(adapters.PythonEtcd3.Factory(), locktest.Env{Endpoints: eps, Timeout: 40 * time.Second})
+	// Debian's python3-etcd3 0.12.0 passes tenacity (8.2 in bookworm) a
+	// wait callback of the old two-argument form, so Lock.acquire raises
+	// TypeError whenever it has to wait: the subtests with a waiter fail
+	// on that, and only on that; the others must pass.
+	known := map[string]bool{}
+	for _, f := range failures {
+		if strings.Contains(f.Message, pythonWaitBug) {
+			known[f.Subtest] = true
+		}
+	}
+	for _, f := range failures {
+		if known[f.Subtest] && (f.Subtest == "Exclusion" || f.Subtest == "Cancel") {
+			t.Logf("known python-etcd3 failure: %s", f)
+			continue
+		}
+		t.Errorf("%s", f)
+	}
 }
+
+// pythonWaitBug is what python-etcd3 0.12.0's Lock.acquire raises under
+// tenacity ≥ 7 once it must wait.
+const pythonWaitBug = "missing 1 required positional argument: 'delay_since_first_attempt'"
 
 // sh is a Program running script with /bin/sh; $0 is marker.
 func sh(name, script string) *adapters.Program {

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
@@ -51,6 +52,43 @@ func send(v map[string]any) {
 
 func fail(outcome string, err error) {
 	send(map[string]any{"reply": "error", "outcome": outcome, "error": err.Error()})
+}
+
+// errCertain marks a lock failure after which nothing was written.
+var errCertain = errors.New("nothing written")
+
+// lock takes the mutex on the client's Session, made anew once the old
+// one has ended. A Session whose lease the server no longer knows (revoked
+// or expired before its keepalive noticed) fails the put as a whole: then
+// once more, on a new Session.
+func lock(ctx context.Context, cli *clientv3.Client, sess **concurrency.Session, ttl int, key string) (*concurrency.Mutex, error) {
+	for retry := true; ; retry = false {
+		if *sess != nil {
+			select {
+			case <-(*sess).Done():
+				*sess = nil
+			default:
+			}
+		}
+		if *sess == nil {
+			s, err := concurrency.NewSession(cli, concurrency.WithTTL(ttl))
+			if err != nil {
+				return nil, fmt.Errorf("new session: %w: %w", errCertain, err)
+			}
+			*sess = s
+		}
+		m := concurrency.NewMutex(*sess, key)
+		err := m.Lock(ctx)
+		switch {
+		case err == nil:
+			return m, nil
+		case retry && (errors.Is(err, rpctypes.ErrLeaseNotFound) || rpctypes.ErrorDesc(err) == rpctypes.ErrLeaseNotFound.Error()):
+			(*sess).Orphan()
+			*sess = nil
+		default:
+			return nil, fmt.Errorf("mutex lock: %w", err)
+		}
+	}
 }
 
 func main() {
@@ -95,34 +133,18 @@ func main() {
 		}
 		switch req.Op {
 		case "lock":
-			if sess != nil {
-				select {
-				case <-sess.Done():
-					sess = nil
-				default:
-				}
-			}
-			if sess == nil {
-				s, err := concurrency.NewSession(cli, concurrency.WithTTL(ttl))
-				if err != nil {
-					fail("certain", fmt.Errorf("new session: %w", err))
-					continue
-				}
-				sess = s
-			}
 			ctx, cancel := context.Background(), context.CancelFunc(func() {})
 			if req.TimeoutMS > 0 {
 				ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMS)*time.Millisecond)
 			}
-			m := concurrency.NewMutex(sess, key)
-			err := m.Lock(ctx)
+			m, err := lock(ctx, cli, &sess, ttl, key)
 			cancel()
 			if err != nil {
 				outcome := "unknown"
-				if errors.Is(err, concurrency.ErrSessionExpired) || dropSession() {
+				if errors.Is(err, errCertain) || errors.Is(err, concurrency.ErrSessionExpired) || dropSession() {
 					outcome = "certain"
 				}
-				fail(outcome, fmt.Errorf("mutex lock: %w", err))
+				fail(outcome, err)
 				continue
 			}
 			held = m
