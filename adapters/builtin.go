@@ -4,9 +4,13 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/lockbench/lockbench/locks"
 )
@@ -60,4 +64,41 @@ func init() {
 		Hidden:   true,
 		New:      PythonEtcd3.Factory(),
 	})
+	locks.Register(locks.Strategy{
+		Name:        "adapter",
+		Description: "any adapter program (docs/adapters.md): the command in $" + CommandEnv + ", split on spaces",
+		Origin:      "yours: adapters/ has examples",
+		// The program keeps its own lease.
+		OwnLease: true,
+		Hidden:   true,
+		New:      fromEnv,
+	})
+}
+
+// CommandEnv names the environment variable holding the command of the
+// "adapter" strategy, so that an adapter one writes runs without a line
+// of Go.
+const CommandEnv = "LOCKBENCH_ADAPTER"
+
+var (
+	fromEnvMu sync.Mutex
+	fromEnvs  = map[string]*Program{}
+)
+
+// fromEnv is the "adapter" strategy's Factory: one Program per command,
+// so that its clients' ids are distinct.
+func fromEnv(ctx context.Context, cli *clientv3.Client, opts locks.Options) (locks.Locker, error) {
+	command := os.Getenv(CommandEnv)
+	args := strings.Fields(command)
+	if len(args) == 0 {
+		return nil, fmt.Errorf("adapter: set %s to the adapter's command (docs/adapters.md)", CommandEnv)
+	}
+	fromEnvMu.Lock()
+	p, ok := fromEnvs[command]
+	if !ok {
+		p = &Program{Name: args[0], Command: args}
+		fromEnvs[command] = p
+	}
+	fromEnvMu.Unlock()
+	return p.Factory()(ctx, cli, opts)
 }
