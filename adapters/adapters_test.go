@@ -3,12 +3,14 @@ package adapters_test
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -427,4 +429,69 @@ func TestMissingRuntimeIsNamed(t *testing.T) {
 	if !errors.Is(err, locks.ErrNotAcquired) || !strings.Contains(err.Error(), "/nonexistent/python") {
 		t.Errorf("Lock of a command that cannot start: %v, want a certain error naming it", err)
 	}
+}
+
+// TestAdapterDiesWithLockbench: a lockbench killed by SIGKILL (here a
+// copy of this test binary, running helperStartsAdapter) leaves no adapter
+// behind: the kernel kills it (Pdeathsig).
+func TestAdapterDiesWithLockbench(t *testing.T) {
+	if os.Getenv("LOCKBENCH_TEST_HELPER") == "1" {
+		helperStartsAdapter()
+		return
+	}
+	noneLeft(t)
+	const marker = "987654"
+	cmd := exec.Command(os.Args[0], "-test.run=^TestAdapterDiesWithLockbench$")
+	cmd.Env = append(os.Environ(), "LOCKBENCH_TEST_HELPER=1", "LOCKBENCH_TEST_MARKER="+marker)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The helper says "started" once its adapter runs.
+	buf := make([]byte, 7)
+	if _, err := io.ReadFull(out, buf); err != nil || string(buf) != "started" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("helper: %q, %v", buf, err)
+	}
+	if left := withMarker("sleep " + marker); len(left) != 1 {
+		t.Errorf("adapter processes before the kill: %v, want one", left)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	deadline := time.Now().Add(3 * time.Second)
+	for len(withMarker("sleep "+marker)) > 0 {
+		if time.Now().After(deadline) {
+			left := withMarker("sleep " + marker)
+			for _, p := range left {
+				pid, _ := strconv.Atoi(strings.Fields(p)[0])
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+			t.Fatalf("adapter outlived the SIGKILLed lockbench: %v", left)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// helperStartsAdapter starts an adapter that never answers, says so, and
+// waits in its Lock to be killed.
+func helperStartsAdapter() {
+	p := &adapters.Program{Name: "orphan", Command: []string{"sleep", os.Getenv("LOCKBENCH_TEST_MARKER")}}
+	cli, _ := clientv3.New(clientv3.Config{Endpoints: []string{"http://127.0.0.1:9"}, Logger: zap.NewNop()})
+	l, err := p.Factory()(context.Background(), cli, locks.Options{})
+	if err != nil {
+		os.Exit(2)
+	}
+	go func() {
+		// Wait for the adapter to be a child of this process, then say so.
+		for len(children()) == 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		os.Stdout.WriteString("started")
+	}()
+	l.Lock(context.Background())
+	os.Exit(3)
 }
