@@ -18,9 +18,13 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lockbench/lockbench/adapters"
+	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/cluster"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/locktest"
+	"github.com/lockbench/lockbench/runner"
+	"github.com/lockbench/lockbench/scenarios"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // One embedded cluster for the package, started by the first test that
@@ -495,3 +499,41 @@ func helperStartsAdapter() {
 	l.Lock(context.Background())
 	os.Exit(3)
 }
+
+// TestCrashClientKillsTheAdapter runs holder-crash with the go-mutex
+// adapter (each start logged by a shell that execs it): the restarted
+// client runs a fresh process, the run passes exclusion and liveness, and
+// no process is left after it.
+func TestCrashClientKillsTheAdapter(t *testing.T) {
+	eps := endpoints(t)
+	noneLeft(t)
+	bin := goAdapter(t).Command[0]
+	starts := filepath.Join(t.TempDir(), "starts")
+	prog := &adapters.Program{Name: "go-mutex", Command: []string{"/bin/sh", "-c", "echo $$ >>" + starts + "; exec " + bin}}
+	name := "test-go-mutex-logged"
+	registerOnce.Do(func() {
+		locks.Register(locks.Strategy{Name: name, Description: "test only", Origin: "test", OwnLease: true, Hidden: true, New: prog.Factory()})
+	})
+	sc, err := scenarios.Lookup("holder-crash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := runner.Run(context.Background(), runner.Config{Scenario: sc, Lock: name, Seed: 1, Prefix: "/lockbench/test-crash-adapter/",
+		Endpoints: eps, Cluster: clus})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(starts)
+	pids := strings.Fields(string(b))
+	if len(pids) != sc.Clients+1 {
+		t.Errorf("%d adapter processes started, want one per client and one for the restart: %v", len(pids), pids)
+	}
+	res := check.Check(out.Events, check.Options{LivenessBound: sc.TTL() + clus.Election()})
+	for _, c := range []string{verdict.Exclusion, verdict.Liveness} {
+		if r := res.Checks[c]; r.Verdict != verdict.Pass {
+			t.Errorf("%s %s: %+v", c, r.Verdict, r)
+		}
+	}
+}
+
+var registerOnce sync.Once
