@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -125,7 +126,11 @@ func goAdapter(t *testing.T) *adapters.Program {
 			return
 		}
 		goAdapterBin = filepath.Join(goAdapterDir, "go-mutex")
-		out, err := exec.Command("go", "build", "-o", goAdapterBin, "./go-mutex").CombinedOutput()
+		gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+		if _, err := os.Stat(gobin); err != nil {
+			gobin = "go"
+		}
+		out, err := exec.Command(gobin, "build", "-o", goAdapterBin, "./go-mutex").CombinedOutput()
 		if err != nil {
 			goAdapterErr = errors.New("go build ./go-mutex: " + err.Error() + ": " + string(out))
 		}
