@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,6 +37,9 @@ var (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if goAdapterDir != "" {
+		os.RemoveAll(goAdapterDir)
+	}
 	if clus != nil {
 		clus.Close()
 	}
@@ -126,9 +128,10 @@ func goAdapter(t *testing.T) *adapters.Program {
 			return
 		}
 		goAdapterBin = filepath.Join(goAdapterDir, "go-mutex")
-		gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-		if _, err := os.Stat(gobin); err != nil {
-			gobin = "go"
+		// go test runs with go on PATH; else the toolchain's usual place.
+		gobin, err := exec.LookPath("go")
+		if err != nil {
+			gobin = "/usr/local/go/bin/go"
 		}
 		out, err := exec.Command(gobin, "build", "-o", goAdapterBin, "./go-mutex").CombinedOutput()
 		if err != nil {
@@ -145,7 +148,6 @@ func TestGoAdapterConformance(t *testing.T) {
 	eps := endpoints(t)
 	noneLeft(t)
 	p := goAdapter(t)
-	defer os.RemoveAll(goAdapterDir)
 	locktest.Run(t, p.Factory(), locktest.Env{Endpoints: eps})
 }
 
