@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -433,12 +434,11 @@ func TestMissingRuntimeIsNamed(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "apt-get install nothing") || !strings.Contains(err.Error(), "nowhere") {
 		t.Errorf("Factory with a missing runtime: %v, want the check's error naming the adapter", err)
 	}
-	// Without a check, a command that cannot start fails Lock as certain.
+	// Without a check, a command that cannot start fails the Factory.
 	p = &adapters.Program{Name: "nowhere", Command: []string{"/nonexistent/python"}}
-	l := newLocker(t, p)
-	_, err = l.Lock(context.Background())
-	if !errors.Is(err, locks.ErrNotAcquired) || !strings.Contains(err.Error(), "/nonexistent/python") {
-		t.Errorf("Lock of a command that cannot start: %v, want a certain error naming it", err)
+	_, err = p.Factory()(context.Background(), offline(t), locks.Options{})
+	if !errors.Is(err, adapters.ErrProcess) || !strings.Contains(err.Error(), "/nonexistent/python") {
+		t.Errorf("Factory of a command that cannot start: %v, want a process error naming it", err)
 	}
 }
 
@@ -518,8 +518,14 @@ func TestCrashClientKillsTheAdapter(t *testing.T) {
 	starts := filepath.Join(t.TempDir(), "starts")
 	prog := &adapters.Program{Name: "go-mutex", Command: []string{"/bin/sh", "-c", "echo $$ >>" + starts + "; exec " + bin}}
 	name := "test-go-mutex-logged"
+	// Registered once per test binary (-count=N runs the test N times):
+	// the strategy starts the current run's program.
+	loggedProg.Store(prog)
 	registerOnce.Do(func() {
-		locks.Register(locks.Strategy{Name: name, Description: "test only", Origin: "test", OwnLease: true, Hidden: true, New: prog.Factory()})
+		locks.Register(locks.Strategy{Name: name, Description: "test only", Origin: "test", OwnLease: true, Hidden: true,
+			New: func(ctx context.Context, cli *clientv3.Client, opts locks.Options) (locks.Locker, error) {
+				return loggedProg.Load().Factory()(ctx, cli, opts)
+			}})
 	})
 	sc, err := scenarios.Lookup("holder-crash")
 	if err != nil {
@@ -543,4 +549,7 @@ func TestCrashClientKillsTheAdapter(t *testing.T) {
 	}
 }
 
-var registerOnce sync.Once
+var (
+	registerOnce sync.Once
+	loggedProg   atomic.Pointer[adapters.Program]
+)

@@ -60,7 +60,7 @@ var (
 )
 
 // Factory is the locks.Factory of p: each Locker runs its own process,
-// started by its first Lock (and again by the first Lock after the process
+// started by the Factory (and again by the first Lock after the process
 // ended or was killed).
 func (p *Program) Factory() locks.Factory {
 	return func(ctx context.Context, cli *clientv3.Client, opts locks.Options) (locks.Locker, error) {
@@ -81,7 +81,14 @@ func (p *Program) Factory() locks.Factory {
 			"LOCKBENCH_TTL="+strconv.Itoa(int(opts.TTL/time.Second)),
 			"LOCKBENCH_CLIENT="+id,
 		)
-		return &Locker{prog: p, client: id, env: env}, nil
+		l := &Locker{prog: p, client: id, env: env}
+		// The process starts now, not on the first Lock, so that its
+		// start-up (an interpreter's imports) does not count against
+		// that Lock's deadline.
+		if _, err := l.process(ctx); err != nil {
+			return nil, err
+		}
+		return l, nil
 	}
 }
 
@@ -110,7 +117,7 @@ type Locker struct {
 	env    []string
 
 	mu     sync.Mutex
-	proc   *process // nil until the first Lock, and after the process ended
+	proc   *process // nil after the process ended, until the next Lock
 	held   *locks.Grant
 	closed bool
 }
