@@ -97,7 +97,9 @@ func (p *Program) check(ctx context.Context) error {
 	if p.Check == nil {
 		return nil
 	}
-	p.checkOnce.Do(func() { p.checkErr = p.Check(ctx) })
+	// Once for the Program: a caller's cancelled context must not be what
+	// every later Factory is told.
+	p.checkOnce.Do(func() { p.checkErr = p.Check(context.WithoutCancel(ctx)) })
 	return p.checkErr
 }
 
@@ -147,6 +149,9 @@ type message struct {
 	lost chan struct{}
 }
 
+// Lock asks the process for the lock (locks.Locker). A context that ends
+// before the answer kills the process: the request cannot be taken back,
+// so the outcome is unknown and the next Lock starts afresh.
 func (l *Locker) Lock(ctx context.Context) (*locks.Grant, error) {
 	// Step 1: a context that has already ended sends nothing: certain.
 	if err := ctx.Err(); err != nil {
@@ -195,6 +200,8 @@ func (l *Locker) Lock(ctx context.Context) (*locks.Grant, error) {
 	}
 }
 
+// Unlock asks the process to release g (locks.Locker); the adapter is
+// trusted to delete only its own key, which locktest's StaleUnlock checks.
 func (l *Locker) Unlock(ctx context.Context, g *locks.Grant) error {
 	l.mu.Lock()
 	held, p := l.held, l.proc
