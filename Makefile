@@ -5,10 +5,20 @@ OUT     := results/runs
 
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: build run run-one test test-short verify mutants bench regress regress-baseline baseline repro-etcd-20716 repro-etcd-11456 repro-election-split-brain vet fmt clean
+ADAPTER_DEPS := python3-etcd3
+
+.PHONY: adapter-deps build run run-one test test-short verify mutants bench regress regress-baseline baseline repro-etcd-20716 repro-etcd-11456 repro-election-split-brain vet fmt clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/lockbench
+
+# What the shipped adapters need (docs/adapters.md) on a fresh Debian or
+# Ubuntu machine: Debian's python3-etcd3 for /usr/bin/python3. Installs as
+# root; otherwise says what to run.
+adapter-deps:
+	@if /usr/bin/python3 -c 'import etcd3' 2>/dev/null; then echo "adapter-deps: /usr/bin/python3 has etcd3"; \
+	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(ADAPTER_DEPS) >/dev/null; \
+	else echo "adapter-deps: run as root, or: sudo apt-get install -y $(ADAPTER_DEPS)"; exit 1; fi
 
 # The main job: the default suite (every strategy × every built-in scenario,
 # seed 1) on an embedded 3-member etcd cluster. Exit 1 if any verdict

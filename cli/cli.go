@@ -30,6 +30,8 @@ import (
 	"slices"
 	"strings"
 
+	// The shipped adapters (Hidden: run by name) register on import.
+	_ "github.com/lockbench/lockbench/adapters"
 	"github.com/lockbench/lockbench/cluster"
 )
 

@@ -321,3 +321,19 @@ func All() []Strategy {
 	}
 	return out
 }
+
+// Process is a Locker that runs as an operating-system process of its
+// own (an adapter, package adapters). The runner's client faults act on
+// the real process through it, besides holding the client's traffic: a
+// crash kills it (the restarted client's Locker starts a fresh one), a
+// pause freezes it, so that its own lease refresh stops as a frozen
+// program's would.
+type Process interface {
+	// Kill SIGKILLs the process (and its children) and reaps it; the next
+	// Lock starts a fresh one.
+	Kill() error
+	// Stop freezes the process (SIGSTOP).
+	Stop() error
+	// Cont thaws it (SIGCONT).
+	Cont() error
+}

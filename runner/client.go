@@ -317,7 +317,7 @@ func (c *client) crash() error {
 	c.faults.crashed = true
 	c.r.held.done(c.queue.grant)
 	c.queue.state, c.queue.grant, c.queue.lastLease = idle, nil, 0
-	cli, cancel := c.conn.cli, c.worker.cancel
+	cli, locker, cancel := c.conn.cli, c.conn.locker, c.worker.cancel
 	if c.faults.paused != nil {
 		close(c.faults.paused)
 		c.faults.paused = nil
@@ -331,11 +331,18 @@ func (c *client) crash() error {
 		p.BlackholeRx()
 	}
 	cli.Close()
+	// A Locker that is a process of its own (an adapter) dies for real.
+	var err error
+	if p, ok := locker.(locks.Process); ok {
+		if kerr := p.Kill(); kerr != nil {
+			err = fmt.Errorf("client %d: kill its process: %w", c.id, kerr)
+		}
+	}
 	cancel()
 	// A proxy's Close waits for its connections to end; the client's side
 	// has just been closed, the member's side may take a while.
 	closeProxies(&c.r.closing, proxies)
-	return nil
+	return err
 }
 
 // restart brings a crashed process back as the same process id, with a new

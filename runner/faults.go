@@ -90,6 +90,13 @@ func (c *client) pause() error {
 	c.faults.pauses++
 	c.r.record(history.Event{Process: c.id, Type: history.OK, F: history.FPause, Lock: locks.DefaultName})
 	c.stall()
+	// A Locker that is a process of its own (an adapter) freezes for real:
+	// its own lease refresh stops too.
+	if p, ok := c.conn.locker.(locks.Process); ok {
+		if err := p.Stop(); err != nil {
+			return fmt.Errorf("client %d: stop its process: %w", c.id, err)
+		}
+	}
 	return nil
 }
 
@@ -111,9 +118,15 @@ func (c *client) resume() error {
 	}
 	close(c.faults.paused)
 	c.faults.paused = nil
+	var err error
+	if p, ok := c.conn.locker.(locks.Process); ok {
+		if cerr := p.Cont(); cerr != nil {
+			err = fmt.Errorf("client %d: continue its process: %w", c.id, cerr)
+		}
+	}
 	c.stall()
 	c.r.record(history.Event{Process: c.id, Type: history.OK, F: history.FResume, Lock: locks.DefaultName})
-	return nil
+	return err
 }
 
 // isolate cuts (or restores) the client's network; its process runs on.

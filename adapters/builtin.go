@@ -1,0 +1,104 @@
+package adapters
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/lockbench/lockbench/locks"
+)
+
+// Python is the interpreter the Python adapters run with: Debian's, whose
+// dist-packages hold python3-etcd3, not whatever python3 comes first on
+// PATH (a pyenv one, say, without the module).
+const Python = "/usr/bin/python3"
+
+// pythonEtcd3 is adapters/python-etcd3/lock.py, embedded so that
+// lockbench finds it wherever it runs; it is passed to Python with -c, so
+// no file is written.
+//
+//go:embed python-etcd3/lock.py
+var pythonEtcd3 string
+
+// PythonEtcd3 is the python-etcd3 adapter's program.
+var PythonEtcd3 = &Program{
+	Name:    "python-etcd3",
+	Command: []string{Python, "-c", pythonEtcd3},
+	Check:   pythonModule("etcd3", "python3-etcd3"),
+}
+
+// pythonModule checks that Python imports module, and otherwise says what
+// to install.
+func pythonModule(module, pkg string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, Python, "-c", "import "+module).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("needs %s with the %s module (apt-get install %s, or make adapter-deps): %v: %s",
+				Python, module, pkg, err, strings.TrimSpace(string(out)))
+		}
+		return nil
+	}
+}
+
+// The shipped adapters are Hidden: they need runtimes lockbench does not
+// bring (the default suite must run on a machine with Go alone), and their
+// verdicts against the built-in scenarios' expectations are not yet
+// recorded. run, suite and bench find them by name.
+func init() {
+	locks.Register(locks.Strategy{
+		Name:        "python-etcd3",
+		Description: "python-etcd3's Lock (client.lock(name, ttl): a txn on one key, waiters watch it; the lease is not refreshed), as a process",
+		Origin:      "python-etcd3 0.12 (Debian python3-etcd3), adapters/python-etcd3",
+		// The library grants and keeps (or rather, does not keep) its
+		// own lease: --keepalive does not apply.
+		OwnLease: true,
+		Hidden:   true,
+		New:      PythonEtcd3.Factory(),
+	})
+	locks.Register(locks.Strategy{
+		Name:        "adapter",
+		Description: "any adapter program (docs/adapters.md): the command in $" + CommandEnv + ", split on spaces",
+		Origin:      "yours: adapters/ has examples",
+		// The program keeps its own lease.
+		OwnLease: true,
+		Hidden:   true,
+		New:      fromEnv,
+	})
+}
+
+// CommandEnv names the environment variable holding the command of the
+// "adapter" strategy, so that an adapter one writes runs without a line
+// of Go.
+const CommandEnv = "LOCKBENCH_ADAPTER"
+
+var (
+	fromEnvMu sync.Mutex
+	fromEnvs  = map[string]*Program{}
+)
+
+// fromEnv is the "adapter" strategy's Factory: one Program per command,
+// so that its clients' ids are distinct.
+func fromEnv(ctx context.Context, cli *clientv3.Client, opts locks.Options) (locks.Locker, error) {
+	command := os.Getenv(CommandEnv)
+	args := strings.Fields(command)
+	if len(args) == 0 {
+		return nil, fmt.Errorf("adapter: set %s to the adapter's command (docs/adapters.md)", CommandEnv)
+	}
+	fromEnvMu.Lock()
+	p, ok := fromEnvs[command]
+	if !ok {
+		p = &Program{Name: args[0], Command: args}
+		fromEnvs[command] = p
+	}
+	fromEnvMu.Unlock()
+	return p.Factory()(ctx, cli, opts)
+}
