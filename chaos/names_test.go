@@ -51,3 +51,36 @@ func TestNoFaultNameOutsideChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestFaultsDescribeThemselves: what each fault says of itself is
+// consistent with what it acts on, since the checker, the cluster and the
+// scenario validation believe it: a member fault needs members lockbench
+// controls and costs an election; a fault that needs a client's proxy
+// targets a client; only delay-client's kind takes a delay.
+func TestFaultsDescribeThemselves(t *testing.T) {
+	for _, n := range Names() {
+		f, _ := Lookup(n)
+		needs, cost := f.Needs(), f.Cost()
+		switch {
+		case cost == CostUnknown:
+			t.Errorf("%s: no cost: the checker could not weigh it", n)
+		case f.Targets() == MemberTarget && (!needs.Members || cost != CostElection):
+			t.Errorf("%s: a member fault must need members and cost an election: %+v %v", n, needs, cost)
+		case needs.ClientProxy && f.Targets() != ClientTarget:
+			t.Errorf("%s: needs a client proxy but targets %s", n, f.Targets())
+		case needs.MemberProcesses && !needs.Members:
+			t.Errorf("%s: needs member processes but not members", n)
+		case needs.Arg != "" && needs.Arg != ArgDelay:
+			t.Errorf("%s: takes an unknown argument %q", n, needs.Arg)
+		}
+		if CostOf(n) != cost {
+			t.Errorf("CostOf(%s) = %v, want %v", n, CostOf(n), cost)
+		}
+	}
+	if CostOf("a-fault-of-another-tool") != CostUnknown {
+		t.Error("an unknown fault must cost CostUnknown, so the checker judges it by its target")
+	}
+	if got := Taking(ArgDelay); len(got) != 1 || got[0] != "delay-client" {
+		t.Errorf("Taking(delay) = %v", got)
+	}
+}
