@@ -96,7 +96,7 @@ func TestBenchEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"BenchmarkFloor/put 1 ", "BenchmarkLock/queue/contention/clients=2 1 ", "BenchmarkLock/mutex/contention/clients=2 1 ", "BenchmarkPairedIdeal/queue/contention/clients=2 1 ", "record=off"} {
+	for _, w := range []string{"BenchmarkFloor/put 1 ", "BenchmarkLock/lock=queue/scenario=contention/clients=2 1 ", "BenchmarkLock/lock=mutex/scenario=contention/clients=2 1 ", "BenchmarkPairedIdeal/lock=queue/scenario=contention/clients=2 1 ", "record=off"} {
 		if !strings.Contains(string(got), w) {
 			t.Errorf("bench lines lack %q:\n%s", w, got)
 		}
