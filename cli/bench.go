@@ -109,8 +109,12 @@ func (o *benchOptions) check() error {
 	if err != nil {
 		return err
 	}
+	lockNames, err := namesList("locks", o.locks)
+	if err != nil {
+		return err
+	}
 	s := &o.spec
-	s.Locks, s.Clients, s.Cluster, s.RPCTimeout = splitList(o.locks), clients, cl, rpcT
+	s.Locks, s.Clients, s.Cluster, s.RPCTimeout = lockNames, clients, cl, rpcT
 	s.KeepAlive, s.SharedConns = locks.KeepAlive(o.client.keepalive), o.client.sharedConns
 	s.Dir = o.out
 	if s.Dir == "" {

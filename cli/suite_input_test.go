@@ -101,3 +101,24 @@ func TestPrintSuiteStoppedEarly(t *testing.T) {
 		})
 	}
 }
+
+// TestBenchRefusesBadLocks: bench reads --locks as suite does: each name
+// once, none empty, refused before anything starts.
+func TestBenchRefusesBadLocks(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "bench")
+	for _, tc := range []struct {
+		locks string
+		want  []string
+	}{
+		{"queue,,mutex", []string{`--locks "queue,,mutex"`, "entry 2 is empty"}},
+		{"queue,mutex,queue", []string{`"queue" is listed twice`}},
+	} {
+		t.Run(tc.locks, func(t *testing.T) {
+			code, _, stderr := runCLI(t, "bench", "--out", out, "--locks", tc.locks)
+			wantUsage(t, code, stderr, tc.want)
+		})
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("bad input wrote %s", out)
+	}
+}
