@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -118,95 +117,47 @@ func TestQueueMiddleWaiterLost(t *testing.T) {
 		handsOver bool
 	}{{"queue-naive", true}, {"queue", false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			eps := endpoints(t)
-			s, err := locks.Lookup(tc.name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			opts := locks.Options{Name: locks.DefaultName, Prefix: "/middle-waiter/" + tc.name + "/", TTL: 2 * time.Second}
-			admin := dial(t, eps)
-			defer admin.Delete(context.Background(), opts.Prefix, clientv3.WithPrefix())
-			mk := func() locks.Locker {
-				l, err := s.New(ctx, dial(t, eps), opts)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { l.Close(context.Background()) })
-				return l
-			}
-			a, b, c := mk(), mk(), mk()
-			// queue waits until the queue has n keys and returns them,
-			// oldest first.
-			queue := func(n int) []*mvccpb.KeyValue {
-				t.Helper()
-				for {
-					resp, err := admin.Get(ctx, opts.Key()+"/", clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
-					if err != nil {
-						t.Fatal(err)
-					}
-					if len(resp.Kvs) == n {
-						return resp.Kvs
-					}
-					select {
-					case <-ctx.Done():
-						t.Fatalf("queue never reached %d keys", n)
-					case <-time.After(10 * time.Millisecond):
-					}
-				}
-			}
-			type result struct {
-				g   *locks.Grant
-				err error
-			}
-			lock := func(l locks.Locker) chan result {
-				ch := make(chan result, 1)
-				go func() {
-					g, err := l.Lock(ctx)
-					ch <- result{g, err}
-				}()
-				return ch
-			}
+			r := newRig(t, tc.name, "/middle-waiter/"+tc.name+"/", 2*time.Second, 3)
+			ctx, a := r.ctx, r.clients[0]
 
 			ga, err := a.Lock(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			bch := lock(b)
-			queue(2)
-			cch := lock(c)
-			kvs := queue(3)
+			bch := r.lock(1)
+			r.queue(2)
+			cch := r.lock(2)
+			kvs := r.queue(3)
 			// B, the middle waiter, crashes: its lease ends.
-			if _, err := admin.Revoke(ctx, clientv3.LeaseID(kvs[1].Lease)); err != nil {
+			if _, err := r.admin.Revoke(ctx, clientv3.LeaseID(kvs[1].Lease)); err != nil {
 				t.Fatal(err)
 			}
 			select {
-			case r := <-bch:
-				if r.err == nil {
-					t.Errorf("B, whose lease was revoked, got the lock: %+v", r.g)
+			case res := <-bch:
+				if res.err == nil {
+					t.Errorf("B, whose lease was revoked, got the lock: %+v", res.g)
 				}
 			case <-time.After(5 * time.Second):
 				t.Error("B's Lock did not return after its lease was revoked")
 			}
 
 			select {
-			case r := <-cch:
-				if r.err != nil {
-					t.Fatalf("C: %v", r.err)
+			case res := <-cch:
+				if res.err != nil {
+					t.Fatalf("C: %v", res.err)
 				}
 				if !tc.handsOver {
-					t.Fatalf("C took the lock (token %d) while A holds it (token %d)", r.g.Token, ga.Token)
+					t.Fatalf("C took the lock (token %d) while A holds it (token %d)", res.g.Token, ga.Token)
 				}
 				// A still holds: its key is there; two holders at once.
-				resp, err := admin.Get(ctx, ga.Key)
+				resp, err := r.admin.Get(ctx, ga.Key)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if len(resp.Kvs) != 1 {
 					t.Fatal("A's key is gone: the test did not show the bug")
 				}
-				t.Logf("as expected of %s: C holds (token %d) while A holds (token %d)", tc.name, r.g.Token, ga.Token)
+				t.Logf("as expected of %s: C holds (token %d) while A holds (token %d)", tc.name, res.g.Token, ga.Token)
 				return
 			case <-time.After(time.Second):
 				if tc.handsOver {
@@ -218,12 +169,12 @@ func TestQueueMiddleWaiterLost(t *testing.T) {
 				t.Fatal(err)
 			}
 			select {
-			case r := <-cch:
-				if r.err != nil {
-					t.Fatalf("C: %v", r.err)
+			case res := <-cch:
+				if res.err != nil {
+					t.Fatalf("C: %v", res.err)
 				}
-				if r.g.Token <= ga.Token {
-					t.Errorf("C's token %d is not above A's %d", r.g.Token, ga.Token)
+				if res.g.Token <= ga.Token {
+					t.Errorf("C's token %d is not above A's %d", res.g.Token, ga.Token)
 				}
 			case <-time.After(5 * time.Second):
 				t.Fatal("C did not get the lock after A released it")

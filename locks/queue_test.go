@@ -12,8 +12,9 @@ import (
 	"github.com/lockbench/lockbench/locks"
 )
 
-// queueRig is a queue lock with n clients on one cluster, and an admin
-// client to look at its keys.
+// queueRig is a lock with n clients on one cluster, and an admin client
+// to look at its keys: for tests that line clients up in the queue and
+// then act on one of them.
 type queueRig struct {
 	t       *testing.T
 	ctx     context.Context
@@ -23,16 +24,22 @@ type queueRig struct {
 }
 
 func newQueueRig(t *testing.T, name string, n int) *queueRig {
+	return newRig(t, "queue", "/"+name+"/", 5*time.Second, n)
+}
+
+// newRig is a rig of n clients of strategy under prefix, with lease TTL
+// ttl; its keys are deleted at the end of the test.
+func newRig(t *testing.T, strategy, prefix string, ttl time.Duration, n int) *queueRig {
 	t.Helper()
 	eps := endpoints(t)
-	s, err := locks.Lookup("queue")
+	s, err := locks.Lookup(strategy)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	r := &queueRig{t: t, ctx: ctx, admin: dial(t, eps),
-		opts: locks.Options{Name: locks.DefaultName, Prefix: "/" + name + "/", TTL: 5 * time.Second}}
+		opts: locks.Options{Name: locks.DefaultName, Prefix: prefix, TTL: ttl}}
 	t.Cleanup(func() { r.admin.Delete(context.Background(), r.opts.Prefix, clientv3.WithPrefix()) })
 	for range n {
 		l, err := s.New(ctx, dial(t, eps), r.opts)
