@@ -3,8 +3,6 @@ package locks_test
 import (
 	"testing"
 	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // TestCampaignTrustsAGoneKey pins the etcd behaviour that the election
@@ -23,17 +21,7 @@ func TestCampaignTrustsAGoneKey(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t, tc.name, "/campaign-gone-key/"+tc.name+"/", 10*time.Second, 3)
 			ctx, a := r.ctx, r.clients[0]
-			ga, err := a.Lock(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			bch := r.lock(1)
-			r.queue(2)
-			cch := r.lock(2)
-			kvs := r.queue(3)
-			if _, err := r.admin.Revoke(ctx, clientv3.LeaseID(kvs[1].Lease)); err != nil {
-				t.Fatal(err)
-			}
+			ga, bch, cch := r.revokeMiddleWaiter()
 			r.queue(2)
 			if err := a.Unlock(ctx, ga); err != nil {
 				t.Fatal(err)

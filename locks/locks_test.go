@@ -119,19 +119,8 @@ func TestQueueMiddleWaiterLost(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t, tc.name, "/middle-waiter/"+tc.name+"/", 2*time.Second, 3)
 			ctx, a := r.ctx, r.clients[0]
-
-			ga, err := a.Lock(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			bch := r.lock(1)
-			r.queue(2)
-			cch := r.lock(2)
-			kvs := r.queue(3)
-			// B, the middle waiter, crashes: its lease ends.
-			if _, err := r.admin.Revoke(ctx, clientv3.LeaseID(kvs[1].Lease)); err != nil {
-				t.Fatal(err)
-			}
+			// B, the middle waiter, loses its lease (as if it crashed).
+			ga, bch, cch := r.revokeMiddleWaiter()
 			select {
 			case res := <-bch:
 				if res.err == nil {

@@ -76,6 +76,26 @@ type lockResult struct {
 	err error
 }
 
+// revokeMiddleWaiter lines three clients up: client 0 holds, 1 waits
+// behind it and 2 behind 1; then client 1's lease is revoked, so its key
+// goes while it waits. It returns 0's grant and where 1's and 2's Lock
+// results will come.
+func (r *queueRig) revokeMiddleWaiter() (*locks.Grant, chan lockResult, chan lockResult) {
+	r.t.Helper()
+	ga, err := r.clients[0].Lock(r.ctx)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	bch := r.lock(1)
+	r.queue(2)
+	cch := r.lock(2)
+	kvs := r.queue(3)
+	if _, err := r.admin.Revoke(r.ctx, clientv3.LeaseID(kvs[1].Lease)); err != nil {
+		r.t.Fatal(err)
+	}
+	return ga, bch, cch
+}
+
 // lock starts client i's Lock and returns where its result will come.
 func (r *queueRig) lock(i int) chan lockResult { return r.lockCtx(r.ctx, i) }
 
