@@ -2,9 +2,11 @@ package check
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/verdict"
@@ -242,6 +244,7 @@ func (p *prepared) exclusion(opts Options) Result {
 	certain := &ivHeap{cnt: make([]int32, len(p.procs))}
 	possible := &ivHeap{cnt: make([]int32, len(p.procs))}
 	var others []int32
+	var gone grantedGone
 	for _, l := range p.lockOrder() {
 		ivs := all[l]
 		if len(ivs) == 0 {
@@ -271,12 +274,15 @@ func (p *prepared) exclusion(opts Options) Result {
 					}
 				}
 				slices.Sort(others) // start order
+				if gone == nil {
+					gone = p.grantedGone()
+				}
 				for _, y := range others {
 					a := &ivs[y]
 					res.add(Violation{
 						Check:   verdict.Exclusion,
 						Lock:    lock,
-						Message: fmt.Sprintf("lock %q held by two processes at once: %s; %s", lock, holderString(a.Holder), holderString(iv.Holder)),
+						Message: fmt.Sprintf("lock %q held by two processes at once: %s; %s%s", lock, holderString(a.Holder), holderString(iv.Holder), gone.say(a.Holder, iv.Holder)),
 						Holders: []Holder{a.Holder, iv.Holder},
 						Lines:   lines(a.FromLine, iv.FromLine),
 					}, opts.MaxViolations)
@@ -298,4 +304,40 @@ func (p *prepared) exclusion(opts Options) Result {
 	res.metric("overlaps", float64(res.Count))
 	res.metric("possible_overlaps", float64(possibleOverlaps))
 	return res
+}
+
+// grantedGone maps a grant's token to the harness's key-deleted event that
+// says its key was deleted before its acquire returned.
+type grantedGone map[int64]history.KeyDeletion
+
+// grantedGone finds the grants of keys already deleted: what explains an
+// overlap in which one holder was granted a key that no longer existed.
+func (p *prepared) grantedGone() grantedGone {
+	g := grantedGone{}
+	for i := range p.n() {
+		if p.op(i) != opKeyDeleted {
+			continue
+		}
+		var d history.KeyDeletion
+		if json.Unmarshal(p.ev[i].Value, &d) == nil && d.BeforeGrant {
+			g[p.ev[i].Token] = d
+		}
+	}
+	return g
+}
+
+// say names each of hs whose key was gone before its grant, or "".
+func (g grantedGone) say(hs ...Holder) string {
+	var b strings.Builder
+	for _, h := range hs {
+		if d, ok := g[h.Token]; ok && h.Token != 0 {
+			cause := ""
+			if d.Cause == history.CauseLease {
+				cause = " by its lease's end"
+			}
+			fmt.Fprintf(&b, "; process %d's key (token %d) was deleted%s at revision %d, before its acquire returned: it was granted a key that no longer existed",
+				h.Process, h.Token, cause, d.Revision)
+		}
+	}
+	return b.String()
 }

@@ -2,6 +2,8 @@ package check
 
 import (
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lockbench/lockbench/history"
@@ -253,6 +255,39 @@ func TestWorst(t *testing.T) {
 	} {
 		if got := verdict.Worst(tc.in...); got != tc.want {
 			t.Errorf("Worst(%v) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestExclusionNamesAGrantOfAGoneKey: an overlap in which one holder's key
+// was deleted before its acquire returned (etcd's Campaign trusting a key
+// its lease took away) says so, naming that holder; without the harness's
+// before_grant event the message does not.
+func TestExclusionNamesAGrantOfAGoneKey(t *testing.T) {
+	base := []history.Event{
+		ev(0, 0, inv, acq, 0), ev(1, 0, ok, acq, 10), ev(2, 1, inv, acq, 0),
+		ev(3, 1, ok, acq, 11), ev(5, 0, inv, rel, 0), ev(6, 1, inv, rel, 0),
+	}
+	goneAt := history.Event{Time: 4, Process: history.NemesisProcess, Type: ok, F: history.FKeyDeleted, Lock: "l", Token: 11,
+		Value: history.DeletionValue(history.KeyDeletion{Revision: 9, Cause: history.CauseLease, BeforeGrant: true})}
+	afterGrant := goneAt
+	afterGrant.Value = history.DeletionValue(history.KeyDeletion{Revision: 12, Cause: history.CauseLease})
+	const said = "process 1's key (token 11) was deleted by its lease's end at revision 9, before its acquire returned"
+	for _, tc := range []struct {
+		name   string
+		events []history.Event
+		says   bool
+	}{
+		{"no key-deleted event", base, false},
+		{"deleted after the grant", append(slices.Clone(base[:4]), afterGrant, base[4], base[5]), false},
+		{"deleted before the grant returned", append(slices.Clone(base[:4]), goneAt, base[4], base[5]), true},
+	} {
+		r := CheckExclusion(tc.events, Options{})
+		if r.Verdict != verdict.Fail || len(r.Violations) == 0 {
+			t.Fatalf("%s: verdict %s, want fail", tc.name, r.Verdict)
+		}
+		if got := strings.Contains(r.Violations[0].Message, said); got != tc.says {
+			t.Errorf("%s: message %q: says the key was gone %v, want %v", tc.name, r.Violations[0].Message, got, tc.says)
 		}
 	}
 }

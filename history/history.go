@@ -74,6 +74,13 @@ type KeyDeletion struct {
 	Revision int64 `json:"revision"`
 	// Cause is CauseDelete or CauseLease.
 	Cause string `json:"cause"`
+	// BeforeGrant says the harness saw this delete before the holder's
+	// acquire returned: the lock granted a key that no longer existed
+	// (etcd's Election.Campaign does, for a campaigner whose lease ended
+	// while it waited). Such an event is recorded at the grant, not at the
+	// delete. Absent: the delete came after the grant, or its order is
+	// unknown.
+	BeforeGrant bool `json:"before_grant,omitempty"`
 }
 
 // NemesisProcess is the process id of fault events.

@@ -283,7 +283,9 @@ func (c *client) loop(ctx context.Context, gen int, cli *clientv3.Client, locker
 		t := c.emit(gen, history.Event{Type: history.OK, F: history.FAcquire, Token: g.Token, Key: g.Key,
 			Lease: strconv.FormatInt(int64(g.Lease), 16)})
 		c.setState(gen, holding, g, t)
-		c.r.held.add(g)
+		if d, gone := c.r.held.add(g, t); gone {
+			c.r.recordDeletion(ctx, g, history.KeyDeletion{Revision: d.rev, BeforeGrant: true})
+		}
 		if c.criticalSection(gen, cli, g, w) {
 			c.r.held.done(g)
 			if w.ReleaseLost {

@@ -19,15 +19,55 @@ import (
 type heldGrants struct {
 	mu    sync.Mutex
 	byKey map[string][]*locks.Grant
+	// gone remembers the latest deletes of keys that no held grant had (a
+	// release's, a cancelled waiter's, a waiter's whose lease ended), at
+	// most maxGone of them, oldest first in goneOrder: a grant added after
+	// its key's delete was seen was granted a key already gone.
+	gone      map[string]seenDelete
+	goneOrder []string
 }
 
-func (h *heldGrants) add(g *locks.Grant) {
+// seenDelete is a delete the observer saw: its revision, and when.
+type seenDelete struct {
+	rev int64
+	at  int64 // history time
+}
+
+// maxGone bounds heldGrants.gone: a grant comes within moments of its
+// key's delete, long before thousands of other keys are deleted.
+const maxGone = 4096
+
+// add holds g, acquired at history time at, unless the observer already
+// saw its key deleted (a delete of its name after its create revision,
+// seen before at): then it returns that delete, and ok, and does not hold
+// g, since no later delete of the name can be its key's.
+func (h *heldGrants) add(g *locks.Grant, at int64) (d seenDelete, ok bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if d, ok := h.gone[g.Key]; ok && d.rev > g.Token && d.at < at {
+		delete(h.gone, g.Key)
+		return d, true
+	}
 	if h.byKey == nil {
 		h.byKey = map[string][]*locks.Grant{}
 	}
 	h.byKey[g.Key] = append(h.byKey[g.Key], g)
+	return seenDelete{}, false
+}
+
+// remember notes a delete of key that no held grant had; h.mu held.
+func (h *heldGrants) remember(key string, d seenDelete) {
+	if h.gone == nil {
+		h.gone = map[string]seenDelete{}
+	}
+	if _, ok := h.gone[key]; !ok {
+		h.goneOrder = append(h.goneOrder, key)
+	}
+	h.gone[key] = d
+	if len(h.goneOrder) > maxGone {
+		delete(h.gone, h.goneOrder[0])
+		h.goneOrder = h.goneOrder[1:]
+	}
 }
 
 func (h *heldGrants) done(g *locks.Grant) {
@@ -49,11 +89,13 @@ func (h *heldGrants) keep(key string, gs []*locks.Grant) {
 }
 
 // takeDeleted returns the held grants whose key a delete of key at
-// revision rev removed, and forgets them: those of that name granted
-// before rev. A name is one key at a time, so the first delete of the
-// name after a grant is its key's; a later one is of a key created since
-// (another client's, under a shared name), not this grant's.
-func (h *heldGrants) takeDeleted(key string, rev int64) []*locks.Grant {
+// revision rev, seen at history time at, removed, and forgets them: those
+// of that name granted before rev. A name is one key at a time, so the
+// first delete of the name after a grant is its key's; a later one is of a
+// key created since (another client's, under a shared name), not this
+// grant's. A delete that removed no held grant's key is remembered, for a
+// grant that may still come (add).
+func (h *heldGrants) takeDeleted(key string, rev, at int64) []*locks.Grant {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var out, kept []*locks.Grant
@@ -65,6 +107,9 @@ func (h *heldGrants) takeDeleted(key string, rev int64) []*locks.Grant {
 		}
 	}
 	h.keep(key, kept)
+	if len(out) == 0 {
+		h.remember(key, seenDelete{rev: rev, at: at})
+	}
 	return out
 }
 
@@ -72,7 +117,8 @@ func (h *heldGrants) takeDeleted(key string, rev int64) []*locks.Grant {
 // history.FKeyDeleted, every deletion of a key whose grant a client still
 // holds — with whether its lease was still alive — so the checker can tell
 // a holder's key removed by someone else (symmetry) from one its lease
-// took away (lease), which no client reports. A broken watch (a member
+// took away (lease), which no client reports; and, through heldGrants.add,
+// every grant of a key it had already seen deleted. A broken watch (a member
 // lost) is opened again from the next revision. It returns when ctx ends.
 //
 // The watch asks for deletes only and without their previous values: the
@@ -91,8 +137,8 @@ func (r *runner) observe(ctx context.Context, from int64) {
 				if ev.Type != mvccpb.DELETE {
 					continue
 				}
-				for _, g := range r.held.takeDeleted(string(ev.Kv.Key), ev.Kv.ModRevision) {
-					r.recordDeletion(ctx, g, ev.Kv.ModRevision)
+				for _, g := range r.held.takeDeleted(string(ev.Kv.Key), ev.Kv.ModRevision, r.rec.Now()) {
+					r.recordDeletion(ctx, g, history.KeyDeletion{Revision: ev.Kv.ModRevision})
 				}
 			}
 		}
@@ -100,24 +146,22 @@ func (r *runner) observe(ctx context.Context, from int64) {
 	}
 }
 
-// recordDeletion records the deletion, at revision rev, of held grant g's
-// key, its cause told by asking etcd whether the key's lease is still
-// alive: a client deleted the key (CauseDelete) or the lease's end took it
-// (CauseLease).
-func (r *runner) recordDeletion(ctx context.Context, g *locks.Grant, rev int64) {
-	cause := history.CauseDelete
+// recordDeletion records deletion d of grant g's key, its cause told by
+// asking etcd whether the key's lease is still alive: a client deleted the
+// key (CauseDelete) or the lease's end took it (CauseLease).
+func (r *runner) recordDeletion(ctx context.Context, g *locks.Grant, d history.KeyDeletion) {
+	d.Cause = history.CauseDelete
 	if g.Lease != 0 {
 		tctx, cancel := context.WithTimeout(ctx, opTimeout)
 		ttl, err := r.admin.TimeToLive(tctx, g.Lease)
 		cancel()
 		switch {
 		case err != nil:
-			cause = "" // unknown: neither check counts it
+			d.Cause = "" // unknown: neither check counts it
 		case ttl.TTL <= 0:
-			cause = history.CauseLease
+			d.Cause = history.CauseLease
 		}
 	}
 	r.record(history.Event{Process: history.NemesisProcess, Type: history.OK, F: history.FKeyDeleted, Lock: locks.DefaultName,
-		Token: g.Token, Key: g.Key,
-		Value: history.DeletionValue(history.KeyDeletion{Revision: rev, Cause: cause})})
+		Token: g.Token, Key: g.Key, Value: history.DeletionValue(d)})
 }

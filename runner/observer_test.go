@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -17,7 +18,7 @@ func TestHeldGrantsTakeDeleted(t *testing.T) {
 	c := &locks.Grant{Key: "/l/c", Token: 3} // two grants of one name: a buggy strategy
 	d := &locks.Grant{Key: "/l/c", Token: 6}
 	for _, g := range []*locks.Grant{a, b, c, d} {
-		h.add(g)
+		h.add(g, 100)
 	}
 	h.done(b)
 	for _, tc := range []struct {
@@ -34,11 +35,44 @@ func TestHeldGrantsTakeDeleted(t *testing.T) {
 		{"then the newer", "/l/c", 8, []*locks.Grant{d}},
 		{"a key never granted", "/l/x", 8, nil},
 	} {
-		if got := h.takeDeleted(tc.key, tc.rev); !slices.Equal(got, tc.want) {
+		if got := h.takeDeleted(tc.key, tc.rev, 200); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: takeDeleted(%s, %d) = %v, want %v", tc.name, tc.key, tc.rev, got, tc.want)
 		}
 	}
 	if len(h.byKey) != 0 {
 		t.Errorf("grants left: %v", h.byKey)
+	}
+}
+
+// TestHeldGrantsGrantOfAGoneKey: a grant whose key the observer saw
+// deleted before the grant's time is handed back, not held; a delete of an
+// earlier key of the name, or one seen after the grant, is not its key's.
+func TestHeldGrantsGrantOfAGoneKey(t *testing.T) {
+	var h heldGrants
+	h.takeDeleted("/l/a", 9, 100) // a waiter's key, its lease ended
+	h.takeDeleted("/l/b", 4, 100) // an earlier key of the name
+	h.takeDeleted("/l/c", 9, 300) // seen after the grant below
+	for _, tc := range []struct {
+		g    *locks.Grant
+		gone bool
+	}{
+		{&locks.Grant{Key: "/l/a", Token: 5}, true},
+		{&locks.Grant{Key: "/l/b", Token: 5}, false},
+		{&locks.Grant{Key: "/l/c", Token: 5}, false},
+		{&locks.Grant{Key: "/l/x", Token: 5}, false},
+	} {
+		d, gone := h.add(tc.g, 200)
+		if gone != tc.gone || gone && d.rev != 9 {
+			t.Errorf("add(%s) = %v, %v; want gone %v at revision 9", tc.g.Key, d, gone, tc.gone)
+		}
+		if _, held := h.byKey[tc.g.Key]; held == tc.gone {
+			t.Errorf("add(%s): held %v, want %v", tc.g.Key, held, !tc.gone)
+		}
+	}
+	for i := range maxGone + 1 {
+		h.takeDeleted(fmt.Sprintf("/l/k%d", i), 50, 100)
+	}
+	if len(h.gone) != maxGone || len(h.goneOrder) != maxGone {
+		t.Errorf("gone remembers %d (order %d), want at most %d", len(h.gone), len(h.goneOrder), maxGone)
 	}
 }
