@@ -76,7 +76,24 @@ func startLoopbackProxy(host string) (*loopbackProxy, error) {
 	}
 	p.wg.Add(1)
 	go p.accept()
+	go p.drain()
 	return p, nil
+}
+
+// drain reads the fault proxy's errors until it closes. pkg/proxy sends
+// every error it meets (each failed dial of a member that is down, each
+// broken copy) on a channel of 16 and blocks until it is read: undrained,
+// the 17th stops the proxy accepting for good, as a member kill's
+// reconnects soon give it. lockbench has no use for them — a client sees
+// its connection fail — so they are dropped.
+func (p *loopbackProxy) drain() {
+	for {
+		select {
+		case <-p.Server.Error():
+		case <-p.Server.Done():
+			return
+		}
+	}
 }
 
 // From is the loopback address clients dial ("tcp://127.0.0.1:port"), not
