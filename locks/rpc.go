@@ -61,27 +61,16 @@ func newRPC(ctx context.Context, cli *clientv3.Client, opts Options) (Locker, er
 }
 
 func (l *rpcLocker) Lock(ctx context.Context) (*Grant, error) {
-	var (
-		ls   *lease
-		resp *v3lockpb.LockResponse
-		err  error
-	)
-	for retry := true; ; retry = false {
-		// Step 1: the client's lease (granted on first use, reused while
-		// alive).
-		if ls, err = l.leases.get(ctx); err != nil {
-			return nil, notAcquired(err)
-		}
-		// Step 2: ask the server for the lock under that lease; it returns
-		// the key it holds for us.
-		resp, err = l.lock.Lock(ctx, &v3lockpb.LockRequest{Name: []byte(l.opts.Key()), Lease: int64(ls.id)})
-		if retry && isLeaseNotFound(err) {
-			// The server's put failed as a whole: the lease expired before
-			// the client heard. Once more, with a new one.
-			l.leases.expired(ls)
-			continue
-		}
-		break
+	// Step 1: the client's lease (granted on first use, reused while
+	// alive). Step 2: ask the server for the lock under that lease; it
+	// returns the key it holds for us. A put the server refused for an
+	// expired lease is asked once more under a new one (underLease).
+	retried := false
+	ls, resp, err := underLease(ctx, l.leases, &retried, func(ls *lease) (*v3lockpb.LockResponse, error) {
+		return l.lock.Lock(ctx, &v3lockpb.LockRequest{Name: []byte(l.opts.Key()), Lease: int64(ls.id)})
+	})
+	if ls == nil {
+		return nil, err // no lease: nothing was asked
 	}
 	if err != nil {
 		// The server may have left a waiter (or holder) key under our lease:
