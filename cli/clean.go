@@ -10,9 +10,11 @@ import (
 
 const cleanSynopsis = "clean --endpoints URLS [--prefix /lockbench/] [--yes] [flags]\n\n" +
 	"Lists the keys under --prefix on an external etcd cluster; with --yes deletes\n" +
-	"them. A run's keys live under /lockbench/<run-id>/ and go at its end; a killed\n" +
-	"run's lock keys and counter expire with their leases, but a run of an older\n" +
-	"lockbench left its counter without one."
+	"them and revokes the leases they were attached to (not a lease that a key\n" +
+	"outside --prefix still uses: it is named and left to expire). A run's keys\n" +
+	"live under /lockbench/<run-id>/ and go at its end; a killed run's lock keys\n" +
+	"and counter expire with their leases, but a run of an older lockbench left\n" +
+	"its counter without one."
 
 // cleanOptions are clean's flags.
 type cleanOptions struct {
@@ -81,9 +83,25 @@ func runClean(ctx context.Context, e *env, o *cleanOptions) error {
 	case res.Count == 0:
 		fmt.Fprintf(e.stderr, "lockbench clean: no keys under %s\n", res.Prefix)
 	case o.yes:
-		fmt.Fprintf(e.stderr, "lockbench clean: deleted %d keys under %s\n", res.Deleted, res.Prefix)
+		fmt.Fprintf(e.stderr, "lockbench clean: deleted %d keys under %s%s\n", res.Deleted, res.Prefix, leasesDone(res))
+		if len(res.Kept) > 0 {
+			fmt.Fprintf(e.stderr, "lockbench clean: %d leases remain (%s): still attached to keys outside %s, or this user may not revoke them; they expire with their TTL\n",
+				len(res.Kept), strings.Join(res.Kept, ", "), res.Prefix)
+		}
 	default:
-		fmt.Fprintf(e.stderr, "lockbench clean: %d keys under %s; run again with --yes to delete them\n", res.Count, res.Prefix)
+		fmt.Fprintf(e.stderr, "lockbench clean: %d keys under %s; run again with --yes to delete them and revoke their leases\n", res.Count, res.Prefix)
 	}
 	return nil
+}
+
+// leasesDone is what a clean did with the deleted keys' leases.
+func leasesDone(res *harness.CleanResult) string {
+	if res.Leases == 0 {
+		return " (no leases attached)"
+	}
+	s := fmt.Sprintf("; revoked %d of their %d leases", res.Revoked, res.Leases)
+	if res.Expired > 0 {
+		s += fmt.Sprintf(" (%d had expired)", res.Expired)
+	}
+	return s
 }

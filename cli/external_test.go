@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"fmt"
 	"net"
 	"net/url"
 	"os"
@@ -78,6 +79,7 @@ func TestExternalTLSCluster(t *testing.T) {
 		{"client faults through TLS proxies", extClientFaultsThroughTlsProxies},
 		{"clean", extClean},
 		{"auth", extAuth},
+		{"permissions", extPermissions},
 	} {
 		// In order: "auth" turns auth on for the rest of the cluster's life.
 		t.Run(st.name, func(t *testing.T) { st.fn(t, f) })
@@ -571,5 +573,108 @@ func extClean(t *testing.T, f *extFixture) {
 	code, _, stderr = runCLI(t, append([]string{"clean", "--prefix", "/lockbench/killed-run/"}, f.tlsArgs...)...)
 	if code != ExitPass || !strings.Contains(stderr, "no keys under /lockbench/killed-run/") {
 		t.Errorf("after --yes: exit %d\n%s", code, stderr)
+	}
+	extCleanLeases(t, f)
+}
+
+// extCleanLeases: clean --yes after a killed run revokes the leases of the
+// keys it deletes (a SIGKILLed run's leases stay listed until their TTL
+// runs out), but not a lease a key outside the prefix still uses: that
+// key stays, and the lease is named.
+func extCleanLeases(t *testing.T, f *extFixture) {
+	ctx, admin := f.ctx, f.admin
+	grant := func() clientv3.LeaseID {
+		l, err := admin.Grant(ctx, 30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.ID
+	}
+	own, shared := grant(), grant()
+	for k, id := range map[string]clientv3.LeaseID{"/lockbench/killed-run/lock/2": own, "/lockbench/killed-run/lock/3": own,
+		"/lockbench/killed-run/lock/4": shared, "/outside/uses-the-lease": shared} {
+		if _, err := admin.Put(ctx, k, "left", clientv3.WithLease(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, _, stderr := runCLI(t, append([]string{"clean", "--prefix", "/lockbench/killed-run/", "--yes"}, f.tlsArgs...)...)
+	want := []string{"deleted 3 keys under /lockbench/killed-run/; revoked 1 of their 2 leases",
+		fmt.Sprintf("1 leases remain (%x)", int64(shared))}
+	for _, w := range want {
+		if code != ExitPass || !strings.Contains(stderr, w) {
+			t.Errorf("exit %d, stderr lacks %q:\n%s", code, w, stderr)
+		}
+	}
+	if ttl, err := admin.TimeToLive(ctx, own); err != nil || ttl.TTL != -1 {
+		t.Errorf("the run's own lease: TTL %v, %v; want revoked (-1)", ttl, err)
+	}
+	if ttl, err := admin.TimeToLive(ctx, shared); err != nil || ttl.TTL <= 0 {
+		t.Errorf("the shared lease: TTL %v, %v; want it kept", ttl, err)
+	}
+	if resp, err := admin.Get(ctx, "/outside/uses-the-lease"); err != nil || resp.Count != 1 {
+		t.Errorf("the key outside the prefix: %v, %v; want it kept", resp, err)
+	}
+	if _, err := admin.Revoke(ctx, shared); err != nil {
+		t.Fatal(err)
+	}
+	f.noneUnder(t, admin, "/lockbench/killed-run/")
+	f.unchanged(t, admin)
+}
+
+// extPermissions is TestExternalTLSCluster's subtest "permissions" (auth
+// on, after "auth"): a user with no permission on the run's prefix, and
+// one who may only read it, are refused by the pre-flight with exit 2, a
+// message naming the prefix and what to grant, no run folder and no key
+// written; clean as them is refused the same way.
+func extPermissions(t *testing.T, f *extFixture) {
+	ctx, c, tlsCfg, tlsArgs := f.ctx, f.c, f.tlsCfg, f.tlsArgs
+	root := tlsClient(t, c.Endpoints(), tlsCfg, "root", "s3cret-pw")
+	f.before = keyspace(t, root)
+	for _, u := range []string{"nobody", "reader"} {
+		if _, err := root.UserAdd(ctx, u, u+"-pw"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := root.RoleAdd(ctx, "lockbench-ro"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := root.RoleGrantPermission(ctx, "lockbench-ro", "/lockbench/", clientv3.GetPrefixRangeEnd("/lockbench/"), clientv3.PermissionType(clientv3.PermRead)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := root.UserGrantRole(ctx, "reader", "lockbench-ro"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		user string
+		args []string
+		want []string
+	}{
+		{"nobody", []string{"run", "--clients", "2", "--duration", "1s"}, []string{`user "nobody" may not use prefix /lockbench/`, "put of /lockbench/", "grant-permission ROLE --prefix=true readwrite /lockbench/\n"}},
+		{"reader", []string{"run", "--clients", "2", "--duration", "1s"}, []string{`user "reader" may not use prefix /lockbench/`, "put of /lockbench/", "permission denied"}},
+		{"reader", []string{"run", "--clients", "2", "--duration", "1s", "--prefix", "/lockbench/mine"}, []string{`user "reader" may not use prefix /lockbench/mine/`, "put of"}},
+		{"nobody", []string{"run", "--prefix", "/lockbench/mine"}, []string{`user "nobody" may not use prefix /lockbench/mine/`, "read"}},
+		{"nobody", []string{"clean"}, []string{`user "nobody" may not use prefix /lockbench/`, "list"}},
+		{"reader", []string{"clean", "--prefix", "/lockbench/other-run/", "--yes"}, []string{`user "reader" may not use prefix /lockbench/other-run/`, "delete"}},
+	} {
+		t.Run(tc.user+"/"+strings.Join(tc.args, " "), func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "runs")
+			args := append(tc.args, "--user", tc.user, "--password", tc.user+"-pw")
+			if tc.args[0] == "run" {
+				args = append(args, "--out", out)
+			}
+			code, stdout, stderr := runCLI(t, append(args, tlsArgs...)...)
+			if code != ExitUsage {
+				t.Errorf("exit %d, want %d\n%s%s", code, ExitUsage, stdout, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr)
+				}
+			}
+			if _, err := os.Stat(out); !os.IsNotExist(err) {
+				t.Errorf("wrote %s", out)
+			}
+			f.unchanged(t, root)
+		})
 	}
 }

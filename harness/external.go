@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -211,6 +213,9 @@ func healthCheck(ctx context.Context, x External, cc clientv3.Config) (clusterIn
 	if x.Prefix != "" {
 		// A linearizable read: it also proves that a quorum answers.
 		resp, err := cli.Get(qctx, x.Prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if errors.Is(err, rpctypes.ErrPermissionDenied) {
+			return info, permissionErr(x.User, x.Prefix, x.Prefix, "read", err)
+		}
 		if err != nil {
 			return info, connectErr(ctx, strings.Join(x.Endpoints, ","), x.DialTimeout, fmt.Errorf("read prefix %s: %w", x.Prefix, err))
 		}
@@ -292,8 +297,8 @@ func connectErr(ctx context.Context, ep string, d time.Duration, err error) erro
 }
 
 // RunExternal runs spec on an external cluster: it checks the input, then
-// that every endpoint answers within the dial timeout, before anything
-// starts; errors of that kind are *InputError and leave nothing behind.
+// that every endpoint answers within the dial timeout and that the user
+// may use the run's prefix (preflight), before anything starts; errors of that kind are *InputError and leave nothing behind.
 // Then it runs as RunOn does, with spec.Cluster ignored. The run's prefix
 // is deleted at the end, on every path out.
 func RunExternal(ctx context.Context, ext External, spec RunSpec) (*Result, error) {
@@ -314,10 +319,17 @@ func RunExternal(ctx context.Context, ext External, spec RunSpec) (*Result, erro
 	if err != nil {
 		return nil, err
 	}
+	// The run's prefix is fixed here, so that the pre-flight probes it.
+	runID, prefix := target{prefix: x.Prefix}.identify(spec)
+	grantOn := cmp.Or(x.Prefix, DefaultCleanPrefix)
+	if err := preflight(ctx, x, cc, prefix, grantOn); err != nil {
+		return nil, err
+	}
 	return runTarget(ctx, spec, target{
 		endpoints: x.Endpoints,
 		client:    cc,
-		prefix:    x.Prefix,
+		runID:     runID,
+		prefix:    prefix,
 		dial:      x.DialTimeout,
 		config: rundir.ClusterConfig{
 			Members: info.members, ElectionMS: x.Election.Milliseconds(), Endpoints: x.Endpoints,

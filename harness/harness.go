@@ -171,16 +171,13 @@ type target struct {
 	cluster   cluster.Members      // nil: external, no member faults
 	client    clientv3.Config      // TLS, credentials
 	prefix    string               // "": /lockbench/<run-id>/
+	runID     string               // "": a new one (NewRunID)
 	dial      time.Duration        // 0: the runner's default
 	config    rundir.ClusterConfig // what config.json records; its election_ms sets the liveness bound
 }
 
 func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
-	runID := NewRunID(spec.Lock, spec.Scenario.Name, spec.Seed)
-	prefix := t.prefix
-	if prefix == "" {
-		prefix = "/lockbench/" + runID + "/"
-	}
+	runID, prefix := t.identify(spec)
 	scenarioJSON, err := json.Marshal(spec.Scenario)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: encode the scenario: %w", runID, err)
@@ -225,6 +222,19 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 		return nil, fmt.Errorf("run %s: %w", runID, err)
 	}
 	return res, nil
+}
+
+// identify is the run's id and key prefix: the target's, else a new id
+// and /lockbench/<run-id>/.
+func (t target) identify(spec RunSpec) (runID, prefix string) {
+	runID, prefix = t.runID, t.prefix
+	if runID == "" {
+		runID = NewRunID(spec.Lock, spec.Scenario.Name, spec.Seed)
+	}
+	if prefix == "" {
+		prefix = "/lockbench/" + runID + "/"
+	}
+	return runID, prefix
 }
 
 // NewRunID names a run so that folders sort by time and say what ran.
