@@ -173,6 +173,8 @@ func runBench(ctx context.Context, e *env, o *benchOptions) error {
 		return err
 	case b.HasViolations():
 		return errViolation
+	case b.SaturatedFailures() > 0:
+		return saturated(fmt.Sprintf("%d cells found violations on a saturated harness (their notes say harness saturated)", b.SaturatedFailures()))
 	}
 	return nil
 }

@@ -204,8 +204,11 @@ func harnessErr(ctx context.Context, err error, flags map[string]string) error {
 // writes --bench-out.
 func printRun(e *env, res *harness.Result, planned scenarios.Duration, benchOut string) error {
 	shown := res.Summary
-	if shown.Interrupted {
+	switch {
+	case shown.Interrupted:
 		shown.Verdict = verdict.Verdict(string(shown.Verdict) + " (interrupted)")
+	case shown.Saturated() && shown.Verdict != verdict.Pass:
+		shown.Verdict = verdict.Verdict(string(shown.Verdict) + " (harness saturated)")
 	}
 	if err := report.RunTable(e.stdout, shown); err != nil {
 		return fmt.Errorf("print the run's table: %w", err)
@@ -216,6 +219,12 @@ func printRun(e *env, res *harness.Result, planned scenarios.Duration, benchOut 
 	if shown.Interrupted {
 		fmt.Fprintf(e.stdout, "interrupted after %.1fs of %s: what ran is checked and written, marked interrupted\n",
 			res.Summary.DurationS, planned)
+	}
+	if shown.Saturated() {
+		fmt.Fprintf(e.stdout, "harness saturated: %s\n", res.Summary.Saturation.Reason)
+		if shown.Verdict == verdict.Pass {
+			fmt.Fprintln(e.stdout, "every check passed, but the figures include the harness's own queueing")
+		}
 	}
 	fmt.Fprintf(e.stdout, "run folder: %s\n", res.Dir)
 	if benchOut != "" {
@@ -234,6 +243,8 @@ func runOutcome(sum report.Summary, err error) error {
 		return errInterrupted
 	case sum.Stopped != "":
 		return fmt.Errorf("run stopped early: %s", sum.Stopped)
+	case sum.Saturated() && sum.Verdict != verdict.Pass:
+		return saturated(fmt.Sprintf("%s; the run is written, verdict %s", sum.Saturation.Reason, sum.Verdict))
 	}
 	return verdictOutcome(sum.Verdict)
 }

@@ -183,6 +183,8 @@ func runSuite(ctx context.Context, e *env, o *suiteOptions, spec harness.SuiteSp
 		return err
 	case res.Mismatches > 0:
 		return errViolation
+	case res.Saturated > 0:
+		return saturated(fmt.Sprintf("%d cells were not as expected on a saturated harness (their rows say harness saturated)", res.Saturated))
 	}
 	return nil
 }
@@ -196,7 +198,11 @@ func printSuite(e *env, res *harness.SuiteResult, took time.Duration, benchOut s
 		}
 	}
 	if len(res.Cells) > 0 || res.Written {
-		fmt.Fprintf(e.stdout, "suite folder: %s (%d cells, %d not as expected, %s%s)\n", res.Dir, len(res.Cells), res.Mismatches, took.Round(time.Second), stoppedEarly(res))
+		sat := ""
+		if res.Saturated > 0 {
+			sat = fmt.Sprintf(", %d on a saturated harness", res.Saturated)
+		}
+		fmt.Fprintf(e.stdout, "suite folder: %s (%d cells, %d not as expected%s, %s%s)\n", res.Dir, len(res.Cells), res.Mismatches, sat, took.Round(time.Second), stoppedEarly(res))
 	}
 	for _, n := range res.Notes {
 		fmt.Fprintf(e.stderr, "lockbench: %s\n", n)

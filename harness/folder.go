@@ -18,11 +18,12 @@ import (
 // finishRun checks a finished run's history once, summarizes that checked
 // value and writes the run folder from it: one pairing of the history
 // feeds the verdicts, the figures and the page.
-func finishRun(parent string, cfg rundir.Config, sc scenarios.Scenario, out *runner.Outcome) (*Result, error) {
+func finishRun(parent string, cfg rundir.Config, sc scenarios.Scenario, out *runner.Outcome, sat *report.Saturation) (*Result, error) {
 	c := check.Check(out.Events, checkOptions(sc, cfg.Cluster))
 	sum := report.Summarize(report.RunInfo{
 		Run: cfg.Run, Scenario: sc.Name, Clients: sc.Clients, LeaseTTL: sc.TTL(),
 		Elapsed: out.Elapsed, Interrupted: out.Interrupted, Stopped: out.Stopped, Stuck: out.Stuck,
+		Saturation: sat,
 	}, c)
 	dir, err := rundir.Write(parent, cfg.RunID,
 		rundir.JSONFile(rundir.ConfigFile, cfg),

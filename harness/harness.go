@@ -199,12 +199,14 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 		spec.Started(t.endpoints)
 	}
 	logs := markLogs(t.cluster)
+	probe := startSchedProbe()
 	out, err := runner.Run(ctx, runner.Config{
 		Scenario: spec.Scenario, Lock: spec.Lock, Seed: spec.Seed, Prefix: cfg.Prefix,
 		Endpoints: t.endpoints, Cluster: t.cluster, ClientConfig: t.client, DialTimeout: t.dial,
 		KeepAlive: spec.KeepAlive, RPCTimeout: spec.RPCTimeout, SharedConns: spec.SharedConns,
 		GrantDelay: spec.InjectDelay,
 	})
+	sat := probe.stop()
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", runID, err)
 	}
@@ -214,7 +216,7 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 		// scenario needs no front door (runner's data path).
 		cfg.Cluster.Endpoints = out.Endpoints
 	}
-	res, err := finishRun(spec.Out, cfg, spec.Scenario, out)
+	res, err := finishRun(spec.Out, cfg, spec.Scenario, out, sat)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", runID, err)
 	}

@@ -75,9 +75,12 @@ const DefaultSuiteFloor = time.Second
 
 // SuiteResult is a finished suite.
 type SuiteResult struct {
-	Dir        string
-	Cells      []report.Cell
-	Mismatches int
+	Dir   string
+	Cells []report.Cell
+	// Mismatches counts the cells not as expected; Saturated those not as
+	// expected on a saturated harness (report.Cell.Saturated), which are
+	// not mismatches.
+	Mismatches, Saturated int
 	// Notes say what the suite found between cells, e.g. etcd's lock
 	// service stuck after a cell (cluster.ErrLockServiceStuck), and the
 	// cluster replaced.
@@ -350,7 +353,10 @@ func (r *suiteRun) runCell(ctx context.Context, b suiteBin, sc scenarios.Scenari
 		}
 		res.Notes = append(res.Notes, note)
 	}
-	if !cell.Matches {
+	switch {
+	case cell.Saturated():
+		res.Saturated++
+	case !cell.Matches:
 		res.Mismatches++
 	}
 	res.Cells = append(res.Cells, cell)
@@ -492,6 +498,9 @@ func judge(sum report.Summary, expect map[string]verdict.Verdict) report.Cell {
 	if len(sum.Stuck) > 0 {
 		cell.Matches = false
 		diffs = append(diffs, "stuck: "+strings.Join(sum.Stuck, "; "))
+	}
+	if !cell.Matches && sum.Saturated() {
+		diffs = append([]string{"harness saturated: " + sum.Saturation.Reason}, diffs...)
 	}
 	if len(exp) > 0 {
 		cell.Expected = verdict.Worst(exp...)
