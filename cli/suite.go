@@ -181,12 +181,30 @@ func runSuite(ctx context.Context, e *env, o *suiteOptions, spec harness.SuiteSp
 		return interrupted(err)
 	case err != nil:
 		return err
-	case res.Mismatches > 0:
+	}
+	return suiteOutcome(res.Mismatches, res.Saturated)
+}
+
+// suiteOutcome is the outcome of a suite's judged cells: a violation when
+// any is not as expected, else the harness's when some were not on a
+// saturated harness.
+func suiteOutcome(mismatches, saturatedCells int) error {
+	switch {
+	case mismatches > 0:
 		return errViolation
-	case res.Saturated > 0:
-		return saturated(fmt.Sprintf("%d cells were not as expected on a saturated harness (their rows say harness saturated)", res.Saturated))
+	case saturatedCells > 0:
+		return saturated(fmt.Sprintf("%d cells were not as expected on a saturated harness (their rows say harness saturated)", saturatedCells))
 	}
 	return nil
+}
+
+// saturatedCount is what a suite's folder line adds for its saturated
+// cells.
+func saturatedCount(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %d on a saturated harness", n)
 }
 
 // printSuite prints the suite's table, folder and notes, and writes
@@ -198,11 +216,7 @@ func printSuite(e *env, res *harness.SuiteResult, took time.Duration, benchOut s
 		}
 	}
 	if len(res.Cells) > 0 || res.Written {
-		sat := ""
-		if res.Saturated > 0 {
-			sat = fmt.Sprintf(", %d on a saturated harness", res.Saturated)
-		}
-		fmt.Fprintf(e.stdout, "suite folder: %s (%d cells, %d not as expected%s, %s%s)\n", res.Dir, len(res.Cells), res.Mismatches, sat, took.Round(time.Second), stoppedEarly(res))
+		fmt.Fprintf(e.stdout, "suite folder: %s (%d cells, %d not as expected%s, %s%s)\n", res.Dir, len(res.Cells), res.Mismatches, saturatedCount(res.Saturated), took.Round(time.Second), stoppedEarly(res))
 	}
 	for _, n := range res.Notes {
 		fmt.Fprintf(e.stderr, "lockbench: %s\n", n)
