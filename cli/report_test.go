@@ -112,8 +112,8 @@ func TestReportCommandBadInput(t *testing.T) {
 		{"missing", []string{filepath.Join(notRun, "nope")}, "not a run folder: no such folder"},
 		{"a file", []string{filepath.Join(notRun, "notes.txt")}, "not a run folder: it is a file"},
 		{"broken history", []string{broken}, "history.jsonl: line 1"},
-		{"no folder", nil, "no run folder given"},
-		{"two folders", []string{notRun, notRun}, "takes one run folder"},
+		{"no folder", nil, "no folder given: lockbench report RUN_DIR|SUITE_DIR|BENCH_DIR"},
+		{"two folders", []string{notRun, notRun}, "takes one run, suite or bench folder"},
 		{"bad flag", []string{notRun, "--bogus"}, "bogus"},
 	}
 	for _, tc := range tests {
