@@ -25,11 +25,14 @@ type suiteOptions struct {
 	junit            string
 	quick            time.Duration
 	quiet            bool
-	cluster          clusterFlags
-	client           clientFlags
-	set              map[string]bool
-	reps             int
-	inject           injectDelayFlag
+	// leftOut are the default scenarios an external cluster cannot run.
+	leftOut []string
+	cluster clusterFlags
+	client  clientFlags
+	ext     extFlags
+	set     map[string]bool
+	reps    int
+	inject  injectDelayFlag
 }
 
 // suiteCommand is `lockbench suite`: the strategy × scenario × seed
@@ -51,6 +54,9 @@ func suiteCommand(ctx context.Context, e *env, args []string) error {
 	o.client.register(fs, true, false)
 	o.cluster.register(fs)
 	o.cluster.etcdList = true
+	fs.StringVar(&o.ext.endpoints, "endpoints", "", "comma-separated client URLs of an external etcd cluster (http:// or https://) to run every cell on; no embedded cluster is started, member-fault scenarios are refused (left out of the default list, said)")
+	fs.StringVar(&o.ext.prefix, "prefix", "", "external cluster: the folder of the cells' key namespaces, each PREFIX<run-id>/ and deleted at its end; must start with / (default /lockbench/)")
+	o.ext.registerAccess(fs)
 	if err := fs.parseFlagsOnly(args); err != nil {
 		return err
 	}
@@ -66,6 +72,17 @@ func suiteCommand(ctx context.Context, e *env, args []string) error {
 // each --etcd-bin binary is asked its release here, so that a bad one is
 // refused before any folder is made.
 func (o *suiteOptions) spec(ctx context.Context) (harness.SuiteSpec, error) {
+	ext, err := o.ext.parse(o.set)
+	if err != nil {
+		return harness.SuiteSpec{}, err
+	}
+	if ext != nil {
+		// Each cell's prefix is PREFIX<run-id>/: the flag names their folder.
+		ext.Parent, ext.Prefix = ext.Prefix, ""
+		if err := ext.Validate(); err != nil {
+			return harness.SuiteSpec{}, badInput(err)
+		}
+	}
 	rpcT, err := o.client.rpcTimeoutSpec()
 	if err != nil {
 		return harness.SuiteSpec{}, err
@@ -110,7 +127,7 @@ func (o *suiteOptions) spec(ctx context.Context) (harness.SuiteSpec, error) {
 	spec := harness.SuiteSpec{
 		Locks: lockNames, Seeds: o.seeds, FirstSeed: o.firstSeed, KeepAlives: kas, RPCTimeout: rpcT, Out: o.out,
 		Cluster: cl, QuickDuration: o.quick,
-		Reps: o.reps, InjectDelay: o.inject,
+		Reps: o.reps, InjectDelay: o.inject, External: ext,
 	}
 	if o.quick == 0 {
 		spec.QuickDuration = -1
@@ -134,6 +151,13 @@ func (o *suiteOptions) spec(ctx context.Context) (harness.SuiteSpec, error) {
 			return spec, badInputf("--scenarios: %q and %q are both scenario %q (want each scenario once)", prev, n, sc.Name)
 		}
 		given[sc.Name] = n
+		if ext != nil && sc.Needs().Members {
+			if o.set["scenarios"] {
+				return spec, badInputf("scenario %s injects member faults (crash, partition), which need the embedded cluster: leave it out with --endpoints; on an external cluster only client faults work", sc.Name)
+			}
+			o.leftOut = append(o.leftOut, sc.Name)
+			continue
+		}
 		if o.set["lease-ttl"] {
 			sc.LeaseTTL = scenarios.Duration(o.client.leaseTTL)
 		}
@@ -158,7 +182,14 @@ func (o *suiteOptions) spec(ctx context.Context) (harness.SuiteSpec, error) {
 func runSuite(ctx context.Context, e *env, o *suiteOptions, spec harness.SuiteSpec) error {
 	e.raiseFDLimit(o.cluster.verbose)
 	var err error
-	if spec.Cluster, err = o.cluster.withData(e, spec.Cluster); err != nil {
+	if spec.External != nil {
+		if err := probeEtcd(ctx, spec.External); err != nil {
+			return err
+		}
+		if len(o.leftOut) > 0 {
+			fmt.Fprintf(e.stderr, "lockbench: on an external cluster, left out the scenarios with member faults: %s\n", strings.Join(o.leftOut, ", "))
+		}
+	} else if spec.Cluster, err = o.cluster.withData(e, spec.Cluster); err != nil {
 		return err
 	}
 	progress := report.NewProgress(e.stderr, report.IsTerminal(os.Stderr) && e.stderr == io.Writer(os.Stderr), o.quiet)
@@ -177,6 +208,9 @@ func runSuite(ctx context.Context, e *env, o *suiteOptions, spec harness.SuiteSp
 		}
 	}
 	switch {
+	case res == nil:
+		// Refused before the suite's folder: bad input, as for run.
+		return harnessErr(ctx, err, nil)
 	case ctx.Err() != nil:
 		return interrupted(err)
 	case err != nil:

@@ -4,6 +4,7 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -172,6 +173,7 @@ type target struct {
 	client    clientv3.Config      // TLS, credentials
 	prefix    string               // "": /lockbench/<run-id>/
 	runID     string               // "": a new one (NewRunID)
+	parent    string               // the folder of a run-id prefix ("": /lockbench/)
 	dial      time.Duration        // 0: the runner's default
 	config    rundir.ClusterConfig // what config.json records; its election_ms sets the liveness bound
 }
@@ -227,14 +229,14 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 }
 
 // identify is the run's id and key prefix: the target's, else a new id
-// and /lockbench/<run-id>/.
+// and PARENT<run-id>/ (PARENT /lockbench/ unless the target names one).
 func (t target) identify(spec RunSpec) (runID, prefix string) {
 	runID, prefix = t.runID, t.prefix
 	if runID == "" {
 		runID = NewRunID(spec.Lock, spec.Scenario.Name, spec.Seed)
 	}
 	if prefix == "" {
-		prefix = "/lockbench/" + runID + "/"
+		prefix = cmp.Or(t.parent, DefaultCleanPrefix) + runID + "/"
 	}
 	return runID, prefix
 }
