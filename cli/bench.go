@@ -13,6 +13,7 @@ import (
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/scenarios"
 )
 
 const benchSynopsis = "bench [--clients 2,8,64] [--locks a,b] [--duration D] [flags]\n\n" +
@@ -113,9 +114,17 @@ func (o *benchOptions) check() error {
 	if err != nil {
 		return err
 	}
+	kas, err := o.client.keepAlives(false)
+	if err != nil {
+		return err
+	}
+	// Bench cells run the contention scenario: no client faults.
+	if err := o.client.checkSharedConns(scenarios.Scenario{}); err != nil {
+		return err
+	}
 	s := &o.spec
 	s.Locks, s.Clients, s.Cluster, s.RPCTimeout = lockNames, clients, cl, rpcT
-	s.KeepAlive, s.SharedConns = locks.KeepAlive(o.client.keepalive), o.client.sharedConns
+	s.KeepAlive, s.SharedConns = kas[0], o.client.sharedConns
 	s.Dir = o.out
 	if s.Dir == "" {
 		s.Dir = harness.NewBenchDir(harness.DefaultOut)

@@ -72,12 +72,19 @@ func (o *runOptions) check() error {
 	if err != nil {
 		return err
 	}
+	kas, err := o.client.keepAlives(false)
+	if err != nil {
+		return err
+	}
+	if err := o.client.checkSharedConns(sc); err != nil {
+		return err
+	}
 	cl, err := o.cluster.options()
 	if err != nil {
 		return err
 	}
 	o.spec = harness.RunSpec{
-		Lock: o.lock, Scenario: sc, Seed: o.seed, KeepAlive: locks.KeepAlive(o.client.keepalive), RPCTimeout: rpcT,
+		Lock: o.lock, Scenario: sc, Seed: o.seed, KeepAlive: kas[0], RPCTimeout: rpcT,
 		SharedConns: o.client.sharedConns, Out: o.out, Cluster: cl,
 	}
 	if o.spec.InjectDelay, err = o.inject.only(o.lock); err != nil {

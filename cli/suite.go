@@ -105,18 +105,10 @@ func (o *suiteOptions) spec(ctx context.Context) (harness.SuiteSpec, error) {
 	if err != nil {
 		return harness.SuiteSpec{}, err
 	}
-	kaNames, err := namesList("keepalive", o.client.keepalive)
+	// Each keepalive policy given is a dimension of the matrix.
+	kas, err := o.client.keepAlives(true)
 	if err != nil {
 		return harness.SuiteSpec{}, err
-	}
-	// Each keepalive policy given is a dimension of the matrix.
-	var kas []locks.KeepAlive
-	for _, k := range kaNames {
-		ka, err := locks.ParseKeepAlive(k)
-		if err != nil {
-			return harness.SuiteSpec{}, badInput(fmt.Errorf("--keepalive: %w", err))
-		}
-		kas = append(kas, ka)
 	}
 	if o.reps < 1 {
 		return harness.SuiteSpec{}, badInputf("--reps %d: must be ≥1", o.reps)
