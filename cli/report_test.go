@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
+	"github.com/lockbench/lockbench/scenarios"
 )
 
 // sampleRun copies report/testdata/run-violation (8 clients, a fault, a
@@ -295,4 +296,61 @@ func TestReportSuiteFolder(t *testing.T) {
 	if _, err := os.Stat(other); err != nil {
 		t.Error(err)
 	}
+}
+
+// TestReportSuiteAnyReasons: a cell whose scenario does not judge a check
+// that failed says why, in the text table and on the HTML page alike
+// ("exclusion: any — The holder believes…"), the reason taken from the
+// built-in scenario whose expectations the run recorded.
+func TestReportSuiteAnyReasons(t *testing.T) {
+	dir := sampleSuite(t, "pass")
+	sc, err := scenarios.Lookup("late-unlock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "20260101T000000.000Z-l-fixture-s1")
+	var cfg map[string]any
+	b, _ := os.ReadFile(filepath.Join(run, rundir.ConfigFile))
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["scenario"] = map[string]any{"name": "late-unlock", "clients": 8, "expect": sc.Expect}
+	if err := rundir.WriteJSON(filepath.Join(run, rundir.ConfigFile), cfg); err != nil {
+		t.Fatal(err)
+	}
+	var suite map[string]any
+	b, _ = os.ReadFile(filepath.Join(dir, rundir.SuiteFile))
+	if err := json.Unmarshal(b, &suite); err != nil {
+		t.Fatal(err)
+	}
+	suite["cells"] = suite["cells"].([]any)[:1]
+	suite["cells"].([]any)[0].(map[string]any)["scenario"] = "late-unlock"
+	suite["expected"] = map[string]any{"queue/late-unlock": suiteExpectations(sc)}
+	if err := rundir.WriteJSON(filepath.Join(dir, rundir.SuiteFile), suite); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, "report", dir)
+	if code == ExitUsage || code == ExitHarness {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	why := "exclusion: any in queue × late-unlock: The holder believes it holds until its client notices the lease is gone"
+	if !strings.Contains(stdout, "exclusion: any") || !strings.Contains(stdout, why) {
+		t.Errorf("the table does not say why exclusion is any:\n%s", stdout)
+	}
+	page, _ := os.ReadFile(filepath.Join(dir, rundir.HTMLFile))
+	if !strings.Contains(string(page), "exclusion: any — The holder believes it holds until its client notices the lease is gone") {
+		t.Errorf("report.html does not say why exclusion is any")
+	}
+}
+
+// suiteExpectations is what a suite records for queue in sc: the checks
+// it judges (not the "any" ones).
+func suiteExpectations(sc scenarios.Scenario) map[string]string {
+	out := map[string]string{}
+	for k, v := range sc.Expect.For("queue", "auto") {
+		if v != "any" {
+			out[k] = string(v)
+		}
+	}
+	return out
 }

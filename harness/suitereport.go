@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
@@ -51,7 +52,7 @@ func RecheckSuite(dir string) (*RecheckedSuite, error) {
 		if err != nil {
 			r.Notes = append(r.Notes, fmt.Sprintf("%s: run folder not re-checked (%v): its recorded verdicts are shown", saved.RunID, err))
 		} else {
-			sum, sc = rf.Summary, rf.Scenario
+			sum, sc = rf.Summary, withReasons(rf.Scenario)
 			sum.SuiteFloor = saved.SuiteFloor
 			if sum.Verdict != saved.Verdict {
 				r.Notes = append(r.Notes, fmt.Sprintf("%s: verdict was %s when recorded, %s with today's checker", saved.RunID, saved.Verdict, sum.Verdict))
@@ -71,6 +72,17 @@ func RecheckSuite(dir string) (*RecheckedSuite, error) {
 		r.Cells = append(r.Cells, cell)
 	}
 	return r, nil
+}
+
+// withReasons is sc, or the built-in scenario of its name when that has
+// the same expectations: config.json records a scenario's expectations
+// but not the comments that say why a check is "any" (they are YAML
+// comments), which the built-in one carries.
+func withReasons(sc scenarios.Scenario) scenarios.Scenario {
+	if b, err := scenarios.Lookup(sc.Name); err == nil && reflect.DeepEqual(b.Expect, sc.Expect) {
+		return b
+	}
+	return sc
 }
 
 // recheckCell re-checks the run folder of a suite's cell, dir/runID: a
