@@ -13,6 +13,7 @@ import (
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/scenarios"
 )
 
@@ -41,7 +42,7 @@ type benchOptions struct {
 	clients, locks string
 	spec           harness.BenchSpec // durations, target, seed: filled by the flags
 	out, benchOut  string
-	quiet          bool
+	output         outputFlags
 	cpuProfile     string
 	cluster        clusterFlags
 	client         clientFlags
@@ -89,7 +90,7 @@ func (o *benchOptions) register(fs *flagSet) {
 	fs.Int64Var(&s.Seed, "seed", 1, "seed of every cell")
 	fs.StringVar(&o.out, "out", "", "the bench folder (default "+filepath.Join(harness.DefaultOut, "bench-<timestamp>")+")")
 	fs.StringVar(&o.benchOut, "bench-out", "", "also write Go benchmark-format lines to this file (- for stdout), for benchstat")
-	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
+	o.output.register(fs, "bench.json (the bench folder's path goes to stderr)", true)
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole benchmark (clients and etcd members) to this file")
 	o.client.register(fs, false, true)
 	o.cluster.register(fs)
@@ -138,6 +139,9 @@ func (o *benchOptions) check() error {
 	if err := checkBenchOut(o.benchOut); err != nil {
 		return err
 	}
+	if err := o.output.checkStdout(map[string]string{"bench-out": o.benchOut}); err != nil {
+		return err
+	}
 	if o.cpuProfile != "" {
 		return checkFile("cpuprofile", o.cpuProfile)
 	}
@@ -147,7 +151,8 @@ func (o *benchOptions) check() error {
 // runBench runs the checked benchmark and prints its table.
 func runBench(ctx context.Context, e *env, o *benchOptions) error {
 	spec := o.spec
-	spec.Notice = noticeTo(e.stderr)
+	info := o.output.info(e)
+	spec.Notice = noticeTo(info)
 	e.raiseFDLimit(o.cluster.verbose)
 	var err error
 	if spec.Cluster, err = o.cluster.withData(e, spec.Cluster); err != nil {
@@ -164,14 +169,14 @@ func runBench(ctx context.Context, e *env, o *benchOptions) error {
 	if spec.Cluster.UnsafeNoFsync {
 		fsync = "fsync OFF"
 	}
-	fmt.Fprintf(e.stderr, "lockbench: bench %s × clients %s, %s per cell, hold %s, %d-member etcd, %s\n",
+	fmt.Fprintf(info, "lockbench: bench %s × clients %s, %s per cell, hold %s, %d-member etcd, %s\n",
 		strings.Join(spec.Locks, ","), joinInts(spec.Clients), spec.Duration, spec.Hold, spec.Cluster.Members, fsync)
-	progress := report.NewProgress(e.stderr, report.IsTerminal(os.Stderr) && e.stderr == io.Writer(os.Stderr), o.quiet)
+	progress := report.NewProgress(e.stderr, report.IsTerminal(os.Stderr) && e.stderr == io.Writer(os.Stderr), o.output.quiet)
 	spec.Progress = progress.Update
 	b, err := harness.RunBench(ctx, spec)
 	progress.Done()
 	if b != nil {
-		if perr := printBench(e, b, spec.Dir, o.benchOut); perr != nil && err == nil {
+		if perr := printBench(e, b, spec.Dir, o.benchOut, o.output.json); perr != nil && err == nil {
 			err = perr
 		}
 	}
@@ -203,14 +208,21 @@ func startProfile(path string) (stop func(), err error) {
 
 // printBench prints the benchmark's table and folder, and writes
 // --bench-out.
-func printBench(e *env, b *report.Bench, dir, benchOut string) error {
-	err := report.BenchTable(e.stdout, b)
+func printBench(e *env, b *report.Bench, dir, benchOut string, asJSON bool) error {
+	folderTo := e.stdout
+	var err error
+	if asJSON {
+		// --json: bench.json on stdout, as the folder holds it.
+		err, folderTo = printFile(e, filepath.Join(dir, rundir.BenchFile)), e.stderr
+	} else {
+		err = report.BenchTable(e.stdout, b)
+	}
 	if benchOut != "" {
 		lerr := writeOutput(e, "bench-out", benchOut, func(w io.Writer) error { return report.WriteBenchResultLines(w, b) })
 		if lerr != nil && err == nil {
 			err = lerr
 		}
 	}
-	fmt.Fprintf(e.stdout, "bench folder: %s (%s)\n", dir, time.Duration(b.ElapsedS*float64(time.Second)).Round(time.Second))
+	fmt.Fprintf(folderTo, "bench folder: %s (%s)\n", dir, time.Duration(b.ElapsedS*float64(time.Second)).Round(time.Second))
 	return err
 }

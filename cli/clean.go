@@ -20,6 +20,7 @@ const cleanSynopsis = "clean --endpoints URLS [--prefix /lockbench/] [--yes] [fl
 type cleanOptions struct {
 	ext      extFlags // --endpoints, --prefix and the access flags
 	yes      bool
+	output   outputFlags
 	set      map[string]bool
 	external *harness.External // built by check
 }
@@ -33,6 +34,7 @@ func cleanCommand(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&o.ext.prefix, "prefix", harness.DefaultCleanPrefix, "key prefix to list or delete; must start with / and not be /")
 	o.ext.registerAccess(fs)
 	fs.BoolVar(&o.yes, "yes", false, "delete the keys (default: only list them)")
+	o.output.register(fs, "what it found and did ({prefix, count, keys, deleted, leases, revoked, expired, kept})", true)
 	if err := fs.parseFlagsOnly(args); err != nil {
 		return err
 	}
@@ -71,25 +73,33 @@ func runClean(ctx context.Context, e *env, o *cleanOptions) error {
 	if res == nil {
 		return harnessErr(ctx, err, nil)
 	}
-	for _, k := range res.Keys {
-		fmt.Fprintln(e.stdout, k)
+	if o.output.json {
+		if jerr := writeJSON(e.stdout, res); jerr != nil && err == nil {
+			err = jerr
+		}
+	} else {
+		for _, k := range res.Keys {
+			fmt.Fprintln(e.stdout, k)
+		}
+		if more := res.Count - int64(len(res.Keys)); more > 0 {
+			fmt.Fprintf(e.stdout, "… and %d more\n", more)
+		}
 	}
-	if more := res.Count - int64(len(res.Keys)); more > 0 {
-		fmt.Fprintf(e.stdout, "… and %d more\n", more)
-	}
+	info := o.output.info(e)
 	switch {
 	case err != nil:
 		return harnessErr(ctx, err, nil)
 	case res.Count == 0:
-		fmt.Fprintf(e.stderr, "lockbench clean: no keys under %s\n", res.Prefix)
+		fmt.Fprintf(info, "lockbench clean: no keys under %s\n", res.Prefix)
 	case o.yes:
-		fmt.Fprintf(e.stderr, "lockbench clean: deleted %d keys under %s%s\n", res.Deleted, res.Prefix, leasesDone(res))
+		fmt.Fprintf(info, "lockbench clean: deleted %d keys under %s%s\n", res.Deleted, res.Prefix, leasesDone(res))
 		if len(res.Kept) > 0 {
+			// Not informational: something is left behind.
 			fmt.Fprintf(e.stderr, "lockbench clean: %d leases remain (%s): still attached to keys outside %s, or this user may not revoke them; they expire with their TTL\n",
 				len(res.Kept), strings.Join(res.Kept, ", "), res.Prefix)
 		}
 	default:
-		fmt.Fprintf(e.stderr, "lockbench clean: %d keys under %s; run again with --yes to delete them and revoke their leases\n", res.Count, res.Prefix)
+		fmt.Fprintf(info, "lockbench clean: %d keys under %s; run again with --yes to delete them and revoke their leases\n", res.Count, res.Prefix)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 
 	"github.com/lockbench/lockbench/harness"
@@ -19,6 +20,7 @@ type reportOptions struct {
 	htmlOut      string
 	noHTML       bool
 	writeSummary bool
+	output       outputFlags
 }
 
 // reportCommand is `lockbench report RUN_DIR`: it re-checks a saved
@@ -35,6 +37,7 @@ func reportCommand(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&o.htmlOut, "html", "", "write the HTML report here instead of RUN_DIR/"+rundir.HTMLFile+" (or SUITE_DIR/"+rundir.HTMLFile+")")
 	fs.BoolVar(&o.noHTML, "no-html", false, "print the tables only; write no HTML")
 	fs.BoolVar(&o.writeSummary, "write-summary", false, "also rewrite RUN_DIR/"+rundir.SummaryFile+" with the new figures (run folders only)")
+	o.output.register(fs, "the re-checked summary.json (a suite folder: its suite.json; a bench folder: bench.json)", true)
 	pos, err := fs.parseInterspersed(args)
 	if err != nil {
 		return err
@@ -62,7 +65,7 @@ func reportCommand(ctx context.Context, e *env, args []string) error {
 		if o.htmlOut != "" || o.writeSummary {
 			return badInputf("%s is a bench folder: --html and --write-summary apply to run and suite folders", o.dir)
 		}
-		return reportBench(ctx, e, o.dir)
+		return reportBench(ctx, e, o.dir, o.output.json)
 	case harness.IsSuite(o.dir):
 		if o.writeSummary {
 			return badInputf("%s is a suite folder: --write-summary applies to a run folder (give one of its cells' folders)", o.dir)
@@ -82,20 +85,25 @@ func reportSuite(_ context.Context, e *env, o reportOptions) error {
 		return badInput(err)
 	}
 	for _, n := range rs.Notes {
-		fmt.Fprintf(e.stderr, "lockbench report: %s\n", n)
+		fmt.Fprintf(o.output.info(e), "lockbench report: %s\n", n)
 	}
-	if len(rs.Cells) > 0 {
+	switch {
+	case o.output.json:
+		if err := writeJSON(e.stdout, rs.Suite()); err != nil {
+			return err
+		}
+	case len(rs.Cells) > 0:
 		if err := report.SuiteTable(e.stdout, rs.Cells); err != nil {
 			return fmt.Errorf("print the suite's table: %w", err)
 		}
 	}
-	fmt.Fprintf(e.stdout, "suite folder: %s (%d cells, %d not as expected%s)\n", o.dir, len(rs.Cells), rs.Mismatches, saturatedCount(rs.Saturated))
+	fmt.Fprintf(o.resultTo(e), "suite folder: %s (%d cells, %d not as expected%s)\n", o.dir, len(rs.Cells), rs.Mismatches, saturatedCount(rs.Saturated))
 	if !o.noHTML {
 		path := cmp.Or(o.htmlOut, filepath.Join(o.dir, rundir.HTMLFile))
 		if err := rs.WriteHTML(path); err != nil {
 			return fmt.Errorf("write the HTML report: %w", err)
 		}
-		fmt.Fprintf(e.stdout, "report: %s\n", path)
+		fmt.Fprintf(o.resultTo(e), "report: %s\n", path)
 	}
 	return suiteOutcome(rs.Mismatches, rs.Saturated)
 }
@@ -108,16 +116,10 @@ func runReport(_ context.Context, e *env, o reportOptions) error {
 	}
 	sum := rf.Summary
 	if old := rf.Saved.Verdict; old != "" && old != sum.Verdict {
-		fmt.Fprintf(e.stderr, "lockbench report: verdict was %s when recorded, %s with today's checker\n", old, sum.Verdict)
+		fmt.Fprintf(o.output.info(e), "lockbench report: verdict was %s when recorded, %s with today's checker\n", old, sum.Verdict)
 	}
-	if err := report.RunTable(e.stdout, sum); err != nil {
-		return fmt.Errorf("print the run's table: %w", err)
-	}
-	if err := report.ChecksTable(e.stdout, sum); err != nil {
-		return fmt.Errorf("print the checks' table: %w", err)
-	}
-	for _, v := range firstN(sum.Violations, 5) {
-		fmt.Fprintf(e.stdout, "violation: %s\n", v.Message)
+	if err := printRunReport(e, sum, o.output.json); err != nil {
+		return err
 	}
 	if !o.noHTML {
 		path := o.htmlOut
@@ -127,7 +129,7 @@ func runReport(_ context.Context, e *env, o reportOptions) error {
 		if err := rf.WriteHTML(path); err != nil {
 			return fmt.Errorf("write the HTML report: %w", err)
 		}
-		fmt.Fprintf(e.stdout, "report: %s\n", path)
+		fmt.Fprintf(o.resultTo(e), "report: %s\n", path)
 	}
 	if o.writeSummary {
 		if err := rundir.WriteJSON(filepath.Join(o.dir, rundir.SummaryFile), sum); err != nil {
@@ -140,15 +142,47 @@ func runReport(_ context.Context, e *env, o reportOptions) error {
 	return verdictOutcome(sum.Verdict)
 }
 
+// printRunReport prints a re-checked run: its tables and first
+// violations, or with asJSON its summary.
+func printRunReport(e *env, sum report.Summary, asJSON bool) error {
+	if asJSON {
+		return writeJSON(e.stdout, sum)
+	}
+	if err := report.RunTable(e.stdout, sum); err != nil {
+		return fmt.Errorf("print the run's table: %w", err)
+	}
+	if err := report.ChecksTable(e.stdout, sum); err != nil {
+		return fmt.Errorf("print the checks' table: %w", err)
+	}
+	for _, v := range firstN(sum.Violations, 5) {
+		fmt.Fprintf(e.stdout, "violation: %s\n", v.Message)
+	}
+	return nil
+}
+
+// resultTo is where report's lines about what it wrote go: stdout beside
+// the tables, stderr beside --json.
+func (o reportOptions) resultTo(e *env) io.Writer {
+	if o.output.json {
+		return e.stderr
+	}
+	return e.stdout
+}
+
 // reportBench prints a saved benchmark's table from its bench.json; the
 // outcome says whether a cell found a violation, as the benchmark's did.
-func reportBench(_ context.Context, e *env, dir string) error {
+func reportBench(_ context.Context, e *env, dir string, asJSON bool) error {
 	b, err := report.LoadBench(dir)
 	if err != nil {
 		return badInput(err)
 	}
-	if err := report.BenchTable(e.stdout, b); err != nil {
-		return fmt.Errorf("print the bench table: %w", err)
+	if asJSON {
+		err = printFile(e, filepath.Join(dir, rundir.BenchFile))
+	} else {
+		err = report.BenchTable(e.stdout, b)
+	}
+	if err != nil {
+		return fmt.Errorf("print the bench: %w", err)
 	}
 	if b.HasViolations() {
 		return errViolation

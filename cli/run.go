@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/scenarios"
 	"github.com/lockbench/lockbench/verdict"
 )
@@ -28,6 +30,7 @@ type runOptions struct {
 	spec           harness.RunSpec // built by check
 	external       *harness.External
 	inject         injectDelayFlag
+	output         outputFlags
 }
 
 // runCommand is `lockbench run`: one strategy × one scenario.
@@ -46,6 +49,7 @@ func runCommand(ctx context.Context, e *env, args []string) error {
 	o.client.register(fs, true, true)
 	o.cluster.register(fs)
 	o.ext.register(fs)
+	o.output.register(fs, "the run's summary.json (the run folder's path goes to stderr)", true)
 	if err := fs.parseFlagsOnly(args); err != nil {
 		return err
 	}
@@ -100,6 +104,9 @@ func (o *runOptions) check() error {
 		if err := ext.Validate(); err != nil {
 			return badInput(err)
 		}
+	}
+	if err := o.output.checkStdout(map[string]string{"bench-out": o.benchOut}); err != nil {
+		return err
 	}
 	return checkOutputs(o.out, o.benchOut)
 }
@@ -158,7 +165,8 @@ func (o *runOptions) scenarioSpec() (scenarios.Scenario, error) {
 // outcome.
 func runRun(ctx context.Context, e *env, o *runOptions) error {
 	spec, sc := o.spec, o.spec.Scenario
-	spec.Notice = noticeTo(e.stderr)
+	info := o.output.info(e)
+	spec.Notice = noticeTo(info)
 	e.raiseFDLimit(o.cluster.verbose)
 	var res *harness.Result
 	var err error
@@ -166,24 +174,28 @@ func runRun(ctx context.Context, e *env, o *runOptions) error {
 		if err := probeEtcd(ctx, o.external); err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stderr, "lockbench: %s × %s, %d clients, %s, seed %d, %s\n",
+		fmt.Fprintf(info, "lockbench: %s × %s, %d clients, %s, seed %d, %s\n",
 			spec.Lock, sc.Name, sc.Clients, sc.Duration, spec.Seed, o.ext.describe(o.external))
 		res, err = harness.RunExternal(ctx, *o.external, spec)
 	} else {
 		if spec.Cluster, err = o.cluster.withData(e, spec.Cluster); err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stderr, "lockbench: %s × %s, %d clients, %s, seed %d, %d-member etcd\n",
+		fmt.Fprintf(info, "lockbench: %s × %s, %d clients, %s, seed %d, %d-member etcd\n",
 			spec.Lock, sc.Name, sc.Clients, sc.Duration, spec.Seed, spec.Cluster.Members)
 		spec.Started = func(endpoints []string) {
-			fmt.Fprintf(e.stderr, "lockbench: etcd up at %s; running\n", strings.Join(endpoints, ","))
+			fmt.Fprintf(info, "lockbench: etcd up at %s; running\n", strings.Join(endpoints, ","))
 		}
 		res, err = harness.Run(ctx, spec)
 	}
 	if res == nil {
 		return harnessErr(ctx, err, runFlags)
 	}
-	if perr := printRun(e, res, sc.Duration, o.benchOut); perr != nil && err == nil {
+	show := printRun
+	if o.output.json {
+		show = printRunJSON
+	}
+	if perr := show(e, res, sc.Duration, o.benchOut); perr != nil && err == nil {
 		err = perr
 	}
 	return runOutcome(res.Summary, err)
@@ -234,6 +246,22 @@ func printRun(e *env, res *harness.Result, planned scenarios.Duration, benchOut 
 		}
 	}
 	fmt.Fprintf(e.stdout, "run folder: %s\n", res.Dir)
+	if benchOut != "" {
+		return writeBenchFile(e, benchOut, []report.Summary{res.Summary})
+	}
+	return nil
+}
+
+// printRunJSON is printRun for --json: the run's summary.json on stdout,
+// its folder (and saturation) on stderr, --bench-out to its file.
+func printRunJSON(e *env, res *harness.Result, _ scenarios.Duration, benchOut string) error {
+	if err := printFile(e, filepath.Join(res.Dir, rundir.SummaryFile)); err != nil {
+		return err
+	}
+	if res.Summary.Saturated() {
+		fmt.Fprintf(e.stderr, "harness saturated: %s\n", res.Summary.Saturation.Reason)
+	}
+	fmt.Fprintf(e.stderr, "run folder: %s\n", res.Dir)
 	if benchOut != "" {
 		return writeBenchFile(e, benchOut, []report.Summary{res.Summary})
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/scenarios"
 )
 
@@ -24,7 +25,7 @@ type suiteOptions struct {
 	out, benchOut    string
 	junit            string
 	quick            time.Duration
-	quiet            bool
+	output           outputFlags
 	// leftOut are the default scenarios an external cluster cannot run.
 	leftOut []string
 	cluster clusterFlags
@@ -48,7 +49,7 @@ func suiteCommand(ctx context.Context, e *env, args []string) error {
 	fs.Int64Var(&o.firstSeed, "first-seed", 1, "the first of the --seeds seeds (e.g. --seeds 10 --first-seed 11: seeds 11..20)")
 	fs.StringVar(&o.out, "out", harness.DefaultOut, "parent folder of the suite folder")
 	fs.DurationVar(&o.quick, "quick-duration", harness.DefaultQuickDuration, "cap on the duration of scenarios without fault steps (0: no cap)")
-	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
+	o.output.register(fs, "suite.json (the suite folder's path goes to stderr)", true)
 	fs.StringVar(&o.benchOut, "bench-out", "", "also write every cell's figures as Go benchmark lines to this file (- for stdout), for benchstat")
 	fs.StringVar(&o.junit, "junit", "", "also write the suite as JUnit XML to this file, - for stdout (a testcase per run, lock/scenario/seed and its other dimensions; a failure per run not as expected, skipped when interrupted or not run)")
 	o.client.register(fs, true, false)
@@ -164,6 +165,9 @@ func (o *suiteOptions) spec(ctx context.Context) (harness.SuiteSpec, error) {
 	if err := checkOutputs(o.out, o.benchOut); err != nil {
 		return spec, err
 	}
+	if err := o.output.checkStdout(map[string]string{"bench-out": o.benchOut, "junit": o.junit}); err != nil {
+		return spec, err
+	}
 	if o.junit != "" && o.junit != "-" {
 		return spec, checkFile("junit", o.junit)
 	}
@@ -179,12 +183,12 @@ func runSuite(ctx context.Context, e *env, o *suiteOptions, spec harness.SuiteSp
 			return err
 		}
 		if len(o.leftOut) > 0 {
-			fmt.Fprintf(e.stderr, "lockbench: on an external cluster, left out the scenarios with member faults: %s\n", strings.Join(o.leftOut, ", "))
+			fmt.Fprintf(o.output.info(e), "lockbench: on an external cluster, left out the scenarios with member faults: %s\n", strings.Join(o.leftOut, ", "))
 		}
 	} else if spec.Cluster, err = o.cluster.withData(e, spec.Cluster); err != nil {
 		return err
 	}
-	progress := report.NewProgress(e.stderr, report.IsTerminal(os.Stderr) && e.stderr == io.Writer(os.Stderr), o.quiet)
+	progress := report.NewProgress(e.stderr, report.IsTerminal(os.Stderr) && e.stderr == io.Writer(os.Stderr), o.output.quiet)
 	start := time.Now()
 	spec.Progress = func(done, total int, cell string) {
 		progress.Update(fmt.Sprintf("cell %d/%d %s — %s elapsed", done+1, total, cell, time.Since(start).Round(time.Second)))
@@ -192,7 +196,7 @@ func runSuite(ctx context.Context, e *env, o *suiteOptions, spec harness.SuiteSp
 	res, err := harness.Suite(ctx, spec)
 	progress.Done()
 	if res != nil {
-		if perr := printSuite(e, res, time.Since(start), o.benchOut, err == nil); perr != nil && err == nil {
+		if perr := printSuite(e, res, time.Since(start), o.benchOut, err == nil, o.output.json); perr != nil && err == nil {
 			err = perr
 		}
 		if jerr := writeJUnitFile(e, o.junit, res); jerr != nil && err == nil {
@@ -235,14 +239,24 @@ func saturatedCount(n int) string {
 
 // printSuite prints the suite's table, folder and notes, and writes
 // --bench-out when the suite finished.
-func printSuite(e *env, res *harness.SuiteResult, took time.Duration, benchOut string, finished bool) error {
-	if len(res.Cells) > 0 {
+func printSuite(e *env, res *harness.SuiteResult, took time.Duration, benchOut string, finished, asJSON bool) error {
+	folderTo := e.stdout
+	switch {
+	case asJSON && res.Written:
+		// --json: suite.json on stdout, as the folder holds it.
+		if err := printFile(e, filepath.Join(res.Dir, rundir.SuiteFile)); err != nil {
+			return err
+		}
+		folderTo = e.stderr
+	case asJSON:
+		folderTo = e.stderr
+	case len(res.Cells) > 0:
 		if err := report.SuiteTable(e.stdout, res.Cells); err != nil {
 			return fmt.Errorf("print the suite's table: %w", err)
 		}
 	}
 	if len(res.Cells) > 0 || res.Written {
-		fmt.Fprintf(e.stdout, "suite folder: %s (%d cells, %d not as expected%s, %s%s)\n", res.Dir, len(res.Cells), res.Mismatches, saturatedCount(res.Saturated), took.Round(time.Second), stoppedEarly(res))
+		fmt.Fprintf(folderTo, "suite folder: %s (%d cells, %d not as expected%s, %s%s)\n", res.Dir, len(res.Cells), res.Mismatches, saturatedCount(res.Saturated), took.Round(time.Second), stoppedEarly(res))
 	}
 	for _, n := range res.Notes {
 		fmt.Fprintf(e.stderr, "lockbench: %s\n", n)

@@ -21,19 +21,21 @@ const cleanListMax = 1000
 // CleanResult is what Clean found under the prefix and, unless it was a
 // dry run, deleted.
 type CleanResult struct {
-	Prefix string
+	Prefix string `json:"prefix"`
 	// Count is the number of keys found; Keys the first of them (at most
 	// 1,000), in key order.
-	Count int64
-	Keys  []string
+	Count int64    `json:"count"`
+	Keys  []string `json:"keys"`
 	// Deleted is the number of keys deleted (0 on a dry run).
-	Deleted int64
+	Deleted int64 `json:"deleted"`
 	// Leases is the number of distinct leases the deleted keys were
 	// attached to; Revoked of them were revoked, Expired had already
 	// expired, and Kept (their IDs, hex) were left because a key outside
 	// the prefix still uses them, or the user may not revoke them.
-	Leases, Revoked, Expired int
-	Kept                     []string
+	Leases  int      `json:"leases"`
+	Revoked int      `json:"revoked"`
+	Expired int      `json:"expired"`
+	Kept    []string `json:"kept,omitempty"`
 }
 
 // Clean lists the keys under prefix on an external cluster and, when
@@ -84,7 +86,7 @@ func Clean(ctx context.Context, ext External, prefix string, delete bool) (*Clea
 	if err != nil {
 		return nil, fail("list", err)
 	}
-	res := &CleanResult{Prefix: prefix, Count: resp.Count}
+	res := &CleanResult{Prefix: prefix, Count: resp.Count, Keys: []string{}}
 	for _, kv := range resp.Kvs {
 		res.Keys = append(res.Keys, string(kv.Key))
 	}

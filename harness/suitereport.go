@@ -94,6 +94,17 @@ func recheckCell(dir, runID string) (*Rechecked, error) {
 	return Recheck(filepath.Join(dir, runID))
 }
 
+// Suite is the re-checked suite as a suite.json: the recorded header with
+// today's cells.
+func (r *RecheckedSuite) Suite() report.Suite {
+	s := r.Header
+	s.Cells = make([]report.Summary, len(r.Cells))
+	for i, c := range r.Cells {
+		s.Cells[i] = c.Summary
+	}
+	return s
+}
+
 // WriteHTML writes the suite's matrix page to path.
 func (r *RecheckedSuite) WriteHTML(path string) error {
 	return rundir.WriteFile(path, func(w io.Writer) error { return report.WriteSuiteHTML(w, r.Cells) })
