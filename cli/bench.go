@@ -88,7 +88,7 @@ func (o *benchOptions) register(fs *flagSet) {
 	fs.IntVar(&s.PairedRounds, "paired-rounds", harness.DefaultPairedRounds, "rounds of one ideal-handoff slice and one target-cell slice, alternating; the ideal targets are judged on their median (0: skip)")
 	fs.DurationVar(&s.PairedSlice, "paired-slice", harness.DefaultPairedSlice, "length of each paired slice")
 	fs.Int64Var(&s.Seed, "seed", 1, "seed of every cell")
-	fs.StringVar(&o.out, "out", "", "the bench folder (default "+filepath.Join(harness.DefaultOut, "bench-<timestamp>")+")")
+	fs.StringVar(&o.out, "out", "", "the bench folder itself, unlike run's and suite's --out (a parent folder): bench.json and a run folder per cell go straight into it (default "+filepath.Join(harness.DefaultOut, "bench-<timestamp>")+")")
 	fs.StringVar(&o.benchOut, "bench-out", "", "also write Go benchmark-format lines to this file (- for stdout), for benchstat")
 	o.output.register(fs, "bench.json (the bench folder's path goes to stderr)", true)
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole benchmark (clients and etcd members) to this file")

@@ -89,3 +89,18 @@ func TestRunJSON(t *testing.T) {
 		t.Errorf("stderr %q", stderr)
 	}
 }
+
+// TestOutMeaningIsSaid: --out is a parent folder for run and suite and the
+// folder itself for bench (kept so: scripts read OUT/bench.json), and each
+// command's --help says which, naming the other.
+func TestOutMeaningIsSaid(t *testing.T) {
+	for cmd, want := range map[string]string{
+		"run":   "parent folder: the run is written to OUT/<run-id>/ (as suite's --out; bench's --out is the bench folder itself)",
+		"suite": "parent folder: the suite is written to OUT/suite-<time>/ (as run's --out; bench's --out is the bench folder itself)",
+		"bench": "the bench folder itself, unlike run's and suite's --out (a parent folder)",
+	} {
+		if _, stdout, _ := runCLI(t, cmd, "--help"); !strings.Contains(stdout, want) {
+			t.Errorf("%s --help does not say %q", cmd, want)
+		}
+	}
+}

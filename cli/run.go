@@ -44,7 +44,7 @@ func runCommand(ctx context.Context, e *env, args []string) error {
 	fs.DurationVar(&o.duration, "duration", 0, "how long clients run, e.g. 10s (default: the scenario's)")
 	fs.DurationVar(&o.hold, "hold", 0, "how long a client holds the lock, e.g. 1ms (default: the scenario's)")
 	fs.Int64Var(&o.seed, "seed", 1, "seed for every random choice: same seed, same schedule")
-	fs.StringVar(&o.out, "out", harness.DefaultOut, "parent folder of run folders")
+	fs.StringVar(&o.out, "out", harness.DefaultOut, "parent folder: the run is written to OUT/<run-id>/ (as suite's --out; bench's --out is the bench folder itself)")
 	fs.StringVar(&o.benchOut, "bench-out", "", "also write the run's figures as Go benchmark lines to this file (- for stdout), for benchstat")
 	o.client.register(fs, true, true)
 	o.cluster.register(fs)

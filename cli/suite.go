@@ -47,7 +47,7 @@ func suiteCommand(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&o.scenarios, "scenarios", strings.Join(scenarios.Names(), ","), "comma-separated scenarios (built-in names or .yaml paths)")
 	fs.IntVar(&o.seeds, "seeds", 1, "run every cell with N seeds, from --first-seed on")
 	fs.Int64Var(&o.firstSeed, "first-seed", 1, "the first of the --seeds seeds (e.g. --seeds 10 --first-seed 11: seeds 11..20)")
-	fs.StringVar(&o.out, "out", harness.DefaultOut, "parent folder of the suite folder")
+	fs.StringVar(&o.out, "out", harness.DefaultOut, "parent folder: the suite is written to OUT/suite-<time>/ (as run's --out; bench's --out is the bench folder itself)")
 	fs.DurationVar(&o.quick, "quick-duration", harness.DefaultQuickDuration, "cap on the duration of scenarios without fault steps (0: no cap)")
 	o.output.register(fs, "suite.json (the suite folder's path goes to stderr)", true)
 	fs.StringVar(&o.benchOut, "bench-out", "", "also write every cell's figures as Go benchmark lines to this file (- for stdout), for benchstat")
