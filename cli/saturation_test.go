@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -76,5 +77,28 @@ func TestSaturatedHarness(t *testing.T) {
 		t.Errorf("passed on a saturated harness: exit %d, want %d\n%s", code, ExitPass, stderr.String())
 	case sum.Verdict != verdict.Pass && (code != ExitHarness || !strings.Contains(stderr.String(), "the harness was saturated")):
 		t.Errorf("verdict %s on a saturated harness: exit %d, want %d saying so\n%s", sum.Verdict, code, ExitHarness, stderr.String())
+	}
+}
+
+// TestReportKeepsSaturation: report RUN_DIR re-checks a run recorded on a
+// saturated harness with its saturation (it is not in the history): the
+// violation is the harness's outcome, exit 3, as the run's was.
+func TestReportKeepsSaturation(t *testing.T) {
+	dir := sampleRun(t)
+	var sum map[string]any
+	b, _ := os.ReadFile(filepath.Join(dir, rundir.SummaryFile))
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	sum["saturation"] = report.Saturation{IntervalMS: 10, Samples: 100, LagP99MS: 700, LagMaxMS: 900, LagThresholdMS: 100,
+		StallThresholdMS: 1000, Saturated: true, Reason: "the harness's scheduler probe ran ≥100ms late on 5.0% of its 100 wake-ups"}
+	if err := rundir.WriteJSON(filepath.Join(dir, rundir.SummaryFile), sum); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, "report", dir, "--no-html", "--json")
+	var got report.Summary
+	if code != ExitHarness || !strings.Contains(stderr, "the harness was saturated: the harness's scheduler probe ran ≥100ms late") ||
+		json.Unmarshal([]byte(stdout), &got) != nil || !got.Saturated() {
+		t.Errorf("exit %d, stderr %q, saturation %+v", code, stderr, got.Saturation)
 	}
 }
