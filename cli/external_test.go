@@ -8,9 +8,11 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -79,6 +81,7 @@ func TestExternalTLSCluster(t *testing.T) {
 		{"client faults through TLS proxies", extClientFaultsThroughTlsProxies},
 		{"clean", extClean},
 		{"suite", extSuite},
+		{"clean after SIGKILL", extCleanAfterKill},
 		{"auth", extAuth},
 		{"permissions", extPermissions},
 	} {
@@ -731,5 +734,66 @@ func extSuite(t *testing.T, f *extFixture) {
 		t.Errorf("%d acquisitions in 4 cells on the external cluster\n%s", acquired, stdout)
 	}
 	f.noneUnder(t, f.admin, "/lockbench/ci/")
+	f.unchanged(t, f.admin)
+}
+
+// extCleanAfterKill is TestExternalTLSCluster's subtest "clean after
+// SIGKILL": a real lockbench run on the external cluster, killed with
+// SIGKILL while its clients hold keys, leaves its keys and their leases;
+// clean --yes deletes the keys and revokes every one of those leases.
+func extCleanAfterKill(t *testing.T, f *extFixture) {
+	bin := buildLockbench(t)
+	prefix := "/lockbench/killed-by-test/"
+	ctx, cancel := context.WithTimeout(f.ctx, time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, append([]string{"run", "--lock", "queue", "--clients", "3", "--duration", "60s", "--hold", "50ms",
+		"--prefix", prefix, "--out", t.TempDir()}, f.tlsArgs...)...)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var leases map[int64]bool
+	for deadline := time.Now().Add(30 * time.Second); len(leases) < 2; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("the run never held leased keys:\n%s", stderr.String())
+		}
+		resp, err := f.admin.Get(ctx, prefix, clientv3.WithPrefix())
+		if err != nil {
+			t.Fatal(err)
+		}
+		leases = map[int64]bool{}
+		for _, kv := range resp.Kvs {
+			if kv.Lease != 0 {
+				leases[kv.Lease] = true
+			}
+		}
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	// What the killed run left, read after it died.
+	resp, err := f.admin.Get(ctx, prefix, clientv3.WithPrefix())
+	if err != nil || resp.Count == 0 {
+		t.Fatalf("the killed run left no keys (%v)", err)
+	}
+	left := map[int64]bool{}
+	for _, kv := range resp.Kvs {
+		if kv.Lease != 0 {
+			left[kv.Lease] = true
+		}
+	}
+	code, _, cerr := runCLI(t, append([]string{"clean", "--prefix", prefix, "--yes"}, f.tlsArgs...)...)
+	want := fmt.Sprintf("deleted %d keys under %s; revoked %d of their %d leases", resp.Count, prefix, len(left), len(left))
+	if code != ExitPass || !strings.Contains(cerr, want) {
+		t.Errorf("clean: exit %d, stderr %q; want %q", code, cerr, want)
+	}
+	for id := range left {
+		if ttl, err := f.admin.TimeToLive(ctx, clientv3.LeaseID(id)); err != nil || ttl.TTL != -1 {
+			t.Errorf("lease %x of the killed run: TTL %v, %v; want revoked", id, ttl, err)
+		}
+	}
+	f.noneUnder(t, f.admin, prefix)
 	f.unchanged(t, f.admin)
 }
