@@ -132,32 +132,8 @@ func (o *suiteOptions) spec(ctx context.Context) (harness.SuiteSpec, error) {
 		}
 		spec.EtcdBins, spec.Cluster.EtcdBin = bins, ""
 	}
-	given := map[string]string{} // scenario name → how it was given
-	for _, n := range scenNames {
-		sc, err := scenarios.Lookup(n)
-		if err != nil {
-			return spec, badInput(err)
-		}
-		// Two entries for one scenario (a name and a file of that name):
-		// its cells would run twice and its hash be one of the two.
-		if prev, dup := given[sc.Name]; dup {
-			return spec, badInputf("--scenarios: %q and %q are both scenario %q (want each scenario once)", prev, n, sc.Name)
-		}
-		given[sc.Name] = n
-		if ext != nil && sc.Needs().Members {
-			if o.set["scenarios"] {
-				return spec, badInputf("scenario %s injects member faults (crash, partition), which need the embedded cluster: leave it out with --endpoints; on an external cluster only client faults work", sc.Name)
-			}
-			o.leftOut = append(o.leftOut, sc.Name)
-			continue
-		}
-		if o.set["lease-ttl"] {
-			sc.LeaseTTL = scenarios.Duration(o.client.leaseTTL)
-		}
-		if err := sc.CheckMembers(cl.Members); err != nil {
-			return spec, badInput(err)
-		}
-		spec.Scenarios = append(spec.Scenarios, sc)
+	if spec.Scenarios, err = o.scenarioList(scenNames, ext != nil, cl.Members); err != nil {
+		return spec, err
 	}
 	if err := spec.Validate(); err != nil {
 		return spec, badInput(flagError(err, map[string]string{"Seeds": "seeds", "FirstSeed": "first-seed", "Reps": "reps", "InjectDelay": "inject-delay"}))
@@ -172,6 +148,41 @@ func (o *suiteOptions) spec(ctx context.Context) (harness.SuiteSpec, error) {
 		return spec, checkFile("junit", o.junit)
 	}
 	return spec, nil
+}
+
+// scenarioList looks up the --scenarios, each once, with --lease-ttl
+// applied; on an external cluster (external) a scenario with member faults
+// is refused when named, and left out of the default list (o.leftOut).
+func (o *suiteOptions) scenarioList(names []string, external bool, members int) ([]scenarios.Scenario, error) {
+	var out []scenarios.Scenario
+	given := map[string]string{} // scenario name → how it was given
+	for _, n := range names {
+		sc, err := scenarios.Lookup(n)
+		if err != nil {
+			return nil, badInput(err)
+		}
+		// Two entries for one scenario (a name and a file of that name):
+		// its cells would run twice and its hash be one of the two.
+		if prev, dup := given[sc.Name]; dup {
+			return nil, badInputf("--scenarios: %q and %q are both scenario %q (want each scenario once)", prev, n, sc.Name)
+		}
+		given[sc.Name] = n
+		if external && sc.Needs().Members {
+			if o.set["scenarios"] {
+				return nil, badInputf("scenario %s injects member faults (crash, partition), which need the embedded cluster: leave it out with --endpoints; on an external cluster only client faults work", sc.Name)
+			}
+			o.leftOut = append(o.leftOut, sc.Name)
+			continue
+		}
+		if o.set["lease-ttl"] {
+			sc.LeaseTTL = scenarios.Duration(o.client.leaseTTL)
+		}
+		if err := sc.CheckMembers(members); err != nil {
+			return nil, badInput(err)
+		}
+		out = append(out, sc)
+	}
+	return out, nil
 }
 
 // runSuite runs the checked suite and prints its table.
