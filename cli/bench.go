@@ -13,6 +13,8 @@ import (
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/rundir"
+	"github.com/lockbench/lockbench/scenarios"
 )
 
 const benchSynopsis = "bench [--clients 2,8,64] [--locks a,b] [--duration D] [flags]\n\n" +
@@ -40,7 +42,7 @@ type benchOptions struct {
 	clients, locks string
 	spec           harness.BenchSpec // durations, target, seed: filled by the flags
 	out, benchOut  string
-	quiet          bool
+	output         outputFlags
 	cpuProfile     string
 	cluster        clusterFlags
 	client         clientFlags
@@ -86,9 +88,9 @@ func (o *benchOptions) register(fs *flagSet) {
 	fs.IntVar(&s.PairedRounds, "paired-rounds", harness.DefaultPairedRounds, "rounds of one ideal-handoff slice and one target-cell slice, alternating; the ideal targets are judged on their median (0: skip)")
 	fs.DurationVar(&s.PairedSlice, "paired-slice", harness.DefaultPairedSlice, "length of each paired slice")
 	fs.Int64Var(&s.Seed, "seed", 1, "seed of every cell")
-	fs.StringVar(&o.out, "out", "", "the bench folder (default "+filepath.Join(harness.DefaultOut, "bench-<timestamp>")+")")
+	fs.StringVar(&o.out, "out", "", "the bench folder itself, unlike run's and suite's --out (a parent folder): bench.json and a run folder per cell go straight into it (default "+filepath.Join(harness.DefaultOut, "bench-<timestamp>")+")")
 	fs.StringVar(&o.benchOut, "bench-out", "", "also write Go benchmark-format lines to this file (- for stdout), for benchstat")
-	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
+	o.output.register(fs, "bench.json (the bench folder's path goes to stderr)", true)
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole benchmark (clients and etcd members) to this file")
 	o.client.register(fs, false, true)
 	o.cluster.register(fs)
@@ -113,9 +115,17 @@ func (o *benchOptions) check() error {
 	if err != nil {
 		return err
 	}
+	kas, err := o.client.keepAlives(false)
+	if err != nil {
+		return err
+	}
+	// Bench cells run the contention scenario: no client faults.
+	if err := o.client.checkSharedConns(scenarios.Scenario{}); err != nil {
+		return err
+	}
 	s := &o.spec
 	s.Locks, s.Clients, s.Cluster, s.RPCTimeout = lockNames, clients, cl, rpcT
-	s.KeepAlive, s.SharedConns = locks.KeepAlive(o.client.keepalive), o.client.sharedConns
+	s.KeepAlive, s.SharedConns = kas[0], o.client.sharedConns
 	s.Dir = o.out
 	if s.Dir == "" {
 		s.Dir = harness.NewBenchDir(harness.DefaultOut)
@@ -129,6 +139,9 @@ func (o *benchOptions) check() error {
 	if err := checkBenchOut(o.benchOut); err != nil {
 		return err
 	}
+	if err := o.output.checkStdout(map[string]string{"bench-out": o.benchOut}); err != nil {
+		return err
+	}
 	if o.cpuProfile != "" {
 		return checkFile("cpuprofile", o.cpuProfile)
 	}
@@ -138,7 +151,8 @@ func (o *benchOptions) check() error {
 // runBench runs the checked benchmark and prints its table.
 func runBench(ctx context.Context, e *env, o *benchOptions) error {
 	spec := o.spec
-	spec.Notice = noticeTo(e.stderr)
+	info := o.output.info(e)
+	spec.Notice = noticeTo(info)
 	e.raiseFDLimit(o.cluster.verbose)
 	var err error
 	if spec.Cluster, err = o.cluster.withData(e, spec.Cluster); err != nil {
@@ -155,14 +169,14 @@ func runBench(ctx context.Context, e *env, o *benchOptions) error {
 	if spec.Cluster.UnsafeNoFsync {
 		fsync = "fsync OFF"
 	}
-	fmt.Fprintf(e.stderr, "lockbench: bench %s × clients %s, %s per cell, hold %s, %d-member etcd, %s\n",
+	fmt.Fprintf(info, "lockbench: bench %s × clients %s, %s per cell, hold %s, %d-member etcd, %s\n",
 		strings.Join(spec.Locks, ","), joinInts(spec.Clients), spec.Duration, spec.Hold, spec.Cluster.Members, fsync)
-	progress := report.NewProgress(e.stderr, report.IsTerminal(os.Stderr) && e.stderr == io.Writer(os.Stderr), o.quiet)
+	progress := report.NewProgress(e.stderr, report.IsTerminal(os.Stderr) && e.stderr == io.Writer(os.Stderr), o.output.quiet)
 	spec.Progress = progress.Update
 	b, err := harness.RunBench(ctx, spec)
 	progress.Done()
 	if b != nil {
-		if perr := printBench(e, b, spec.Dir, o.benchOut); perr != nil && err == nil {
+		if perr := printBench(e, b, spec.Dir, o.benchOut, o.output.json); perr != nil && err == nil {
 			err = perr
 		}
 	}
@@ -173,6 +187,8 @@ func runBench(ctx context.Context, e *env, o *benchOptions) error {
 		return err
 	case b.HasViolations():
 		return errViolation
+	case b.SaturatedFailures() > 0:
+		return saturated(fmt.Sprintf("%d cells found violations on a saturated harness (their notes say harness saturated)", b.SaturatedFailures()))
 	}
 	return nil
 }
@@ -192,14 +208,21 @@ func startProfile(path string) (stop func(), err error) {
 
 // printBench prints the benchmark's table and folder, and writes
 // --bench-out.
-func printBench(e *env, b *report.Bench, dir, benchOut string) error {
-	err := report.BenchTable(e.stdout, b)
+func printBench(e *env, b *report.Bench, dir, benchOut string, asJSON bool) error {
+	folderTo := e.stdout
+	var err error
+	if asJSON {
+		// --json: bench.json on stdout, as the folder holds it.
+		err, folderTo = printFile(e, filepath.Join(dir, rundir.BenchFile)), e.stderr
+	} else {
+		err = report.BenchTable(e.stdout, b)
+	}
 	if benchOut != "" {
 		lerr := writeOutput(e, "bench-out", benchOut, func(w io.Writer) error { return report.WriteBenchResultLines(w, b) })
 		if lerr != nil && err == nil {
 			err = lerr
 		}
 	}
-	fmt.Fprintf(e.stdout, "bench folder: %s (%s)\n", dir, time.Duration(b.ElapsedS*float64(time.Second)).Round(time.Second))
+	fmt.Fprintf(folderTo, "bench folder: %s (%s)\n", dir, time.Duration(b.ElapsedS*float64(time.Second)).Round(time.Second))
 	return err
 }

@@ -38,7 +38,7 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"--paired-slice", "-1s"}, []string{"--paired-slice -1s"}},
 		{[]string{"--target-lock", "nope"}, []string{"--target-lock", `unknown lock "nope"`}},
 		{[]string{"--target-clients", "0"}, []string{"--target-clients 0"}},
-		{[]string{"--keepalive", "sometimes"}, []string{`"sometimes"`}},
+		{[]string{"--keepalive", "sometimes"}, []string{`--keepalive sometimes`}},
 		{[]string{"--members", "0"}, []string{"--members 0"}},
 		{[]string{"extra"}, []string{`unexpected argument "extra"`}},
 	} {

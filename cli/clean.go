@@ -10,14 +10,17 @@ import (
 
 const cleanSynopsis = "clean --endpoints URLS [--prefix /lockbench/] [--yes] [flags]\n\n" +
 	"Lists the keys under --prefix on an external etcd cluster; with --yes deletes\n" +
-	"them. A run's keys live under /lockbench/<run-id>/ and go at its end; a killed\n" +
-	"run's lock keys and counter expire with their leases, but a run of an older\n" +
-	"lockbench left its counter without one."
+	"them and revokes the leases they were attached to (not a lease that a key\n" +
+	"outside --prefix still uses: it is named and left to expire). A run's keys\n" +
+	"live under /lockbench/<run-id>/ and go at its end; a killed run's lock keys\n" +
+	"and counter expire with their leases, but a run of an older lockbench left\n" +
+	"its counter without one."
 
 // cleanOptions are clean's flags.
 type cleanOptions struct {
 	ext      extFlags // --endpoints, --prefix and the access flags
 	yes      bool
+	output   outputFlags
 	set      map[string]bool
 	external *harness.External // built by check
 }
@@ -31,6 +34,7 @@ func cleanCommand(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&o.ext.prefix, "prefix", harness.DefaultCleanPrefix, "key prefix to list or delete; must start with / and not be /")
 	o.ext.registerAccess(fs)
 	fs.BoolVar(&o.yes, "yes", false, "delete the keys (default: only list them)")
+	o.output.register(fs, "what it found and did ({prefix, count, keys, deleted, leases, revoked, expired, kept})", true)
 	if err := fs.parseFlagsOnly(args); err != nil {
 		return err
 	}
@@ -69,21 +73,45 @@ func runClean(ctx context.Context, e *env, o *cleanOptions) error {
 	if res == nil {
 		return harnessErr(ctx, err, nil)
 	}
-	for _, k := range res.Keys {
-		fmt.Fprintln(e.stdout, k)
+	if o.output.json {
+		if jerr := writeJSON(e.stdout, res); jerr != nil && err == nil {
+			err = jerr
+		}
+	} else {
+		for _, k := range res.Keys {
+			fmt.Fprintln(e.stdout, k)
+		}
+		if more := res.Count - int64(len(res.Keys)); more > 0 {
+			fmt.Fprintf(e.stdout, "… and %d more\n", more)
+		}
 	}
-	if more := res.Count - int64(len(res.Keys)); more > 0 {
-		fmt.Fprintf(e.stdout, "… and %d more\n", more)
-	}
+	info := o.output.info(e)
 	switch {
 	case err != nil:
 		return harnessErr(ctx, err, nil)
 	case res.Count == 0:
-		fmt.Fprintf(e.stderr, "lockbench clean: no keys under %s\n", res.Prefix)
+		fmt.Fprintf(info, "lockbench clean: no keys under %s\n", res.Prefix)
 	case o.yes:
-		fmt.Fprintf(e.stderr, "lockbench clean: deleted %d keys under %s\n", res.Deleted, res.Prefix)
+		fmt.Fprintf(info, "lockbench clean: deleted %d keys under %s%s\n", res.Deleted, res.Prefix, leasesDone(res))
+		if len(res.Kept) > 0 {
+			// Not informational: something is left behind.
+			fmt.Fprintf(e.stderr, "lockbench clean: %d leases remain (%s): still attached to keys outside %s, or this user may not revoke them; they expire with their TTL\n",
+				len(res.Kept), strings.Join(res.Kept, ", "), res.Prefix)
+		}
 	default:
-		fmt.Fprintf(e.stderr, "lockbench clean: %d keys under %s; run again with --yes to delete them\n", res.Count, res.Prefix)
+		fmt.Fprintf(info, "lockbench clean: %d keys under %s; run again with --yes to delete them and revoke their leases\n", res.Count, res.Prefix)
 	}
 	return nil
+}
+
+// leasesDone is what a clean did with the deleted keys' leases.
+func leasesDone(res *harness.CleanResult) string {
+	if res.Leases == 0 {
+		return " (no leases attached)"
+	}
+	s := fmt.Sprintf("; revoked %d of their %d leases", res.Revoked, res.Leases)
+	if res.Expired > 0 {
+		s += fmt.Sprintf(" (%d had expired)", res.Expired)
+	}
+	return s
 }

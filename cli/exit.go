@@ -50,6 +50,16 @@ var (
 	errUsageShown = badInput(errors.New("no command given"))
 )
 
+// saturatedAdvice is what every saturated outcome tells the user to do.
+const saturatedAdvice = "not evidence about the lock: run fewer clients (or --shared-conns), or on a less loaded machine"
+
+// saturated is the outcome of work whose verdicts failed on a saturated
+// harness (report.Saturation): the harness could not do its job, exit 3,
+// and never a violation. what says which work, and why it was saturated.
+func saturated(what string) error {
+	return fmt.Errorf("the harness was saturated: %s; its verdicts are %s", what, saturatedAdvice)
+}
+
 // usageError marks an error of the user's input, not of the run.
 type usageError struct{ error }
 

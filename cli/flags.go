@@ -8,11 +8,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"time"
 
 	"github.com/lockbench/lockbench/cluster"
 	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/scenarios"
 )
 
 // flagSet is a command's flags: errors are returned, not printed with the
@@ -46,8 +48,17 @@ func (fs *flagSet) parse(args []string) error {
 		fs.printDefaults(fs.stdout)
 		return errHelpShown
 	}
-	return badInputf("%v (see lockbench %s --help)", err, fs.Name())
+	return badInputf("%s (see lockbench %s --help)", doubleDash(err.Error()), fs.Name())
 }
+
+// flagNameInError finds the flag's name in the flag package's errors,
+// which spell it -name ("flag provided but not defined: -x", "invalid
+// value ... for flag -x", "flag needs an argument: -x").
+var flagNameInError = regexp.MustCompile(`(defined: |for flag |for |argument: )-{1,2}([A-Za-z])`)
+
+// doubleDash spells the flag in a flag package error --name, as help, the
+// README and every other message do.
+func doubleDash(msg string) string { return flagNameInError.ReplaceAllString(msg, "${1}--${2}") }
 
 // printDefaults writes every flag with its usage and default, as
 // flag.PrintDefaults does (it alone knows each type's zero value), but
@@ -197,12 +208,50 @@ func (c *clientFlags) register(fs *flagSet, leaseTTL, sharedConns bool) {
 	}
 }
 
+// keepAlives checks --keepalive: one policy, or with list a
+// comma-separated list of them (suite: each a dimension). Every command
+// words a bad one the same way.
+func (c *clientFlags) keepAlives(list bool) ([]locks.KeepAlive, error) {
+	names, err := namesList("keepalive", c.keepalive)
+	if err != nil {
+		return nil, err
+	}
+	if len(names) > 1 && !list {
+		return nil, badInputf("--keepalive %s: one policy here (a list of policies is a dimension of suite only)", c.keepalive)
+	}
+	var kas []locks.KeepAlive
+	for _, n := range names {
+		ka, err := locks.ParseKeepAlive(n)
+		if err != nil {
+			valid := make([]string, len(locks.KeepAlives))
+			for i, k := range locks.KeepAlives {
+				valid[i] = string(k)
+			}
+			return nil, badInputf("--keepalive %s: valid policies are %s", n, strings.Join(valid, ", "))
+		}
+		kas = append(kas, ka)
+	}
+	return kas, nil
+}
+
+// checkSharedConns checks --shared-conns before the harness does, so that
+// every command names the flag the same way.
+func (c *clientFlags) checkSharedConns(sc scenarios.Scenario) error {
+	switch n := c.sharedConns; {
+	case n < 0:
+		return badInputf("--shared-conns %d: must be ≥0 (0: one connection per client)", n)
+	case n > 0 && sc.Needs().ClientProxy:
+		return badInputf("--shared-conns %d: scenario %s has client faults, which act on one client's own connection: run it without --shared-conns", n, sc.Name)
+	}
+	return nil
+}
+
 // rpcTimeoutSpec is the harness's RPCTimeout for --rpc-timeout (0: none,
 // which the harness spells -1).
 func (c *clientFlags) rpcTimeoutSpec() (time.Duration, error) {
 	switch d := c.rpcTimeout; {
 	case d < 0:
-		return 0, badInputf("--rpc-timeout %s: must be ≥ 0 (0: none)", d)
+		return 0, badInputf("--rpc-timeout %s: must be ≥0 (0: none)", d)
 	case d == 0:
 		return -1, nil
 	}

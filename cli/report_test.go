@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
+	"github.com/lockbench/lockbench/scenarios"
 )
 
 // sampleRun copies report/testdata/run-violation (8 clients, a fault, a
@@ -112,8 +113,8 @@ func TestReportCommandBadInput(t *testing.T) {
 		{"missing", []string{filepath.Join(notRun, "nope")}, "not a run folder: no such folder"},
 		{"a file", []string{filepath.Join(notRun, "notes.txt")}, "not a run folder: it is a file"},
 		{"broken history", []string{broken}, "history.jsonl: line 1"},
-		{"no folder", nil, "no run folder given"},
-		{"two folders", []string{notRun, notRun}, "takes one run folder"},
+		{"no folder", nil, "no folder given: lockbench report RUN_DIR|SUITE_DIR|BENCH_DIR"},
+		{"two folders", []string{notRun, notRun}, "takes one run, suite or bench folder"},
 		{"bad flag", []string{notRun, "--bogus"}, "bogus"},
 	}
 	for _, tc := range tests {
@@ -213,4 +214,143 @@ func TestReportRefusesBadHTML(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, rundir.HTMLFile)); !os.IsNotExist(err) {
 		t.Errorf("bad input wrote %s", rundir.HTMLFile)
 	}
+}
+
+// sampleSuite is a suite folder of two cells: the sample run's folder
+// (an exclusion violation) and a cell whose run folder is gone, with
+// suite.json expecting exclusion to be exclusion.
+func sampleSuite(t *testing.T, exclusion string) string {
+	t.Helper()
+	run := sampleRun(t)
+	var sum map[string]any
+	b, _ := os.ReadFile(filepath.Join(run, rundir.SummaryFile))
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "suite-x")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	runID := sum["run_id"].(string)
+	if err := os.Rename(run, filepath.Join(dir, runID)); err != nil {
+		t.Fatal(err)
+	}
+	gone := map[string]any{}
+	for k, v := range sum {
+		gone[k] = v
+	}
+	gone["run_id"], gone["lock"], gone["verdict"] = "20260101T000001.000Z-mutex-fixture-s1", "mutex", "pass"
+	gone["checks"] = map[string]any{"exclusion": map[string]any{"verdict": "pass"}}
+	suite := map[string]any{"schema_version": rundir.SchemaVersion, "cells": []any{sum, gone},
+		"expected": map[string]any{"queue/fixture": map[string]string{"exclusion": exclusion}, "mutex/fixture": map[string]string{"exclusion": "pass"}}}
+	if err := rundir.WriteJSON(filepath.Join(dir, rundir.SuiteFile), suite); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestReportSuiteFolder: `lockbench report SUITE_DIR` re-checks every cell
+// whose run folder is there, judges it against the suite's recorded
+// expectations, prints the suite table, writes the matrix page and exits
+// as the suite did: 1 when a cell is not as expected, 0 when every cell is.
+func TestReportSuiteFolder(t *testing.T) {
+	for _, tc := range []struct {
+		exclusion string
+		code      int
+		match     string
+	}{
+		{"pass", ExitViolation, "NO"},
+		{"fail", ExitPass, "yes"},
+	} {
+		t.Run("expects exclusion "+tc.exclusion, func(t *testing.T) {
+			dir := sampleSuite(t, tc.exclusion)
+			var stdout, stderr bytes.Buffer
+			code := Run([]string{"report", dir}, &stdout, &stderr)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d\n%s%s", code, tc.code, stdout.String(), stderr.String())
+			}
+			out := stdout.String()
+			for _, w := range []string{"queue", "mutex", "fixture", "fail: exclusion", "suite folder: " + dir + " (2 cells, " + map[bool]string{true: "1", false: "0"}[tc.code != 0] + " not as expected)",
+				"report: " + filepath.Join(dir, rundir.HTMLFile)} {
+				if !strings.Contains(out, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, out)
+				}
+			}
+			if !strings.Contains(stderr.String(), "20260101T000001.000Z-mutex-fixture-s1: run folder not re-checked") {
+				t.Errorf("no note of the missing run folder:\n%s", stderr.String())
+			}
+			page, err := os.ReadFile(filepath.Join(dir, rundir.HTMLFile))
+			if err != nil || !strings.Contains(string(page), "20260101T000000.000Z-l-fixture-s1") {
+				t.Errorf("report.html: %v, links the cell's run folder: %v", err, strings.Contains(string(page), "20260101T000000.000Z-l-fixture-s1"))
+			}
+		})
+	}
+	dir := sampleSuite(t, "pass")
+	if code, _, stderr := runCLI(t, "report", dir, "--write-summary"); code != ExitUsage || !strings.Contains(stderr, "is a suite folder: --write-summary applies to a run folder") {
+		t.Errorf("--write-summary on a suite: exit %d, %s", code, stderr)
+	}
+	other := filepath.Join(t.TempDir(), "matrix.html")
+	if code, _, _ := runCLI(t, "report", dir, "--html", other); code != ExitViolation {
+		t.Errorf("--html: exit %d", code)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestReportSuiteAnyReasons: a cell whose scenario does not judge a check
+// that failed says why, in the text table and on the HTML page alike
+// ("exclusion: any — The holder believes…"), the reason taken from the
+// built-in scenario whose expectations the run recorded.
+func TestReportSuiteAnyReasons(t *testing.T) {
+	dir := sampleSuite(t, "pass")
+	sc, err := scenarios.Lookup("late-unlock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "20260101T000000.000Z-l-fixture-s1")
+	var cfg map[string]any
+	b, _ := os.ReadFile(filepath.Join(run, rundir.ConfigFile))
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["scenario"] = map[string]any{"name": "late-unlock", "clients": 8, "expect": sc.Expect}
+	if err := rundir.WriteJSON(filepath.Join(run, rundir.ConfigFile), cfg); err != nil {
+		t.Fatal(err)
+	}
+	var suite map[string]any
+	b, _ = os.ReadFile(filepath.Join(dir, rundir.SuiteFile))
+	if err := json.Unmarshal(b, &suite); err != nil {
+		t.Fatal(err)
+	}
+	suite["cells"] = suite["cells"].([]any)[:1]
+	suite["cells"].([]any)[0].(map[string]any)["scenario"] = "late-unlock"
+	suite["expected"] = map[string]any{"queue/late-unlock": suiteExpectations(sc)}
+	if err := rundir.WriteJSON(filepath.Join(dir, rundir.SuiteFile), suite); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, "report", dir)
+	if code == ExitUsage || code == ExitHarness {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	why := "exclusion: any in queue × late-unlock: The holder believes it holds until its client notices the lease is gone"
+	if !strings.Contains(stdout, "exclusion: any") || !strings.Contains(stdout, why) {
+		t.Errorf("the table does not say why exclusion is any:\n%s", stdout)
+	}
+	page, _ := os.ReadFile(filepath.Join(dir, rundir.HTMLFile))
+	if !strings.Contains(string(page), "exclusion: any — The holder believes it holds until its client notices the lease is gone") {
+		t.Errorf("report.html does not say why exclusion is any")
+	}
+}
+
+// suiteExpectations is what a suite records for queue in sc: the checks
+// it judges (not the "any" ones).
+func suiteExpectations(sc scenarios.Scenario) map[string]string {
+	out := map[string]string{}
+	for k, v := range sc.Expect.For("queue", "auto") {
+		if v != "any" {
+			out[k] = string(v)
+		}
+	}
+	return out
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/scenarios"
 	"github.com/lockbench/lockbench/verdict"
 )
@@ -28,6 +30,7 @@ type runOptions struct {
 	spec           harness.RunSpec // built by check
 	external       *harness.External
 	inject         injectDelayFlag
+	output         outputFlags
 }
 
 // runCommand is `lockbench run`: one strategy × one scenario.
@@ -41,11 +44,12 @@ func runCommand(ctx context.Context, e *env, args []string) error {
 	fs.DurationVar(&o.duration, "duration", 0, "how long clients run, e.g. 10s (default: the scenario's)")
 	fs.DurationVar(&o.hold, "hold", 0, "how long a client holds the lock, e.g. 1ms (default: the scenario's)")
 	fs.Int64Var(&o.seed, "seed", 1, "seed for every random choice: same seed, same schedule")
-	fs.StringVar(&o.out, "out", harness.DefaultOut, "parent folder of run folders")
+	fs.StringVar(&o.out, "out", harness.DefaultOut, "parent folder: the run is written to OUT/<run-id>/ (as suite's --out; bench's --out is the bench folder itself)")
 	fs.StringVar(&o.benchOut, "bench-out", "", "also write the run's figures as Go benchmark lines to this file (- for stdout), for benchstat")
 	o.client.register(fs, true, true)
 	o.cluster.register(fs)
 	o.ext.register(fs)
+	o.output.register(fs, "the run's summary.json (the run folder's path goes to stderr)", true)
 	if err := fs.parseFlagsOnly(args); err != nil {
 		return err
 	}
@@ -72,12 +76,19 @@ func (o *runOptions) check() error {
 	if err != nil {
 		return err
 	}
+	kas, err := o.client.keepAlives(false)
+	if err != nil {
+		return err
+	}
+	if err := o.client.checkSharedConns(sc); err != nil {
+		return err
+	}
 	cl, err := o.cluster.options()
 	if err != nil {
 		return err
 	}
 	o.spec = harness.RunSpec{
-		Lock: o.lock, Scenario: sc, Seed: o.seed, KeepAlive: locks.KeepAlive(o.client.keepalive), RPCTimeout: rpcT,
+		Lock: o.lock, Scenario: sc, Seed: o.seed, KeepAlive: kas[0], RPCTimeout: rpcT,
 		SharedConns: o.client.sharedConns, Out: o.out, Cluster: cl,
 	}
 	if o.spec.InjectDelay, err = o.inject.only(o.lock); err != nil {
@@ -93,6 +104,9 @@ func (o *runOptions) check() error {
 		if err := ext.Validate(); err != nil {
 			return badInput(err)
 		}
+	}
+	if err := o.output.checkStdout(map[string]string{"bench-out": o.benchOut}); err != nil {
+		return err
 	}
 	return checkOutputs(o.out, o.benchOut)
 }
@@ -151,7 +165,8 @@ func (o *runOptions) scenarioSpec() (scenarios.Scenario, error) {
 // outcome.
 func runRun(ctx context.Context, e *env, o *runOptions) error {
 	spec, sc := o.spec, o.spec.Scenario
-	spec.Notice = noticeTo(e.stderr)
+	info := o.output.info(e)
+	spec.Notice = noticeTo(info)
 	e.raiseFDLimit(o.cluster.verbose)
 	var res *harness.Result
 	var err error
@@ -159,24 +174,28 @@ func runRun(ctx context.Context, e *env, o *runOptions) error {
 		if err := probeEtcd(ctx, o.external); err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stderr, "lockbench: %s × %s, %d clients, %s, seed %d, %s\n",
+		fmt.Fprintf(info, "lockbench: %s × %s, %d clients, %s, seed %d, %s\n",
 			spec.Lock, sc.Name, sc.Clients, sc.Duration, spec.Seed, o.ext.describe(o.external))
 		res, err = harness.RunExternal(ctx, *o.external, spec)
 	} else {
 		if spec.Cluster, err = o.cluster.withData(e, spec.Cluster); err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stderr, "lockbench: %s × %s, %d clients, %s, seed %d, %d-member etcd\n",
+		fmt.Fprintf(info, "lockbench: %s × %s, %d clients, %s, seed %d, %d-member etcd\n",
 			spec.Lock, sc.Name, sc.Clients, sc.Duration, spec.Seed, spec.Cluster.Members)
 		spec.Started = func(endpoints []string) {
-			fmt.Fprintf(e.stderr, "lockbench: etcd up at %s; running\n", strings.Join(endpoints, ","))
+			fmt.Fprintf(info, "lockbench: etcd up at %s; running\n", strings.Join(endpoints, ","))
 		}
 		res, err = harness.Run(ctx, spec)
 	}
 	if res == nil {
 		return harnessErr(ctx, err, runFlags)
 	}
-	if perr := printRun(e, res, sc.Duration, o.benchOut); perr != nil && err == nil {
+	show := printRun
+	if o.output.json {
+		show = printRunJSON
+	}
+	if perr := show(e, res, sc.Duration, o.benchOut); perr != nil && err == nil {
 		err = perr
 	}
 	return runOutcome(res.Summary, err)
@@ -204,8 +223,11 @@ func harnessErr(ctx context.Context, err error, flags map[string]string) error {
 // writes --bench-out.
 func printRun(e *env, res *harness.Result, planned scenarios.Duration, benchOut string) error {
 	shown := res.Summary
-	if shown.Interrupted {
+	switch {
+	case shown.Interrupted:
 		shown.Verdict = verdict.Verdict(string(shown.Verdict) + " (interrupted)")
+	case shown.Saturated() && shown.Verdict != verdict.Pass:
+		shown.Verdict = verdict.Verdict(string(shown.Verdict) + " (harness saturated)")
 	}
 	if err := report.RunTable(e.stdout, shown); err != nil {
 		return fmt.Errorf("print the run's table: %w", err)
@@ -217,7 +239,29 @@ func printRun(e *env, res *harness.Result, planned scenarios.Duration, benchOut 
 		fmt.Fprintf(e.stdout, "interrupted after %.1fs of %s: what ran is checked and written, marked interrupted\n",
 			res.Summary.DurationS, planned)
 	}
+	if shown.Saturated() {
+		fmt.Fprintf(e.stdout, "harness saturated: %s\n", res.Summary.Saturation.Reason)
+		if shown.Verdict == verdict.Pass {
+			fmt.Fprintln(e.stdout, "every check passed, but the figures include the harness's own queueing")
+		}
+	}
 	fmt.Fprintf(e.stdout, "run folder: %s\n", res.Dir)
+	if benchOut != "" {
+		return writeBenchFile(e, benchOut, []report.Summary{res.Summary})
+	}
+	return nil
+}
+
+// printRunJSON is printRun for --json: the run's summary.json on stdout,
+// its folder (and saturation) on stderr, --bench-out to its file.
+func printRunJSON(e *env, res *harness.Result, _ scenarios.Duration, benchOut string) error {
+	if err := printFile(e, filepath.Join(res.Dir, rundir.SummaryFile)); err != nil {
+		return err
+	}
+	if res.Summary.Saturated() {
+		fmt.Fprintf(e.stderr, "harness saturated: %s\n", res.Summary.Saturation.Reason)
+	}
+	fmt.Fprintf(e.stderr, "run folder: %s\n", res.Dir)
 	if benchOut != "" {
 		return writeBenchFile(e, benchOut, []report.Summary{res.Summary})
 	}
@@ -234,6 +278,8 @@ func runOutcome(sum report.Summary, err error) error {
 		return errInterrupted
 	case sum.Stopped != "":
 		return fmt.Errorf("run stopped early: %s", sum.Stopped)
+	case sum.Saturated() && sum.Verdict != verdict.Pass:
+		return saturated(fmt.Sprintf("%s; the run is written, verdict %s", sum.Saturation.Reason, sum.Verdict))
 	}
 	return verdictOutcome(sum.Verdict)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/scenarios"
 )
 
@@ -24,12 +25,15 @@ type suiteOptions struct {
 	out, benchOut    string
 	junit            string
 	quick            time.Duration
-	quiet            bool
-	cluster          clusterFlags
-	client           clientFlags
-	set              map[string]bool
-	reps             int
-	inject           injectDelayFlag
+	output           outputFlags
+	// leftOut are the default scenarios an external cluster cannot run.
+	leftOut []string
+	cluster clusterFlags
+	client  clientFlags
+	ext     extFlags
+	set     map[string]bool
+	reps    int
+	inject  injectDelayFlag
 }
 
 // suiteCommand is `lockbench suite`: the strategy × scenario × seed
@@ -43,14 +47,17 @@ func suiteCommand(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&o.scenarios, "scenarios", strings.Join(scenarios.Names(), ","), "comma-separated scenarios (built-in names or .yaml paths)")
 	fs.IntVar(&o.seeds, "seeds", 1, "run every cell with N seeds, from --first-seed on")
 	fs.Int64Var(&o.firstSeed, "first-seed", 1, "the first of the --seeds seeds (e.g. --seeds 10 --first-seed 11: seeds 11..20)")
-	fs.StringVar(&o.out, "out", harness.DefaultOut, "parent folder of the suite folder")
+	fs.StringVar(&o.out, "out", harness.DefaultOut, "parent folder: the suite is written to OUT/suite-<time>/ (as run's --out; bench's --out is the bench folder itself)")
 	fs.DurationVar(&o.quick, "quick-duration", harness.DefaultQuickDuration, "cap on the duration of scenarios without fault steps (0: no cap)")
-	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
+	o.output.register(fs, "suite.json (the suite folder's path goes to stderr)", true)
 	fs.StringVar(&o.benchOut, "bench-out", "", "also write every cell's figures as Go benchmark lines to this file (- for stdout), for benchstat")
 	fs.StringVar(&o.junit, "junit", "", "also write the suite as JUnit XML to this file, - for stdout (a testcase per run, lock/scenario/seed and its other dimensions; a failure per run not as expected, skipped when interrupted or not run)")
 	o.client.register(fs, true, false)
 	o.cluster.register(fs)
 	o.cluster.etcdList = true
+	fs.StringVar(&o.ext.endpoints, "endpoints", "", "comma-separated client URLs of an external etcd cluster (http:// or https://) to run every cell on; no embedded cluster is started, member-fault scenarios are refused (left out of the default list, said)")
+	fs.StringVar(&o.ext.prefix, "prefix", "", "external cluster: the folder of the cells' key namespaces, each PREFIX<run-id>/ and deleted at its end; must start with / (default /lockbench/)")
+	o.ext.registerAccess(fs)
 	if err := fs.parseFlagsOnly(args); err != nil {
 		return err
 	}
@@ -66,6 +73,17 @@ func suiteCommand(ctx context.Context, e *env, args []string) error {
 // each --etcd-bin binary is asked its release here, so that a bad one is
 // refused before any folder is made.
 func (o *suiteOptions) spec(ctx context.Context) (harness.SuiteSpec, error) {
+	ext, err := o.ext.parse(o.set)
+	if err != nil {
+		return harness.SuiteSpec{}, err
+	}
+	if ext != nil {
+		// Each cell's prefix is PREFIX<run-id>/: the flag names their folder.
+		ext.Parent, ext.Prefix = ext.Prefix, ""
+		if err := ext.Validate(); err != nil {
+			return harness.SuiteSpec{}, badInput(err)
+		}
+	}
 	rpcT, err := o.client.rpcTimeoutSpec()
 	if err != nil {
 		return harness.SuiteSpec{}, err
@@ -88,18 +106,10 @@ func (o *suiteOptions) spec(ctx context.Context) (harness.SuiteSpec, error) {
 	if err != nil {
 		return harness.SuiteSpec{}, err
 	}
-	kaNames, err := namesList("keepalive", o.client.keepalive)
+	// Each keepalive policy given is a dimension of the matrix.
+	kas, err := o.client.keepAlives(true)
 	if err != nil {
 		return harness.SuiteSpec{}, err
-	}
-	// Each keepalive policy given is a dimension of the matrix.
-	var kas []locks.KeepAlive
-	for _, k := range kaNames {
-		ka, err := locks.ParseKeepAlive(k)
-		if err != nil {
-			return harness.SuiteSpec{}, badInput(fmt.Errorf("--keepalive: %w", err))
-		}
-		kas = append(kas, ka)
 	}
 	if o.reps < 1 {
 		return harness.SuiteSpec{}, badInputf("--reps %d: must be ≥1", o.reps)
@@ -110,7 +120,7 @@ func (o *suiteOptions) spec(ctx context.Context) (harness.SuiteSpec, error) {
 	spec := harness.SuiteSpec{
 		Locks: lockNames, Seeds: o.seeds, FirstSeed: o.firstSeed, KeepAlives: kas, RPCTimeout: rpcT, Out: o.out,
 		Cluster: cl, QuickDuration: o.quick,
-		Reps: o.reps, InjectDelay: o.inject,
+		Reps: o.reps, InjectDelay: o.inject, External: ext,
 	}
 	if o.quick == 0 {
 		spec.QuickDuration = -1
@@ -122,30 +132,16 @@ func (o *suiteOptions) spec(ctx context.Context) (harness.SuiteSpec, error) {
 		}
 		spec.EtcdBins, spec.Cluster.EtcdBin = bins, ""
 	}
-	given := map[string]string{} // scenario name → how it was given
-	for _, n := range scenNames {
-		sc, err := scenarios.Lookup(n)
-		if err != nil {
-			return spec, badInput(err)
-		}
-		// Two entries for one scenario (a name and a file of that name):
-		// its cells would run twice and its hash be one of the two.
-		if prev, dup := given[sc.Name]; dup {
-			return spec, badInputf("--scenarios: %q and %q are both scenario %q (want each scenario once)", prev, n, sc.Name)
-		}
-		given[sc.Name] = n
-		if o.set["lease-ttl"] {
-			sc.LeaseTTL = scenarios.Duration(o.client.leaseTTL)
-		}
-		if err := sc.CheckMembers(cl.Members); err != nil {
-			return spec, badInput(err)
-		}
-		spec.Scenarios = append(spec.Scenarios, sc)
+	if spec.Scenarios, err = o.scenarioList(scenNames, ext != nil, cl.Members); err != nil {
+		return spec, err
 	}
 	if err := spec.Validate(); err != nil {
 		return spec, badInput(flagError(err, map[string]string{"Seeds": "seeds", "FirstSeed": "first-seed", "Reps": "reps", "InjectDelay": "inject-delay"}))
 	}
 	if err := checkOutputs(o.out, o.benchOut); err != nil {
+		return spec, err
+	}
+	if err := o.output.checkStdout(map[string]string{"bench-out": o.benchOut, "junit": o.junit}); err != nil {
 		return spec, err
 	}
 	if o.junit != "" && o.junit != "-" {
@@ -154,14 +150,56 @@ func (o *suiteOptions) spec(ctx context.Context) (harness.SuiteSpec, error) {
 	return spec, nil
 }
 
+// scenarioList looks up the --scenarios, each once, with --lease-ttl
+// applied; on an external cluster (external) a scenario with member faults
+// is refused when named, and left out of the default list (o.leftOut).
+func (o *suiteOptions) scenarioList(names []string, external bool, members int) ([]scenarios.Scenario, error) {
+	var out []scenarios.Scenario
+	given := map[string]string{} // scenario name → how it was given
+	for _, n := range names {
+		sc, err := scenarios.Lookup(n)
+		if err != nil {
+			return nil, badInput(err)
+		}
+		// Two entries for one scenario (a name and a file of that name):
+		// its cells would run twice and its hash be one of the two.
+		if prev, dup := given[sc.Name]; dup {
+			return nil, badInputf("--scenarios: %q and %q are both scenario %q (want each scenario once)", prev, n, sc.Name)
+		}
+		given[sc.Name] = n
+		if external && sc.Needs().Members {
+			if o.set["scenarios"] {
+				return nil, badInputf("scenario %s injects member faults (crash, partition), which need the embedded cluster: leave it out with --endpoints; on an external cluster only client faults work", sc.Name)
+			}
+			o.leftOut = append(o.leftOut, sc.Name)
+			continue
+		}
+		if o.set["lease-ttl"] {
+			sc.LeaseTTL = scenarios.Duration(o.client.leaseTTL)
+		}
+		if err := sc.CheckMembers(members); err != nil {
+			return nil, badInput(err)
+		}
+		out = append(out, sc)
+	}
+	return out, nil
+}
+
 // runSuite runs the checked suite and prints its table.
 func runSuite(ctx context.Context, e *env, o *suiteOptions, spec harness.SuiteSpec) error {
 	e.raiseFDLimit(o.cluster.verbose)
 	var err error
-	if spec.Cluster, err = o.cluster.withData(e, spec.Cluster); err != nil {
+	if spec.External != nil {
+		if err := probeEtcd(ctx, spec.External); err != nil {
+			return err
+		}
+		if len(o.leftOut) > 0 {
+			fmt.Fprintf(o.output.info(e), "lockbench: on an external cluster, left out the scenarios with member faults: %s\n", strings.Join(o.leftOut, ", "))
+		}
+	} else if spec.Cluster, err = o.cluster.withData(e, spec.Cluster); err != nil {
 		return err
 	}
-	progress := report.NewProgress(e.stderr, report.IsTerminal(os.Stderr) && e.stderr == io.Writer(os.Stderr), o.quiet)
+	progress := report.NewProgress(e.stderr, report.IsTerminal(os.Stderr) && e.stderr == io.Writer(os.Stderr), o.output.quiet)
 	start := time.Now()
 	spec.Progress = func(done, total int, cell string) {
 		progress.Update(fmt.Sprintf("cell %d/%d %s — %s elapsed", done+1, total, cell, time.Since(start).Round(time.Second)))
@@ -169,7 +207,7 @@ func runSuite(ctx context.Context, e *env, o *suiteOptions, spec harness.SuiteSp
 	res, err := harness.Suite(ctx, spec)
 	progress.Done()
 	if res != nil {
-		if perr := printSuite(e, res, time.Since(start), o.benchOut, err == nil); perr != nil && err == nil {
+		if perr := printSuite(e, res, time.Since(start), o.benchOut, err == nil, o.output.json); perr != nil && err == nil {
 			err = perr
 		}
 		if jerr := writeJUnitFile(e, o.junit, res); jerr != nil && err == nil {
@@ -177,26 +215,59 @@ func runSuite(ctx context.Context, e *env, o *suiteOptions, spec harness.SuiteSp
 		}
 	}
 	switch {
+	case res == nil:
+		// Refused before the suite's folder: bad input, as for run.
+		return harnessErr(ctx, err, nil)
 	case ctx.Err() != nil:
 		return interrupted(err)
 	case err != nil:
 		return err
-	case res.Mismatches > 0:
+	}
+	return suiteOutcome(res.Mismatches, res.Saturated)
+}
+
+// suiteOutcome is the outcome of a suite's judged cells: a violation when
+// any is not as expected, else the harness's when some were not on a
+// saturated harness.
+func suiteOutcome(mismatches, saturatedCells int) error {
+	switch {
+	case mismatches > 0:
 		return errViolation
+	case saturatedCells > 0:
+		return saturated(fmt.Sprintf("%d cells were not as expected on a saturated harness (their rows say harness saturated)", saturatedCells))
 	}
 	return nil
 }
 
+// saturatedCount is what a suite's folder line adds for its saturated
+// cells.
+func saturatedCount(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %d on a saturated harness", n)
+}
+
 // printSuite prints the suite's table, folder and notes, and writes
 // --bench-out when the suite finished.
-func printSuite(e *env, res *harness.SuiteResult, took time.Duration, benchOut string, finished bool) error {
-	if len(res.Cells) > 0 {
+func printSuite(e *env, res *harness.SuiteResult, took time.Duration, benchOut string, finished, asJSON bool) error {
+	folderTo := e.stdout
+	switch {
+	case asJSON && res.Written:
+		// --json: suite.json on stdout, as the folder holds it.
+		if err := printFile(e, filepath.Join(res.Dir, rundir.SuiteFile)); err != nil {
+			return err
+		}
+		folderTo = e.stderr
+	case asJSON:
+		folderTo = e.stderr
+	case len(res.Cells) > 0:
 		if err := report.SuiteTable(e.stdout, res.Cells); err != nil {
 			return fmt.Errorf("print the suite's table: %w", err)
 		}
 	}
 	if len(res.Cells) > 0 || res.Written {
-		fmt.Fprintf(e.stdout, "suite folder: %s (%d cells, %d not as expected, %s%s)\n", res.Dir, len(res.Cells), res.Mismatches, took.Round(time.Second), stoppedEarly(res))
+		fmt.Fprintf(folderTo, "suite folder: %s (%d cells, %d not as expected%s, %s%s)\n", res.Dir, len(res.Cells), res.Mismatches, saturatedCount(res.Saturated), took.Round(time.Second), stoppedEarly(res))
 	}
 	for _, n := range res.Notes {
 		fmt.Fprintf(e.stderr, "lockbench: %s\n", n)

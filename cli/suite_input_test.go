@@ -85,7 +85,7 @@ func TestPrintSuiteStoppedEarly(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			if err := printSuite(&env{stdout: &stdout, stderr: &stderr}, &tc.res, 0, "", false); err != nil {
+			if err := printSuite(&env{stdout: &stdout, stderr: &stderr}, &tc.res, 0, "", false, false); err != nil {
 				t.Fatal(err)
 			}
 			for _, w := range tc.want {

@@ -115,8 +115,12 @@ func parseInts(flag, s string) ([]int, error) {
 		if err != nil {
 			return nil, badInputf("%s %q: %q is not a whole number (e.g. 2,8,64)", flag, s, x)
 		}
-		if n < 1 {
-			return nil, badInputf("%s %q: %d: must be ≥1", flag, s, n)
+		switch {
+		case n < 1 && x == s:
+			// One count: worded as run's --clients.
+			return nil, badInputf("%s %d: must be ≥1", flag, n)
+		case n < 1:
+			return nil, badInputf("%s %s: %d: must be ≥1", flag, s, n)
 		}
 		out = append(out, n)
 	}

@@ -23,6 +23,9 @@ func fillCell(cell *report.BenchCell, s report.Summary) {
 	cell.Violations = s.TotalViolations()
 	cell.Verdict = string(s.Verdict)
 	cell.Stopped = s.Stopped
+	if s.Saturated() {
+		cell.Saturated = s.Saturation.Reason
+	}
 	if s.Interrupted {
 		cell.Stopped = "interrupted"
 	}

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -47,6 +49,11 @@ type External struct {
 	// that /a/run1 never covers /a/run10. It must hold no keys when the
 	// run starts: the run deletes it at the end.
 	Prefix string
+	// Parent, when Prefix is empty, is the folder of the run's prefix:
+	// PARENT<run-id>/ (default /lockbench/). A suite on an external cluster
+	// sets it, so that each cell has its own prefix under the one the user
+	// gave. It must start with "/" and not be "/"; a trailing "/" is added.
+	Parent string
 	// DialTimeout bounds the health check and each client's connect
 	// (default DefaultDialTimeout).
 	DialTimeout time.Duration
@@ -119,6 +126,17 @@ func (x External) normalized() (External, error) {
 		}
 		if !strings.HasSuffix(x.Prefix, "/") {
 			x.Prefix += "/"
+		}
+	}
+	if x.Parent != "" {
+		if x.Prefix != "" {
+			return x, inputErr("prefix %q and parent %q: give one (the run's prefix, or the folder of its run-id prefix)", x.Prefix, x.Parent)
+		}
+		if !strings.HasPrefix(x.Parent, "/") || x.Parent == "/" {
+			return x, inputErr("prefix %q: must start with / and not be / (each run deletes its whole prefix under it at the end)", x.Parent)
+		}
+		if !strings.HasSuffix(x.Parent, "/") {
+			x.Parent += "/"
 		}
 	}
 	if x.DialTimeout < 0 || x.Election < 0 {
@@ -211,6 +229,9 @@ func healthCheck(ctx context.Context, x External, cc clientv3.Config) (clusterIn
 	if x.Prefix != "" {
 		// A linearizable read: it also proves that a quorum answers.
 		resp, err := cli.Get(qctx, x.Prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if errors.Is(err, rpctypes.ErrPermissionDenied) {
+			return info, permissionErr(x.User, x.Prefix, x.Prefix, "read", err)
+		}
 		if err != nil {
 			return info, connectErr(ctx, strings.Join(x.Endpoints, ","), x.DialTimeout, fmt.Errorf("read prefix %s: %w", x.Prefix, err))
 		}
@@ -291,9 +312,28 @@ func connectErr(ctx context.Context, ep string, d time.Duration, err error) erro
 	return inputErr("endpoint %s: %v", ep, err)
 }
 
+// grantOn is the prefix a permission error tells to grant: the run's own
+// when the user chose it, else the folder of its run-id prefixes, which
+// are new on every run.
+func (x External) grantOn() string { return cmp.Or(x.Prefix, x.Parent, DefaultCleanPrefix) }
+
+// ready checks, before a suite makes its folder, what RunExternal checks
+// before each of its runs: the input, every endpoint, and the user's
+// permissions under the folder of the runs' prefixes.
+func (x External) ready(ctx context.Context) error {
+	x, cc, err := x.prepared()
+	if err != nil {
+		return err
+	}
+	if _, err := healthCheck(ctx, x, cc); err != nil {
+		return err
+	}
+	return preflight(ctx, x, cc, x.grantOn(), x.grantOn())
+}
+
 // RunExternal runs spec on an external cluster: it checks the input, then
-// that every endpoint answers within the dial timeout, before anything
-// starts; errors of that kind are *InputError and leave nothing behind.
+// that every endpoint answers within the dial timeout and that the user
+// may use the run's prefix (preflight), before anything starts; errors of that kind are *InputError and leave nothing behind.
 // Then it runs as RunOn does, with spec.Cluster ignored. The run's prefix
 // is deleted at the end, on every path out.
 func RunExternal(ctx context.Context, ext External, spec RunSpec) (*Result, error) {
@@ -314,10 +354,16 @@ func RunExternal(ctx context.Context, ext External, spec RunSpec) (*Result, erro
 	if err != nil {
 		return nil, err
 	}
+	// The run's prefix is fixed here, so that the pre-flight probes it.
+	runID, prefix := target{prefix: x.Prefix, parent: x.Parent}.identify(spec)
+	if err := preflight(ctx, x, cc, prefix, x.grantOn()); err != nil {
+		return nil, err
+	}
 	return runTarget(ctx, spec, target{
 		endpoints: x.Endpoints,
 		client:    cc,
-		prefix:    x.Prefix,
+		runID:     runID,
+		prefix:    prefix,
 		dial:      x.DialTimeout,
 		config: rundir.ClusterConfig{
 			Members: info.members, ElectionMS: x.Election.Milliseconds(), Endpoints: x.Endpoints,

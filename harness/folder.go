@@ -18,11 +18,12 @@ import (
 // finishRun checks a finished run's history once, summarizes that checked
 // value and writes the run folder from it: one pairing of the history
 // feeds the verdicts, the figures and the page.
-func finishRun(parent string, cfg rundir.Config, sc scenarios.Scenario, out *runner.Outcome) (*Result, error) {
+func finishRun(parent string, cfg rundir.Config, sc scenarios.Scenario, out *runner.Outcome, sat *report.Saturation) (*Result, error) {
 	c := check.Check(out.Events, checkOptions(sc, cfg.Cluster))
 	sum := report.Summarize(report.RunInfo{
 		Run: cfg.Run, Scenario: sc.Name, Clients: sc.Clients, LeaseTTL: sc.TTL(),
 		Elapsed: out.Elapsed, Interrupted: out.Interrupted, Stopped: out.Stopped, Stuck: out.Stuck,
+		Saturation: sat,
 	}, c)
 	dir, err := rundir.Write(parent, cfg.RunID,
 		rundir.JSONFile(rundir.ConfigFile, cfg),
@@ -57,6 +58,9 @@ type Rechecked struct {
 	Checked check.Checked
 	Summary report.Summary
 	Saved   report.Summary
+	// Scenario is the scenario as the run ran it (config.json; zero in a
+	// hand-made folder without one).
+	Scenario scenarios.Scenario
 }
 
 // Recheck loads the run folder dir and checks its history again with
@@ -72,17 +76,19 @@ func Recheck(dir string) (*Rechecked, error) {
 	if err := json.Unmarshal(f.Summary, &r.Saved); err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, rundir.SummaryFile), err)
 	}
-	var sc scenarios.Scenario
+	sc := &r.Scenario
 	if len(f.Config.Scenario) > 0 {
-		if err := json.Unmarshal(f.Config.Scenario, &sc); err != nil {
+		if err := json.Unmarshal(f.Config.Scenario, sc); err != nil {
 			return nil, fmt.Errorf("%s: scenario: %w", filepath.Join(dir, rundir.ConfigFile), err)
 		}
 	}
+	// How the run ended and how loaded its harness was are not in the
+	// history: they come from the saved summary.
 	info := report.RunInfo{Run: f.Config.Run, Scenario: sc.Name, Clients: sc.Clients, LeaseTTL: sc.TTL(),
 		Elapsed:     time.Duration(r.Saved.DurationS * float64(time.Second)),
-		Interrupted: r.Saved.Interrupted, Stopped: r.Saved.Stopped, Stuck: r.Saved.Stuck}
+		Interrupted: r.Saved.Interrupted, Stopped: r.Saved.Stopped, Stuck: r.Saved.Stuck, Saturation: r.Saved.Saturation}
 	fillOldIdentity(&info, r.Saved)
-	r.Checked = check.Check(f.Events, checkOptions(sc, f.Config.Cluster))
+	r.Checked = check.Check(f.Events, checkOptions(*sc, f.Config.Cluster))
 	r.Summary = report.Summarize(info, r.Checked)
 	// The summary is computed now, in this build's format, however old the
 	// folder (lockbench report --write-summary writes it): its schema is

@@ -60,7 +60,7 @@ func finishSample(t *testing.T, edit func(*rundir.Config)) *Result {
 	}
 	cfg := f.Config
 	edit(&cfg)
-	res, err := finishRun(t.TempDir(), cfg, sc, &runner.Outcome{Events: f.Events, Elapsed: time.Second})
+	res, err := finishRun(t.TempDir(), cfg, sc, &runner.Outcome{Events: f.Events, Elapsed: time.Second}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

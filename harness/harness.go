@@ -4,6 +4,7 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -171,16 +172,14 @@ type target struct {
 	cluster   cluster.Members      // nil: external, no member faults
 	client    clientv3.Config      // TLS, credentials
 	prefix    string               // "": /lockbench/<run-id>/
+	runID     string               // "": a new one (NewRunID)
+	parent    string               // the folder of a run-id prefix ("": /lockbench/)
 	dial      time.Duration        // 0: the runner's default
 	config    rundir.ClusterConfig // what config.json records; its election_ms sets the liveness bound
 }
 
 func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
-	runID := NewRunID(spec.Lock, spec.Scenario.Name, spec.Seed)
-	prefix := t.prefix
-	if prefix == "" {
-		prefix = "/lockbench/" + runID + "/"
-	}
+	runID, prefix := t.identify(spec)
 	scenarioJSON, err := json.Marshal(spec.Scenario)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: encode the scenario: %w", runID, err)
@@ -202,12 +201,14 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 		spec.Started(t.endpoints)
 	}
 	logs := markLogs(t.cluster)
+	probe := startSchedProbe()
 	out, err := runner.Run(ctx, runner.Config{
 		Scenario: spec.Scenario, Lock: spec.Lock, Seed: spec.Seed, Prefix: cfg.Prefix,
 		Endpoints: t.endpoints, Cluster: t.cluster, ClientConfig: t.client, DialTimeout: t.dial,
 		KeepAlive: spec.KeepAlive, RPCTimeout: spec.RPCTimeout, SharedConns: spec.SharedConns,
 		GrantDelay: spec.InjectDelay,
 	})
+	sat := probe.stop()
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", runID, err)
 	}
@@ -217,7 +218,7 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 		// scenario needs no front door (runner's data path).
 		cfg.Cluster.Endpoints = out.Endpoints
 	}
-	res, err := finishRun(spec.Out, cfg, spec.Scenario, out)
+	res, err := finishRun(spec.Out, cfg, spec.Scenario, out, sat)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", runID, err)
 	}
@@ -225,6 +226,19 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 		return nil, fmt.Errorf("run %s: %w", runID, err)
 	}
 	return res, nil
+}
+
+// identify is the run's id and key prefix: the target's, else a new id
+// and PARENT<run-id>/ (PARENT /lockbench/ unless the target names one).
+func (t target) identify(spec RunSpec) (runID, prefix string) {
+	runID, prefix = t.runID, t.prefix
+	if runID == "" {
+		runID = NewRunID(spec.Lock, spec.Scenario.Name, spec.Seed)
+	}
+	if prefix == "" {
+		prefix = cmp.Or(t.parent, DefaultCleanPrefix) + runID + "/"
+	}
+	return runID, prefix
 }
 
 // NewRunID names a run so that folders sort by time and say what ran.

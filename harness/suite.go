@@ -67,6 +67,11 @@ type SuiteSpec struct {
 	// FloorDuration is how long the suite measures the commit floor on its
 	// cluster before the first cell (0: DefaultSuiteFloor; < 0: not at all).
 	FloorDuration time.Duration
+	// External, when set, is the cluster every cell runs on (RunExternal),
+	// each under its own prefix PARENT<run-id>/ (External.Parent); Cluster
+	// and EtcdBins are then unused, cells whose scenario needs member
+	// faults are skipped with a note, and no commit floor is measured.
+	External *External
 }
 
 // DefaultSuiteFloor is how long a suite measures its commit floor: enough
@@ -75,9 +80,12 @@ const DefaultSuiteFloor = time.Second
 
 // SuiteResult is a finished suite.
 type SuiteResult struct {
-	Dir        string
-	Cells      []report.Cell
-	Mismatches int
+	Dir   string
+	Cells []report.Cell
+	// Mismatches counts the cells not as expected; Saturated those not as
+	// expected on a saturated harness (report.Cell.Saturated), which are
+	// not mismatches.
+	Mismatches, Saturated int
 	// Notes say what the suite found between cells, e.g. etcd's lock
 	// service stuck after a cell (cluster.ErrLockServiceStuck), and the
 	// cluster replaced.
@@ -162,10 +170,16 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 	if spec.QuickDuration == 0 {
 		spec.QuickDuration = DefaultQuickDuration
 	}
-	// Before the suite's folder: a bad binary leaves nothing behind.
+	// Before the suite's folder: a bad binary, or an external cluster that
+	// does not answer or lets the user not write, leaves nothing behind.
 	bins, err := spec.binaries(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if spec.External != nil {
+		if err := spec.External.ready(ctx); err != nil {
+			return nil, err
+		}
 	}
 	id := "suite-" + time.Now().UTC().Format("20060102T150405.000Z")
 	dir := filepath.Join(spec.Out, id)
@@ -312,7 +326,7 @@ func (r *suiteRun) runCell(ctx context.Context, b suiteBin, sc scenarios.Scenari
 	if len(r.bins) > 1 {
 		name += " on etcd " + b.label()
 	}
-	if rerr := refused(b.opts, sc); rerr != nil {
+	if rerr := r.refused(b, sc); rerr != nil {
 		// A fault this cluster kind cannot do: skipped, said.
 		res.Notes = append(res.Notes, fmt.Sprintf("skipped %s: %v", name, rerr))
 		return nil
@@ -320,22 +334,14 @@ func (r *suiteRun) runCell(ctx context.Context, b suiteBin, sc scenarios.Scenari
 	if spec.Progress != nil {
 		spec.Progress(len(res.Cells), r.total, name)
 	}
-	if r.c == nil || !r.c.Healthy() {
-		r.closeCluster()
-		c, err := cluster.Open(ctx, b.opts)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("start etcd cluster (%s): %w", b.label(), err)
-		}
-		r.c = c
-		res.measureFloor(ctx, c, spec.FloorDuration)
-	}
-	out, err := RunOn(ctx, r.c, RunSpec{Lock: lock, Scenario: sc, Seed: run.seed, KeepAlive: run.keepAlive, RPCTimeout: spec.RPCTimeout, Cluster: b.opts, Out: r.dir,
-		InjectDelay: spec.InjectDelay[lock]})
-	if err != nil {
+	cellSpec := RunSpec{Lock: lock, Scenario: sc, Seed: run.seed, KeepAlive: run.keepAlive, RPCTimeout: spec.RPCTimeout, Cluster: b.opts, Out: r.dir,
+		InjectDelay: spec.InjectDelay[lock]}
+	out, err := r.run(ctx, b, cellSpec)
+	switch {
+	case err != nil:
 		return fmt.Errorf("%s: %w", name, err)
+	case out == nil:
+		return nil
 	}
 	cell := judge(out.Summary, ExpectationsFor(sc, lock, string(run.keepAlive)))
 	cell.AnyReasons = anyReasons(sc, lock, string(run.keepAlive), cell.ExpectedChecks)
@@ -350,11 +356,46 @@ func (r *suiteRun) runCell(ctx context.Context, b suiteBin, sc scenarios.Scenari
 		}
 		res.Notes = append(res.Notes, note)
 	}
-	if !cell.Matches {
+	switch {
+	case cell.Saturated():
+		res.Saturated++
+	case !cell.Matches:
 		res.Mismatches++
 	}
 	res.Cells = append(res.Cells, cell)
 	return nil
+}
+
+// refused says why the suite's cluster for binary b cannot run sc's
+// faults, or nil: an external cluster takes no member fault.
+func (r *suiteRun) refused(b suiteBin, sc scenarios.Scenario) error {
+	if r.spec.External != nil && sc.Needs().Members {
+		return fmt.Errorf("scenario %s injects member faults (crash, partition), which an external cluster cannot take", sc.Name)
+	}
+	return refused(b.opts, sc)
+}
+
+// run runs one cell: on the external cluster, or on binary b's cluster,
+// started when there is none or the last cell left it unhealthy (the
+// first start measures the suite's commit floor). A nil result with a nil
+// error is a cluster start that ctx cut short.
+func (r *suiteRun) run(ctx context.Context, b suiteBin, spec RunSpec) (*Result, error) {
+	if r.spec.External != nil {
+		return RunExternal(ctx, *r.spec.External, spec)
+	}
+	if r.c == nil || !r.c.Healthy() {
+		r.closeCluster()
+		c, err := cluster.Open(ctx, b.opts)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("start etcd cluster (%s): %w", b.label(), err)
+		}
+		r.c = c
+		r.res.measureFloor(ctx, c, r.spec.FloorDuration)
+	}
+	return RunOn(ctx, r.c, spec)
 }
 
 // sortCells puts a version matrix's cells in the order one binary's would
@@ -420,10 +461,11 @@ func (s SuiteSpec) cells(lock string) func(yield func(suiteCell) bool) {
 
 // checkLockService probes etcd's lock service on c after a run of lock,
 // if lock runs on it (locks.Strategy.LockService), so that a later run on
-// c does not inherit a service the run left stuck. It returns what it
+// c does not inherit a service the run left stuck; c nil (an external
+// cluster, not lockbench's to replace) is not probed. It returns what it
 // found ("" when sound or not probed) and whether c must be replaced.
 func checkLockService(ctx context.Context, c cluster.Members, lock string) (found string, replace bool) {
-	if st, _ := locks.Lookup(lock); !st.LockService || ctx.Err() != nil {
+	if st, _ := locks.Lookup(lock); c == nil || !st.LockService || ctx.Err() != nil {
 		return "", false
 	}
 	err := c.CheckLockService(ctx)
@@ -492,6 +534,9 @@ func judge(sum report.Summary, expect map[string]verdict.Verdict) report.Cell {
 	if len(sum.Stuck) > 0 {
 		cell.Matches = false
 		diffs = append(diffs, "stuck: "+strings.Join(sum.Stuck, "; "))
+	}
+	if !cell.Matches && sum.Saturated() {
+		diffs = append([]string{"harness saturated: " + sum.Saturation.Reason}, diffs...)
 	}
 	if len(exp) > 0 {
 		cell.Expected = verdict.Worst(exp...)

@@ -337,6 +337,10 @@ type BenchCell struct {
 	// Run is the cell's run folder, relative to the bench folder.
 	Run     string `json:"run,omitempty"`
 	Stopped string `json:"stopped,omitempty"`
+	// Saturated, when set, says why the cell's run was saturated
+	// (Summary.Saturation): its figures include the harness's own queueing,
+	// and its violations are no evidence about the lock.
+	Saturated string `json:"saturated,omitempty"`
 	// Note is what the cell left behind, e.g. etcd's lock service stuck.
 	Note string `json:"note,omitempty"`
 	// Error is why the cell has no figures.
@@ -437,12 +441,27 @@ func (b *Bench) PairedJudged() bool {
 // status of a benchmark (a fast lock that breaks exclusion is no result).
 func (b *Bench) HasViolations() bool {
 	for _, c := range b.Cells {
-		if c.Violations > 0 || c.Verdict == string(verdict.Fail) {
+		if c.Saturated == "" && c.failed() {
 			return true
 		}
 	}
 	return false
 }
+
+// SaturatedFailures counts the cells that found a violation on a saturated
+// harness: the bench's own outcome, not the locks' (docs/design.md §9).
+func (b *Bench) SaturatedFailures() int {
+	n := 0
+	for _, c := range b.Cells {
+		if c.Saturated != "" && c.failed() {
+			n++
+		}
+	}
+	return n
+}
+
+// failed reports whether the cell found a violation.
+func (c BenchCell) failed() bool { return c.Violations > 0 || c.Verdict == string(verdict.Fail) }
 
 // BenchTable prints the benchmark: one row per cell, then the floor, the
 // recording comparison, the targets and what went wrong in cells. It reads
@@ -611,6 +630,8 @@ func benchCellNotes(w io.Writer, b *Bench) {
 		switch {
 		case c.Error != "":
 			fmt.Fprintf(w, "%s × %d clients: error: %s\n", c.Lock, c.Clients, c.Error)
+		case c.Saturated != "":
+			fmt.Fprintf(w, "%s × %d clients: harness saturated, figures and verdict (%s) not evidence about the lock: %s\n", c.Lock, c.Clients, c.Verdict, c.Saturated)
 		case c.Violations > 0:
 			fmt.Fprintf(w, "%s × %d clients: %d violations (verdict %s), see %s\n", c.Lock, c.Clients, c.Violations, c.Verdict, c.Run)
 		case c.Stopped != "":

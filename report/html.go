@@ -538,7 +538,15 @@ type cellView struct {
 	Match      string
 	Link       string
 	Checks     []suiteCheck
+	// ExpectedText is the text table's expected column (expectedString):
+	// the asserted verdicts, then "CHECK: any" for each check that did not
+	// pass and is not judged; Anys says why, where the scenario does.
+	ExpectedText string
+	Anys         []anyReason
 }
+
+// anyReason is why a scenario does not judge a check that did not pass.
+type anyReason struct{ Check, Why string }
 
 type suiteCheck struct {
 	Name     string
@@ -550,7 +558,12 @@ type suiteCheck struct {
 
 func newCellView(c Cell, multi bool) cellView {
 	v := cellView{Cell: c, Handoff: c.Summary.LatencyMS[LatHandoff], Wakeups: wakeupsString(c.Summary),
-		Violations: c.Summary.TotalViolations(), Match: matchString(c)}
+		Violations: c.Summary.TotalViolations(), Match: matchString(c), ExpectedText: expectedString(c)}
+	for _, n := range unjudgedFailures(c) {
+		if why := c.AnyReasons[n]; why != "" {
+			v.Anys = append(v.Anys, anyReason{n, why})
+		}
+	}
 	if multi {
 		v.Etcd = c.Summary.EtcdLabel()
 	}

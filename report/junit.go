@@ -144,6 +144,8 @@ func junitTestCase(name string, c Cell, suiteDir string) junitCase {
 	switch {
 	case s.Interrupted:
 		tc.Skipped = &junitSkipped{Message: fmt.Sprintf("interrupted after %.1fs: what ran is in the run folder, not judged", s.DurationS)}
+	case c.Saturated():
+		tc.Skipped = &junitSkipped{Message: "harness saturated, not judged: " + s.Saturation.Reason}
 	case c.Mismatch():
 		tc.Failure = &junitFailure{Message: junitMessage(c), Type: "expectation", Text: junitDetail(c)}
 	}

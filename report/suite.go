@@ -140,7 +140,19 @@ type Cell struct {
 
 // Mismatch reports whether the cell did not meet its expectation (an
 // expected verdict, or a Note explaining why not, e.g. an interrupted run).
-func (c Cell) Mismatch() bool { return !c.Matches && (c.Expected != "" || c.Note != "") }
+// A cell that did not meet it on a saturated harness (Saturated) is not a
+// mismatch: its verdicts are no evidence about the lock.
+func (c Cell) Mismatch() bool {
+	return !c.Matches && !c.Saturated() && (c.Expected != "" || c.Note != "")
+}
+
+// Saturated reports whether the cell did not meet its expectation and its
+// run was saturated (Summary.Saturation): the harness overloaded, which is
+// the suite's own outcome, not the lock's (docs/design.md §9). An
+// interrupted run is interrupted first.
+func (c Cell) Saturated() bool {
+	return !c.Matches && !c.Summary.Interrupted && c.Summary.Saturated()
+}
 
 // ErrNotSummary is wrapped by ReadSuiteFile for JSON that is neither a
 // summary.json nor a suite.json.

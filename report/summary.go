@@ -144,6 +144,12 @@ type Summary struct {
 	// faults, for the reports' "over time" charts (absent in summaries
 	// written before it existed).
 	Series *TimeSeries `json:"series,omitempty"`
+	// Saturation is the harness's own scheduling lag during the run, as its
+	// probe measured it, and whether that makes the run saturated: the
+	// harness overloaded, its verdicts no evidence about the lock
+	// (docs/design.md §9). Absent in summaries written before it existed
+	// and in histories checked without a run (lockbench check).
+	Saturation *Saturation `json:"saturation,omitempty"`
 	// SuiteFloor is the commit floor the suite this run belonged to
 	// measured just before its cells (suite.json only): it moves with the
 	// machine's load, so compare can normalize each run by its own floor.
@@ -247,7 +253,31 @@ type RunInfo struct {
 	Stuck []string
 	// LeaseTTL is the clients' lease TTL, for lease_overrun (0: not known).
 	LeaseTTL time.Duration
+	// Saturation is what the harness's scheduler probe saw (nil: none ran).
+	Saturation *Saturation
 }
+
+// Saturation is the harness's scheduler probe over a run: how late a
+// goroutine that asked to wake every IntervalMS ran, and the verdict of
+// the saturation criterion on it (docs/design.md §9).
+type Saturation struct {
+	IntervalMS float64 `json:"interval_ms"`
+	Samples    int     `json:"samples"`
+	LagP50MS   float64 `json:"lag_p50_ms"`
+	LagP99MS   float64 `json:"lag_p99_ms"`
+	LagMaxMS   float64 `json:"lag_max_ms"`
+	// LagThresholdMS and StallThresholdMS are the criterion's bounds: a
+	// p99 lag, or one lag, at or above them is a saturated run.
+	LagThresholdMS   float64 `json:"lag_threshold_ms"`
+	StallThresholdMS float64 `json:"stall_threshold_ms"`
+	// Saturated is the criterion's verdict; Reason says which bound and
+	// the figures.
+	Saturated bool   `json:"saturated"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// Saturated reports whether the run was saturated (its Saturation says so).
+func (s Summary) Saturated() bool { return s.Saturation != nil && s.Saturation.Saturated }
 
 // Summarize computes the figures of a run from its checked history. It
 // reads nothing but its arguments.
@@ -289,6 +319,7 @@ func Summarize(run RunInfo, c check.Checked) Summary {
 		Interrupted:       run.Interrupted,
 		Stopped:           run.Stopped,
 		Stuck:             run.Stuck,
+		Saturation:        run.Saturation,
 	}
 	for n, h := range hs {
 		s.LatencyMS[n] = h.latency()

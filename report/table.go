@@ -8,9 +8,10 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/lockbench/lockbench/verdict"
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // RunTable prints a run's headline figures (what users compare first),
@@ -238,6 +239,9 @@ func matchString(c Cell) string {
 	case c.Summary.Interrupted:
 		// Cut short: its verdicts are of part of a run, never a match.
 		return "NO (interrupted)"
+	case c.Saturated():
+		// Not a verdict about the lock: the harness was overloaded.
+		return "harness saturated"
 	case c.Mismatch():
 		return "NO"
 	case c.Expected == "" && c.Note == "":

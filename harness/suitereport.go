@@ -1,0 +1,111 @@
+package harness
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+
+	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/rundir"
+	"github.com/lockbench/lockbench/scenarios"
+)
+
+// RecheckedSuite is a saved suite folder judged again: each cell's run
+// re-checked with today's checker (Recheck) against the expectations the
+// suite recorded, as `lockbench report RUN_DIR` does for one run.
+type RecheckedSuite struct {
+	Dir string
+	// Header is suite.json as recorded, without its cells.
+	Header report.Suite
+	Cells  []report.Cell
+	// Mismatches and Saturated count the cells as SuiteResult does.
+	Mismatches, Saturated int
+	// Notes say what differs from the recording: a verdict today's checker
+	// changed, a cell whose run folder is gone (its recorded summary is
+	// used).
+	Notes []string
+}
+
+// IsSuite reports whether dir is a suite folder (it holds suite.json).
+func IsSuite(dir string) bool {
+	st, err := os.Stat(filepath.Join(dir, rundir.SuiteFile))
+	return err == nil && st.Mode().IsRegular()
+}
+
+// RecheckSuite loads the suite folder dir (its suite.json) and judges
+// every cell again: its run folder (dir/RUN_ID) re-checked with today's
+// checker, against the expectations suite.json recorded for its key, with
+// the reasons its scenario (config.json) gives for the checks it does not
+// judge. A cell whose run folder is missing keeps its recorded summary.
+func RecheckSuite(dir string) (*RecheckedSuite, error) {
+	s, err := report.ReadSuiteFile(filepath.Join(dir, rundir.SuiteFile))
+	if err != nil {
+		return nil, err
+	}
+	r := &RecheckedSuite{Dir: dir, Header: s}
+	r.Header.Cells = nil
+	for _, saved := range s.Cells {
+		sum, sc := saved, scenarios.Scenario{}
+		rf, err := recheckCell(dir, saved.RunID)
+		if err != nil {
+			r.Notes = append(r.Notes, fmt.Sprintf("%s: run folder not re-checked (%v): its recorded verdicts are shown", saved.RunID, err))
+		} else {
+			sum, sc = rf.Summary, withReasons(rf.Scenario)
+			sum.SuiteFloor = saved.SuiteFloor
+			if sum.Verdict != saved.Verdict {
+				r.Notes = append(r.Notes, fmt.Sprintf("%s: verdict was %s when recorded, %s with today's checker", saved.RunID, saved.Verdict, sum.Verdict))
+			}
+		}
+		cell := judge(sum, s.Expected[sum.Key()])
+		cell.AnyReasons = anyReasons(sc, sum.Lock, sum.KeepAlive, cell.ExpectedChecks)
+		if rf != nil {
+			cell.Dir = saved.RunID
+		}
+		switch {
+		case cell.Saturated():
+			r.Saturated++
+		case !cell.Matches:
+			r.Mismatches++
+		}
+		r.Cells = append(r.Cells, cell)
+	}
+	return r, nil
+}
+
+// withReasons is sc, or the built-in scenario of its name when that has
+// the same expectations: config.json records a scenario's expectations
+// but not the comments that say why a check is "any" (they are YAML
+// comments), which the built-in one carries.
+func withReasons(sc scenarios.Scenario) scenarios.Scenario {
+	if b, err := scenarios.Lookup(sc.Name); err == nil && reflect.DeepEqual(b.Expect, sc.Expect) {
+		return b
+	}
+	return sc
+}
+
+// recheckCell re-checks the run folder of a suite's cell, dir/runID: a
+// run id is one folder's name, never a path.
+func recheckCell(dir, runID string) (*Rechecked, error) {
+	if runID == "" || runID != filepath.Base(runID) || runID == ".." {
+		return nil, fmt.Errorf("run id %q is not a folder name", runID)
+	}
+	return Recheck(filepath.Join(dir, runID))
+}
+
+// Suite is the re-checked suite as a suite.json: the recorded header with
+// today's cells.
+func (r *RecheckedSuite) Suite() report.Suite {
+	s := r.Header
+	s.Cells = make([]report.Summary, len(r.Cells))
+	for i, c := range r.Cells {
+		s.Cells[i] = c.Summary
+	}
+	return s
+}
+
+// WriteHTML writes the suite's matrix page to path.
+func (r *RecheckedSuite) WriteHTML(path string) error {
+	return rundir.WriteFile(path, func(w io.Writer) error { return report.WriteSuiteHTML(w, r.Cells) })
+}
