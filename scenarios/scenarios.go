@@ -120,6 +120,9 @@ type Step struct {
 	For    Duration `json:"for,omitempty" yaml:"for"`
 	// Delay is delay-client's added latency each way (default 200ms).
 	Delay Duration `json:"delay,omitempty" yaml:"delay"`
+	// Every is the interval of a fault that repeats while its step lasts
+	// (compact-loop, default 100ms).
+	Every Duration `json:"every,omitempty" yaml:"every"`
 	line  int
 }
 
@@ -293,10 +296,33 @@ func (s Scenario) parseSteps() ([]chaos.Step, error) {
 			return nil, fmt.Errorf("%s: step %d: at %s: must be before the end of the run (duration %s)", w, i+1, st.At, s.Duration)
 		case st.For < 0:
 			return nil, fmt.Errorf("%s: step %d: for %s: must be ≥0", w, i+1, st.For)
-		case st.Delay != 0 && f.Needs().Arg != chaos.ArgDelay:
-			return nil, fmt.Errorf("%s: step %d: %s applies only to %s", w, i+1, chaos.ArgDelay, strings.Join(chaos.Taking(chaos.ArgDelay), ", "))
 		}
-		out = append(out, chaos.Step{At: st.At.D(), Fault: f, Target: t, For: st.For.D(), Arg: st.Delay.D()})
+		arg, err := st.arg(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: step %d: %w", w, i+1, err)
+		}
+		out = append(out, chaos.Step{At: st.At.D(), Fault: f, Target: t, For: st.For.D(), Arg: arg})
+	}
+	return out, nil
+}
+
+// arg is the step's parameter for f, from the field f takes it from
+// (chaos.Needs.Arg); a field set for a fault that does not take it is an
+// error naming the faults that do.
+func (st Step) arg(f chaos.Fault) (time.Duration, error) {
+	var out time.Duration
+	for _, a := range []struct {
+		field string
+		v     Duration
+	}{{chaos.ArgDelay, st.Delay}, {chaos.ArgEvery, st.Every}} {
+		switch {
+		case a.v < 0:
+			return 0, fmt.Errorf("%s %s: must be ≥0", a.field, a.v)
+		case a.v != 0 && f.Needs().Arg != a.field:
+			return 0, fmt.Errorf("%s applies only to %s", a.field, strings.Join(chaos.Taking(a.field), ", "))
+		case f.Needs().Arg == a.field:
+			out = a.v.D()
+		}
 	}
 	return out, nil
 }
@@ -551,7 +577,7 @@ var yamlWants = map[string]string{
 const (
 	scenarioKeys = "name, description, clients, lease_ttl, duration, workload, steps, expect"
 	workloadKeys = "kind, hold, think, stagger, release_lost"
-	stepKeys     = "at, fault, target, for, delay"
+	stepKeys     = "at, fault, target, for, delay, every"
 )
 
 // yamlKinds names YAML's tags as a reader of the file says them.
