@@ -11,43 +11,35 @@ import (
 
 // The store faults are what an operator does to a running cluster through
 // etcd's own API (etcdctl compaction, defrag, move-leader), so they act
-// the same on either kind of Members: each opens a short-lived client to
-// the member it needs, with the cluster's TLS configuration.
+// the same on either kind of Members: a compaction goes through any
+// client of the cluster, a defrag or a leader transfer through a
+// short-lived client of the member it needs, with the cluster's TLS
+// configuration.
 
 // storeDialTimeout bounds the connection of one store fault's client.
 const storeDialTimeout = 5 * time.Second
 
-// dialMembers connects a client to the given members' endpoints.
-func dialMembers(c Members, members ...int) (*clientv3.Client, error) {
+// dialMember connects a client to member i alone.
+func dialMember(c Members, i int) (*clientv3.Client, error) {
+	if i < 0 || i >= c.Count() {
+		return nil, fmt.Errorf("member %d: cluster has members 0..%d", i, c.Count()-1)
+	}
 	tlsCfg, err := c.ClientTLSConfig()
 	if err != nil {
 		return nil, err
 	}
-	var eps []string
-	for _, i := range members {
-		if i < 0 || i >= c.Count() {
-			return nil, fmt.Errorf("member %d: cluster has members 0..%d", i, c.Count()-1)
-		}
-		eps = append(eps, c.Endpoints()[i])
-	}
-	if len(eps) == 0 {
-		eps = c.Endpoints()
-	}
-	return clientv3.New(clientv3.Config{Endpoints: eps, TLS: tlsCfg, DialTimeout: storeDialTimeout, Logger: zap.NewNop()})
+	return clientv3.New(clientv3.Config{Endpoints: []string{c.Endpoints()[i]}, TLS: tlsCfg, DialTimeout: storeDialTimeout, Logger: zap.NewNop()})
 }
 
 // Compact compacts the store's history up to its current revision, as
 // etcd's periodic compactor and etcdctl compaction do: a watch that starts
 // from an older revision then fails with ErrCompacted. physical waits
 // until the backend has removed the old revisions (etcdctl compaction
-// --physical), so the call returns once the compaction is done
-// everywhere. It returns the revision compacted to.
-func Compact(ctx context.Context, c Members, physical bool) (int64, error) {
-	cli, err := dialMembers(c)
-	if err != nil {
-		return 0, fmt.Errorf("compact: %w", err)
-	}
-	defer cli.Close()
+// --physical), so the call returns once the compaction is done on the
+// member that served it. It goes through cli, a client of the cluster
+// (the caller's, so that a loop of compactions does not dial each time),
+// and returns the revision compacted to.
+func Compact(ctx context.Context, cli *clientv3.Client, physical bool) (int64, error) {
 	resp, err := cli.Get(ctx, "/lockbench/", clientv3.WithCountOnly())
 	if err != nil {
 		return 0, fmt.Errorf("compact: read the revision: %w", err)
@@ -69,7 +61,7 @@ func Compact(ctx context.Context, c Members, physical bool) (int64, error) {
 // before and after, in bytes (DbSize: the file; DbSizeInUse: its live
 // pages).
 func Defragment(ctx context.Context, c Members, i int) (before, after DBSize, err error) {
-	cli, err := dialMembers(c, i)
+	cli, err := dialMember(c, i)
 	if err != nil {
 		return before, after, fmt.Errorf("defrag member %d: %w", i, err)
 	}
@@ -113,17 +105,16 @@ func MoveLeader(ctx context.Context, c Members, to int) error {
 		return fmt.Errorf("move leader to member %d: no member leads", to)
 	case from == to:
 		return fmt.Errorf("move leader to member %d: it leads already", to)
+	case to < 0 || to >= c.Count():
+		return fmt.Errorf("move leader to member %d: cluster has members 0..%d", to, c.Count()-1)
 	}
 	// The request must go to the leader, and names the transferee by its
 	// raft ID, which its own status reports.
-	cli, err := dialMembers(c, from)
+	cli, err := dialMember(c, from)
 	if err != nil {
 		return fmt.Errorf("move leader to member %d: %w", to, err)
 	}
 	defer cli.Close()
-	if to < 0 || to >= c.Count() {
-		return fmt.Errorf("move leader to member %d: cluster has members 0..%d", to, c.Count()-1)
-	}
 	st, err := cli.Status(ctx, c.Endpoints()[to])
 	if err != nil {
 		return fmt.Errorf("move leader to member %d: its status: %w", to, err)

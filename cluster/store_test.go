@@ -29,7 +29,7 @@ func TestCompactFailsOldWatches(t *testing.T) {
 		}
 	}
 	for _, physical := range []bool{false, true} {
-		rev, err := Compact(ctx, c, physical)
+		rev, err := Compact(ctx, cli, physical)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,7 +103,7 @@ func TestDefragment(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := Compact(ctx, c, true); err != nil {
+	if _, err := Compact(ctx, cli, true); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < c.Count(); i++ {

@@ -142,7 +142,7 @@ func (r *runner) RevokeLease(ctx context.Context, i int) error {
 // lockbench started (package cluster).
 
 func (r *runner) Compact(ctx context.Context, physical bool) error {
-	_, err := cluster.Compact(ctx, r.cfg.Cluster, physical)
+	_, err := cluster.Compact(ctx, r.admin, physical)
 	return err
 }
 

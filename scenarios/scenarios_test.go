@@ -58,6 +58,7 @@ steps:
     target: leader
     for: 2s
   - {at: 5s, fault: delay-client, target: "client:1", for: 1s, delay: 50ms}
+  - {at: 6s, fault: compact-loop, for: 1s, every: 30ms}
 expect:
   default: {exclusion: pass, resource: pass}
   queue-naive: {exclusion: fail}
@@ -73,8 +74,9 @@ func TestParseUserScenario(t *testing.T) {
 		t.Errorf("parsed %+v", s)
 	}
 	steps := s.Faults()
-	if len(steps) != 2 || steps[0].Fault.Name() != "crash-member" || steps[0].Target != (chaos.Target{Kind: "leader"}) ||
-		steps[0].For != 2*time.Second || steps[1].Target != (chaos.Target{Kind: "client", N: 1}) || steps[1].Arg != 50*time.Millisecond {
+	if len(steps) != 3 || steps[0].Fault.Name() != "crash-member" || steps[0].Target != (chaos.Target{Kind: "leader"}) ||
+		steps[0].For != 2*time.Second || steps[1].Target != (chaos.Target{Kind: "client", N: 1}) || steps[1].Arg != 50*time.Millisecond ||
+		steps[2].Fault.Name() != "compact-loop" || steps[2].Arg != 30*time.Millisecond {
 		t.Errorf("steps %+v", steps)
 	}
 	if !s.Needs().Members || !s.Needs().ClientProxy {
