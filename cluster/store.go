@@ -2,9 +2,11 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
@@ -49,7 +51,9 @@ func Compact(ctx context.Context, cli *clientv3.Client, physical bool) (int64, e
 	if physical {
 		opts = append(opts, clientv3.WithCompactPhysical())
 	}
-	if _, err := cli.Compact(ctx, rev, opts...); err != nil {
+	// ErrCompacted: nothing was written since the last compaction, which
+	// reached this revision already; the history is compacted to the head.
+	if _, err := cli.Compact(ctx, rev, opts...); err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
 		return 0, fmt.Errorf("compact to revision %d: %w", rev, err)
 	}
 	return rev, nil

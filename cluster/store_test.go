@@ -42,6 +42,9 @@ func TestCompactFailsOldWatches(t *testing.T) {
 		if !errors.Is(resp.Err(), rpctypes.ErrCompacted) || resp.CompactRevision != rev {
 			t.Errorf("physical %v: watch from %d: %v (compact revision %d), want ErrCompacted at %d", physical, first.Header.Revision, resp.Err(), resp.CompactRevision, rev)
 		}
+		if again, err := Compact(ctx, cli, physical); err != nil || again != rev {
+			t.Errorf("physical %v: compacting again with nothing written: revision %d, %v; want %d and no error", physical, again, err, rev)
+		}
 		if _, err := cli.Put(ctx, "/k", "after"); err != nil {
 			t.Fatal(err)
 		}

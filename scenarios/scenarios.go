@@ -145,11 +145,13 @@ type Scenario struct {
 	Description string `json:"description" yaml:"description"`
 	Clients     int    `json:"clients" yaml:"clients"`
 	// LeaseTTL is every client's lease TTL (default 5s).
-	LeaseTTL Duration             `json:"lease_ttl,omitempty" yaml:"lease_ttl"`
-	Duration Duration             `json:"duration" yaml:"duration"`
-	Workload Workload             `json:"workload" yaml:"workload"`
-	Steps    []Step               `json:"steps,omitempty" yaml:"steps"`
-	Expect   verdict.Expectations `json:"expect,omitempty" yaml:"expect"`
+	LeaseTTL Duration `json:"lease_ttl,omitempty" yaml:"lease_ttl"`
+	Duration Duration `json:"duration" yaml:"duration"`
+	Workload Workload `json:"workload" yaml:"workload"`
+	Steps    []Step   `json:"steps,omitempty" yaml:"steps"`
+	// Nemesis is a random mix of faults drawn from the seed (nemesis.go).
+	Nemesis *Nemesis             `json:"nemesis,omitempty" yaml:"nemesis"`
+	Expect  verdict.Expectations `json:"expect,omitempty" yaml:"expect"`
 	// Source is the file the scenario came from ("builtin:NAME" for ours).
 	Source string `json:"source,omitempty" yaml:"-"`
 
@@ -158,6 +160,7 @@ type Scenario struct {
 	// Source, for CheckNames' messages, and expectWhy the comments above
 	// them, for AnyReason.
 	faults      []chaos.Step
+	nemesis     *chaos.Nemesis
 	expectLines map[string]int
 	expectWhy   map[string]string
 }
@@ -211,6 +214,9 @@ func (s *Scenario) Validate() error {
 		return err
 	}
 	s.faults = faults
+	if s.nemesis, err = s.parseNemesis(); err != nil {
+		return err
+	}
 	anyName := func(string) error { return nil }
 	return s.CheckNames(verdict.Names{Lock: anyName, KeepAlive: anyName})
 }
@@ -378,12 +384,12 @@ func (s Scenario) TTL() time.Duration {
 	return s.LeaseTTL.D()
 }
 
-// Needs is what the scenario's faults need of the run, all steps together
-// (see chaos.Needs).
+// Needs is what the scenario's faults need of the run, all steps and the
+// nemesis together (see chaos.Needs).
 func (s Scenario) Needs() chaos.Needs {
 	var n chaos.Needs
-	for _, st := range s.Faults() {
-		f := st.Fault.Needs()
+	for _, fault := range s.FaultKinds() {
+		f := fault.Needs()
 		n.ClientProxy = n.ClientProxy || f.ClientProxy
 		n.Members = n.Members || f.Members
 		n.MemberProcesses = n.MemberProcesses || f.MemberProcesses
@@ -565,6 +571,8 @@ var yamlWants = map[string]string{
 	"scenarios.Workload":         "a mapping with keys " + workloadKeys,
 	"[]scenarios.Step":           "a list of steps",
 	"scenarios.plain":            "a mapping with keys " + stepKeys,
+	"scenarios.Nemesis":          "a mapping with keys " + nemesisKeys,
+	"[]string":                   "a list of strings",
 	"verdict.Expectations":       "a mapping of default, a strategy's name or keepalive:POLICY to the checks expected",
 	"map[string]verdict.Verdict": "a mapping of check names (" + strings.Join(verdict.CheckNames, ", ") + ") to verdicts",
 	"verdict.Verdict":            "one of pass, fail, unknown, any",
@@ -575,7 +583,7 @@ var yamlWants = map[string]string{
 
 // The keys of a scenario file, a workload and a step.
 const (
-	scenarioKeys = "name, description, clients, lease_ttl, duration, workload, steps, expect"
+	scenarioKeys = "name, description, clients, lease_ttl, duration, workload, steps, nemesis, expect"
 	workloadKeys = "kind, hold, think, stagger, release_lost"
 	stepKeys     = "at, fault, target, for, delay, every"
 )
@@ -590,6 +598,7 @@ func cleanYAMLLine(line string, src []byte) string {
 		{"in type scenarios.Scenario", "(valid keys: " + scenarioKeys + ")"},
 		{"in type scenarios.Workload", "in workload (valid keys: " + workloadKeys + ")"},
 		{"in type scenarios.plain", "in step (valid keys: " + stepKeys + ")"},
+		{"in type scenarios.Nemesis", "in nemesis (valid keys: " + nemesisKeys + ")"},
 	} {
 		line = strings.ReplaceAll(line, r[0], r[1])
 	}
