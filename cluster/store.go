@@ -62,8 +62,7 @@ func Compact(ctx context.Context, cli *clientv3.Client, physical bool) (int64, e
 // Defragment defragments member i's backend (etcdctl defrag), which holds
 // the backend's lock while it copies the database: the member serves no
 // write and no read meanwhile. It returns the member's database size
-// before and after, in bytes (DbSize: the file; DbSizeInUse: its live
-// pages).
+// before and after.
 func Defragment(ctx context.Context, c Members, i int) (before, after DBSize, err error) {
 	cli, err := dialMember(c, i)
 	if err != nil {
@@ -101,7 +100,8 @@ func dbSize(ctx context.Context, cli *clientv3.Client, ep string) (DBSize, error
 // planned leader change, as before a leader's maintenance, unlike a crash
 // the old leader steps down at once and the new one campaigns without
 // waiting for an election timeout. It returns once the transfer is done,
-// and fails when member to leads already or no member leads.
+// and fails when member to leads already, no member leads, or the
+// transfer did not complete within moveLeaderWait.
 func MoveLeader(ctx context.Context, c Members, to int) error {
 	from := c.Leader()
 	switch {
@@ -112,6 +112,11 @@ func MoveLeader(ctx context.Context, c Members, to int) error {
 	case to < 0 || to >= c.Count():
 		return fmt.Errorf("move leader to member %d: cluster has members 0..%d", to, c.Count()-1)
 	}
+	// A transfer raft gives up (after an election timeout) leaves the
+	// server waiting for a leader that never comes, until the call's
+	// context ends: bound it, so that the steps after it are not held up.
+	ctx, cancel := context.WithTimeout(ctx, moveLeaderWait(c))
+	defer cancel()
 	// The request must go to the leader, and names the transferee by its
 	// raft ID, which its own status reports.
 	cli, err := dialMember(c, from)
@@ -128,3 +133,8 @@ func MoveLeader(ctx context.Context, c Members, to int) error {
 	}
 	return nil
 }
+
+// moveLeaderWait bounds one leader transfer: raft aborts a transfer that
+// has not completed within an election timeout; the rest is slack for a
+// loaded machine.
+func moveLeaderWait(c Members) time.Duration { return 4*c.Election() + time.Second }
