@@ -7,7 +7,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 ADAPTER_DEPS := python3-etcd3
 
-.PHONY: adapter-deps build run run-one test test-short verify mutants bench regress regress-baseline baseline repro-etcd-20716 repro-etcd-11456 repro-election-split-brain vet fmt clean
+.PHONY: adapter-deps build run run-one test test-short verify mutants bench regress regress-baseline baseline repro-etcd-20716 repro-etcd-11456 repro-election-split-brain repro-etcd-21128 measure-etcd-20273 vet fmt clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/lockbench
@@ -127,6 +127,53 @@ repro-election-split-brain: build
 	done; \
 	if [ $$ok = 1 ]; then echo "Successful reproduction: Election.Campaign made a campaigner whose key was gone leader beside the next one (two leaders at once) in every seed; queue, which re-reads its key, passed the same seeds"; \
 	else echo "Failed to reproduce"; exit 1; fi
+
+# etcd #21128: concurrency.Election.Campaign (v3.7.3) deletes its key on a
+# cancelled context only; when its watch is compacted it returns the error
+# and leaves the key under the Session's lease. election-exits is a program
+# that exits on the error (log.Fatal, as etcd's examples do): once its key
+# is the oldest, every other candidate waits until its lease runs out.
+# examples/etcd-21128.yaml compacts every 20 ms for 2 s under contention
+# (TTL 3 s). Reproduced when, in every seed, election-exits's history has a
+# Campaign failed by compaction and the lock stood free while others waited
+# for at least a third of the TTL (max_stall_ms ≥ 1000), while queue and
+# election (which revokes its lease on the error) passed the same seed with
+# every stall under that.
+REPRO_21128 = ./$(BIN) run --scenario examples/etcd-21128.yaml --out $(OUT)
+repro-etcd-21128: build
+	@ok=1; stall() { sed -n 's/.*"max_stall_ms": *\([0-9]*\).*/\1/p' "$$1/summary.json"; }; \
+	for s in $(REPRO_SEEDS); do \
+		out=$$($(REPRO_21128) --lock election-exits --seed $$s 2>&1); dir=$$(echo "$$out" | sed -n 's/^run folder: //p'); \
+		left=$$(grep -c 'compacted (the program exits; its key is left to its lease)' "$$dir/history.jsonl"); bug=$$(stall "$$dir"); \
+		line="seed $$s: election-exits: $$left Campaign(s) failed by compaction, longest stall $${bug} ms"; \
+		for l in queue election; do \
+			out=$$($(REPRO_21128) --lock $$l --seed $$s 2>&1); rc=$$?; dir=$$(echo "$$out" | sed -n 's/^run folder: //p'); st=$$(stall "$$dir"); \
+			line="$$line; $$l: exit $$rc, longest stall $${st} ms"; \
+			if [ $$rc != 0 ] || [ -z "$$st" ] || [ $$st -ge 1000 ]; then ok=0; fi; \
+		done; echo "$$line"; \
+		if [ $$left = 0 ] || [ -z "$$bug" ] || [ $$bug -lt 1000 ]; then ok=0; fi; \
+	done; \
+	if [ $$ok = 1 ]; then echo "Successful reproduction of etcd #21128: a Campaign failed by compaction left its key, and the lock stood free while the others waited for the dead program's lease (TTL 3 s); queue and election passed the same seeds"; \
+	else echo "Failed to reproduce"; exit 1; fi
+
+# etcd #20273: a new leader gives every lease a full TTL again (plus an
+# election timeout) unless lease checkpointing is on, so a crashed holder's
+# lock outlives its TTL when the leader changes meanwhile. A measurement:
+# examples/etcd-20273.yaml (TTL 3 s: the holder crashes at 1 s, the
+# leadership is moved at 2 s) against its control without the leader
+# change, with queue, printing lease_overrun (the holder's crash to the
+# next grant, minus the TTL) and the longest stall; then the lease alone on
+# a bare cluster, with and without etcd's LeaseCheckpoint feature gate.
+measure-etcd-20273: build
+	@for s in $(REPRO_SEEDS); do for sc in etcd-20273 etcd-20273-control; do \
+		out=$$(./$(BIN) run --lock queue --scenario examples/$$sc.yaml --seed $$s --out $(OUT) 2>&1); rc=$$?; \
+		dir=$$(echo "$$out" | sed -n 's/^run folder: //p'); \
+		over=$$(echo "$$out" | grep 'lease_overrun' | awk -F'│' '{gsub(/ /, "", $$8); print $$8}'); \
+		stall=$$(sed -n 's/.*"max_stall_ms": *\([0-9]*\).*/\1/p' "$$dir/summary.json"); \
+		echo "seed $$s $$sc: exit $$rc, crash → next grant minus the TTL (lease_overrun) $$over ms, longest stall $$stall ms"; \
+	done; done
+	@out=$$($(GO) test -count=1 -run TestEtcd20273 -v ./cluster 2>&1); rc=$$?; \
+	echo "$$out" | grep -E 'lease checkpoint|^(ok|FAIL|--- )'; exit $$rc
 
 vet:
 	$(GO) vet ./...

@@ -68,8 +68,14 @@ type Needs struct {
 	Arg string
 }
 
-// ArgDelay is the step field of a fault that takes a latency.
-const ArgDelay = "delay"
+// The step fields a fault's parameter comes from (Needs.Arg).
+const (
+	// ArgDelay is the step field of a fault that takes a latency.
+	ArgDelay = "delay"
+	// ArgEvery is the step field of a fault that repeats while it lasts
+	// (compact-loop): the time between two of its actions.
+	ArgEvery = "every"
+)
 
 // Cost is what a fault may cost a correct lock: the checker's excuse for a
 // lock that is not granted during and after it, and the report's reading
@@ -93,6 +99,10 @@ const (
 	// lock must move on at once, and a wait that ends while the fault is on
 	// ended because of it.
 	CostCancelledWaits
+	// CostWatchRestart: a compaction; a watch from an older revision fails
+	// (ErrCompacted) and must start again from a fresh read. No lease or
+	// member is touched, so a correct lock must move on at once.
+	CostWatchRestart
 )
 
 // CostOf is the cost of the fault of that name, CostUnknown for a name

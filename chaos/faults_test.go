@@ -78,6 +78,10 @@ func TestFaultActions(t *testing.T) {
 		{"delay-client", 50 * time.Millisecond, "DelayClient 1 50ms", "DelayClient 1 0s"},
 		{"cancel-waiters", 0, "CancelWaiting", ""},
 		{"revoke-lease", 0, "RevokeLease 1", ""},
+		{"compact", 0, "Compact true", ""},
+		{"defrag", 0, "Defragment 1", ""},
+		{"defrag-all", 0, "Defragment 0;Defragment 1", ""},
+		{"move-leader", 0, "MoveLeader 1", ""},
 	} {
 		t.Run(tc.fault, func(t *testing.T) {
 			f, err := Lookup(tc.fault)

@@ -56,7 +56,8 @@ func TestNoFaultNameOutsideChaos(t *testing.T) {
 // consistent with what it acts on, since the checker, the cluster and the
 // scenario validation believe it: a member fault needs members lockbench
 // controls and costs an election; a fault that needs a client's proxy
-// targets a client; only delay-client's kind takes a delay.
+// targets a client; only delay-client's kind takes a delay, and
+// only compact-loop an interval.
 func TestFaultsDescribeThemselves(t *testing.T) {
 	for _, n := range Names() {
 		f, _ := Lookup(n)
@@ -70,7 +71,7 @@ func TestFaultsDescribeThemselves(t *testing.T) {
 			t.Errorf("%s: needs a client proxy but targets %s", n, f.Targets())
 		case needs.MemberProcesses && !needs.Members:
 			t.Errorf("%s: needs member processes but not members", n)
-		case needs.Arg != "" && needs.Arg != ArgDelay:
+		case needs.Arg != "" && needs.Arg != ArgDelay && needs.Arg != ArgEvery:
 			t.Errorf("%s: takes an unknown argument %q", n, needs.Arg)
 		}
 		if CostOf(n) != cost {
@@ -82,5 +83,8 @@ func TestFaultsDescribeThemselves(t *testing.T) {
 	}
 	if got := Taking(ArgDelay); len(got) != 1 || got[0] != "delay-client" {
 		t.Errorf("Taking(delay) = %v", got)
+	}
+	if got := Taking(ArgEvery); len(got) != 1 || got[0] != "compact-loop" {
+		t.Errorf("Taking(every) = %v", got)
 	}
 }

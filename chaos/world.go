@@ -86,6 +86,19 @@ type LockService interface {
 	CancelWaiting() int
 }
 
+// Store are faults an operator does to the store through etcd's own API
+// (etcdctl compaction, defrag, move-leader): the members stay up, the
+// store's history, files or leadership change under the run.
+type Store interface {
+	// Compact compacts the history to the current revision; physical
+	// waits until the backend has removed the old revisions.
+	Compact(ctx context.Context, physical bool) error
+	// Defragment defragments member i's backend.
+	Defragment(ctx context.Context, i int) error
+	// MoveLeader hands the leadership to member i.
+	MoveLeader(ctx context.Context, i int) error
+}
+
 // Positions is what Resolve reads to turn a target into a member or client.
 type Positions interface {
 	Membership
@@ -101,4 +114,5 @@ type World interface {
 	ClientProcesses
 	ClientNetwork
 	LockService
+	Store
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/types"
+	"go.etcd.io/etcd/pkg/v3/featuregate"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 )
@@ -59,6 +60,11 @@ type Options struct {
 	// Open): EtcdBinSelf (lockbench's own binary) or an etcd binary's
 	// path. Empty: the embedded cluster. docs/processes.md.
 	EtcdBin string
+	// LeaseCheckpoint turns on etcd's LeaseCheckpoint feature gate (with
+	// LeaseCheckpointPersist): the leader sends followers each lease's
+	// remaining TTL, so that a new leader need not give it a full TTL
+	// again (etcd #20273). Embedded cluster only.
+	LeaseCheckpoint bool
 }
 
 func (o *Options) defaults() error {
@@ -261,6 +267,15 @@ func (c *Cluster) config(m *Member, state string) (*embed.Config, error) {
 	cfg.ElectionMs = uint(c.opts.Election / time.Millisecond)
 	cfg.UnsafeNoFsync = c.opts.UnsafeNoFsync
 	cfg.ListenMetricsUrls = nil
+	if c.opts.LeaseCheckpoint {
+		fg, ok := cfg.ServerFeatureGate.(featuregate.MutableFeatureGate)
+		if !ok {
+			return nil, fmt.Errorf("lease checkpoint: etcd's feature gates cannot be set")
+		}
+		if err := fg.Set("LeaseCheckpoint=true,LeaseCheckpointPersist=true"); err != nil {
+			return nil, fmt.Errorf("lease checkpoint: %w", err)
+		}
+	}
 	if c.opts.TLS {
 		cfg.ClientTLSInfo = c.tls.serverTLSInfo()
 	}

@@ -99,6 +99,9 @@ func StartProcesses(ctx context.Context, opts Options) (*ProcessCluster, error) 
 	if opts.TLS {
 		return nil, fmt.Errorf("TLS: not supported by the %s cluster yet (use the embedded cluster)", KindProcess)
 	}
+	if opts.LeaseCheckpoint {
+		return nil, fmt.Errorf("lease checkpoint: not supported by the %s cluster yet (use the embedded cluster)", KindProcess)
+	}
 	bin, err := ResolveBinary(ctx, opts.EtcdBin)
 	if err != nil {
 		return nil, err

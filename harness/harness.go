@@ -294,8 +294,8 @@ func etcdVersionOf(t target) string {
 
 // refused says why a cluster of opts cannot run sc's faults, or nil.
 func refused(opts cluster.Options, sc scenarios.Scenario) error {
-	for _, st := range sc.Faults() {
-		if err := cluster.Refuses(opts, st.Fault); err != nil {
+	for _, f := range sc.FaultKinds() {
+		if err := cluster.Refuses(opts, f); err != nil {
 			return fmt.Errorf("scenario %s: %w", sc.Name, err)
 		}
 	}

@@ -20,7 +20,7 @@ import (
 // capped is sc as the suite runs it: a scenario without fault steps is
 // cut to QuickDuration.
 func (s SuiteSpec) capped(sc scenarios.Scenario) scenarios.Scenario {
-	if len(sc.Steps) == 0 && s.QuickDuration > 0 && sc.Duration.D() > s.QuickDuration {
+	if len(sc.Steps) == 0 && sc.Nemesis == nil && s.QuickDuration > 0 && sc.Duration.D() > s.QuickDuration {
 		sc.Duration = scenarios.Duration(s.QuickDuration)
 	}
 	return sc

@@ -45,6 +45,9 @@ type electionLocker struct {
 	opts Options
 	sess *concurrency.Session
 	held *concurrency.Election
+	// exits makes a failed Campaign end the program's Session as a process
+	// exit would (election-exits, electionexits.go).
+	exits bool
 }
 
 func newElection(_ context.Context, cli *clientv3.Client, opts Options) (Locker, error) {
@@ -99,6 +102,8 @@ func (l *electionLocker) Lock(ctx context.Context) (*Grant, error) {
 			// its keepalive noticed. Once more, on a new Session.
 			s.Orphan()
 			l.sess = nil
+		case l.exits:
+			return nil, l.exit(s, err)
 		default:
 			// The key may remain (the put's outcome, or Campaign's own
 			// resignation, unknown): end the Session, whose revoke removes

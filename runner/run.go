@@ -201,7 +201,7 @@ func newRunner(cfg Config) (*runner, []chaos.Step, error) {
 	if err := sc.Validate(); err != nil {
 		return nil, nil, err
 	}
-	steps := sc.Faults()
+	steps := sc.Schedule(cfg.Seed)
 	if err := CheckSharedConns(sc, cfg.SharedConns); err != nil {
 		return nil, nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/chaos"
+	"github.com/lockbench/lockbench/cluster"
 )
 
 // The runner is the World faults act on; each part is documented on its
@@ -135,4 +136,21 @@ func (r *runner) RevokeLease(ctx context.Context, i int) error {
 		return fmt.Errorf("revoke lease of client %d: %w", i, err)
 	}
 	return nil
+}
+
+// chaos.Store: the operator's faults, through etcd's API on the cluster
+// lockbench started (package cluster).
+
+func (r *runner) Compact(ctx context.Context, physical bool) error {
+	_, err := cluster.Compact(ctx, r.admin, physical)
+	return err
+}
+
+func (r *runner) Defragment(ctx context.Context, i int) error {
+	_, _, err := cluster.Defragment(ctx, r.cfg.Cluster, i)
+	return err
+}
+
+func (r *runner) MoveLeader(ctx context.Context, i int) error {
+	return cluster.MoveLeader(ctx, r.cfg.Cluster, i)
 }

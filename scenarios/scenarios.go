@@ -120,6 +120,9 @@ type Step struct {
 	For    Duration `json:"for,omitempty" yaml:"for"`
 	// Delay is delay-client's added latency each way (default 200ms).
 	Delay Duration `json:"delay,omitempty" yaml:"delay"`
+	// Every is the interval of a fault that repeats while its step lasts
+	// (compact-loop, default 100ms).
+	Every Duration `json:"every,omitempty" yaml:"every"`
 	line  int
 }
 
@@ -142,11 +145,13 @@ type Scenario struct {
 	Description string `json:"description" yaml:"description"`
 	Clients     int    `json:"clients" yaml:"clients"`
 	// LeaseTTL is every client's lease TTL (default 5s).
-	LeaseTTL Duration             `json:"lease_ttl,omitempty" yaml:"lease_ttl"`
-	Duration Duration             `json:"duration" yaml:"duration"`
-	Workload Workload             `json:"workload" yaml:"workload"`
-	Steps    []Step               `json:"steps,omitempty" yaml:"steps"`
-	Expect   verdict.Expectations `json:"expect,omitempty" yaml:"expect"`
+	LeaseTTL Duration `json:"lease_ttl,omitempty" yaml:"lease_ttl"`
+	Duration Duration `json:"duration" yaml:"duration"`
+	Workload Workload `json:"workload" yaml:"workload"`
+	Steps    []Step   `json:"steps,omitempty" yaml:"steps"`
+	// Nemesis is a random mix of faults drawn from the seed (nemesis.go).
+	Nemesis *Nemesis             `json:"nemesis,omitempty" yaml:"nemesis"`
+	Expect  verdict.Expectations `json:"expect,omitempty" yaml:"expect"`
 	// Source is the file the scenario came from ("builtin:NAME" for ours).
 	Source string `json:"source,omitempty" yaml:"-"`
 
@@ -155,6 +160,7 @@ type Scenario struct {
 	// Source, for CheckNames' messages, and expectWhy the comments above
 	// them, for AnyReason.
 	faults      []chaos.Step
+	nemesis     *chaos.Nemesis
 	expectLines map[string]int
 	expectWhy   map[string]string
 }
@@ -208,6 +214,9 @@ func (s *Scenario) Validate() error {
 		return err
 	}
 	s.faults = faults
+	if s.nemesis, err = s.parseNemesis(); err != nil {
+		return err
+	}
 	anyName := func(string) error { return nil }
 	return s.CheckNames(verdict.Names{Lock: anyName, KeepAlive: anyName})
 }
@@ -293,10 +302,33 @@ func (s Scenario) parseSteps() ([]chaos.Step, error) {
 			return nil, fmt.Errorf("%s: step %d: at %s: must be before the end of the run (duration %s)", w, i+1, st.At, s.Duration)
 		case st.For < 0:
 			return nil, fmt.Errorf("%s: step %d: for %s: must be ≥0", w, i+1, st.For)
-		case st.Delay != 0 && f.Needs().Arg != chaos.ArgDelay:
-			return nil, fmt.Errorf("%s: step %d: %s applies only to %s", w, i+1, chaos.ArgDelay, strings.Join(chaos.Taking(chaos.ArgDelay), ", "))
 		}
-		out = append(out, chaos.Step{At: st.At.D(), Fault: f, Target: t, For: st.For.D(), Arg: st.Delay.D()})
+		arg, err := st.arg(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: step %d: %w", w, i+1, err)
+		}
+		out = append(out, chaos.Step{At: st.At.D(), Fault: f, Target: t, For: st.For.D(), Arg: arg})
+	}
+	return out, nil
+}
+
+// arg is the step's parameter for f, from the field f takes it from
+// (chaos.Needs.Arg); a field set for a fault that does not take it is an
+// error naming the faults that do.
+func (st Step) arg(f chaos.Fault) (time.Duration, error) {
+	var out time.Duration
+	for _, a := range []struct {
+		field string
+		v     Duration
+	}{{chaos.ArgDelay, st.Delay}, {chaos.ArgEvery, st.Every}} {
+		switch {
+		case a.v < 0:
+			return 0, fmt.Errorf("%s %s: must be ≥0", a.field, a.v)
+		case a.v != 0 && f.Needs().Arg != a.field:
+			return 0, fmt.Errorf("%s applies only to %s", a.field, strings.Join(chaos.Taking(a.field), ", "))
+		case f.Needs().Arg == a.field:
+			out = a.v.D()
+		}
 	}
 	return out, nil
 }
@@ -352,12 +384,12 @@ func (s Scenario) TTL() time.Duration {
 	return s.LeaseTTL.D()
 }
 
-// Needs is what the scenario's faults need of the run, all steps together
-// (see chaos.Needs).
+// Needs is what the scenario's faults need of the run, all steps and the
+// nemesis together (see chaos.Needs).
 func (s Scenario) Needs() chaos.Needs {
 	var n chaos.Needs
-	for _, st := range s.Faults() {
-		f := st.Fault.Needs()
+	for _, fault := range s.FaultKinds() {
+		f := fault.Needs()
 		n.ClientProxy = n.ClientProxy || f.ClientProxy
 		n.Members = n.Members || f.Members
 		n.MemberProcesses = n.MemberProcesses || f.MemberProcesses
@@ -539,6 +571,8 @@ var yamlWants = map[string]string{
 	"scenarios.Workload":         "a mapping with keys " + workloadKeys,
 	"[]scenarios.Step":           "a list of steps",
 	"scenarios.plain":            "a mapping with keys " + stepKeys,
+	"scenarios.Nemesis":          "a mapping with keys " + nemesisKeys,
+	"[]string":                   "a list of strings",
 	"verdict.Expectations":       "a mapping of default, a strategy's name or keepalive:POLICY to the checks expected",
 	"map[string]verdict.Verdict": "a mapping of check names (" + strings.Join(verdict.CheckNames, ", ") + ") to verdicts",
 	"verdict.Verdict":            "one of pass, fail, unknown, any",
@@ -549,9 +583,9 @@ var yamlWants = map[string]string{
 
 // The keys of a scenario file, a workload and a step.
 const (
-	scenarioKeys = "name, description, clients, lease_ttl, duration, workload, steps, expect"
+	scenarioKeys = "name, description, clients, lease_ttl, duration, workload, steps, nemesis, expect"
 	workloadKeys = "kind, hold, think, stagger, release_lost"
-	stepKeys     = "at, fault, target, for, delay"
+	stepKeys     = "at, fault, target, for, delay, every"
 )
 
 // yamlKinds names YAML's tags as a reader of the file says them.
@@ -564,6 +598,7 @@ func cleanYAMLLine(line string, src []byte) string {
 		{"in type scenarios.Scenario", "(valid keys: " + scenarioKeys + ")"},
 		{"in type scenarios.Workload", "in workload (valid keys: " + workloadKeys + ")"},
 		{"in type scenarios.plain", "in step (valid keys: " + stepKeys + ")"},
+		{"in type scenarios.Nemesis", "in nemesis (valid keys: " + nemesisKeys + ")"},
 	} {
 		line = strings.ReplaceAll(line, r[0], r[1])
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 func TestBuiltinsParse(t *testing.T) {
-	want := []string{"cancel-waiters", "client-isolation", "contention", "herd", "herd-hold", "holder-crash", "late-unlock", "leader-kill",
+	want := []string{"cancel-waiters", "client-isolation", "compaction-leader-move", "contention", "herd", "herd-hold", "holder-crash", "late-unlock", "leader-kill",
 		"leader-kill-holder-crash", "lease-expiry", "lease-expiry-fenced", "partition-leader", "slow-clients", "waiter-crash", "waiter-isolation", "waiter-revoke"}
 
 	if got := Names(); !reflect.DeepEqual(got, want) {
@@ -58,6 +58,7 @@ steps:
     target: leader
     for: 2s
   - {at: 5s, fault: delay-client, target: "client:1", for: 1s, delay: 50ms}
+  - {at: 6s, fault: compact-loop, for: 1s, every: 30ms}
 expect:
   default: {exclusion: pass, resource: pass}
   queue-naive: {exclusion: fail}
@@ -73,12 +74,52 @@ func TestParseUserScenario(t *testing.T) {
 		t.Errorf("parsed %+v", s)
 	}
 	steps := s.Faults()
-	if len(steps) != 2 || steps[0].Fault.Name() != "crash-member" || steps[0].Target != (chaos.Target{Kind: "leader"}) ||
-		steps[0].For != 2*time.Second || steps[1].Target != (chaos.Target{Kind: "client", N: 1}) || steps[1].Arg != 50*time.Millisecond {
+	if len(steps) != 3 || steps[0].Fault.Name() != "crash-member" || steps[0].Target != (chaos.Target{Kind: "leader"}) ||
+		steps[0].For != 2*time.Second || steps[1].Target != (chaos.Target{Kind: "client", N: 1}) || steps[1].Arg != 50*time.Millisecond ||
+		steps[2].Fault.Name() != "compact-loop" || steps[2].Arg != 30*time.Millisecond {
 		t.Errorf("steps %+v", steps)
 	}
 	if !s.Needs().Members || !s.Needs().ClientProxy {
 		t.Error("needs members and proxies")
+	}
+}
+
+// TestNemesisScenario: a scenario's nemesis is parsed into faults and
+// targets (random where none is given), its faults count in Needs and
+// FaultKinds, and its schedule is the seed's: the same for the same seed.
+func TestNemesisScenario(t *testing.T) {
+	s, err := Parse("n.yaml", strings.NewReader("name: n\nclients: 3\nduration: 5s\nworkload: {kind: hold}\n"+
+		"steps:\n  - {at: 500ms, fault: compact}\n"+
+		"nemesis: {faults: [move-leader follower, crash-client], every: 1s, for: 300ms}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, f := range s.FaultKinds() {
+		kinds = append(kinds, f.Name())
+	}
+	if !reflect.DeepEqual(kinds, []string{"compact", "move-leader", "crash-client"}) || !s.Needs().ClientProxy || !s.Needs().Members {
+		t.Errorf("fault kinds %v, needs %+v", kinds, s.Needs())
+	}
+	text := func(steps []chaos.Step) string {
+		var b strings.Builder
+		for _, st := range steps {
+			fmt.Fprintf(&b, "%s %s %s %s;", st.At, st.Fault.Name(), st.Target, st.For)
+		}
+		return b.String()
+	}
+	a := s.Schedule(3)
+	if text(a) != text(s.Schedule(3)) || len(a) != 5 || a[0].Fault.Name() != "compact" {
+		t.Fatalf("schedule of seed 3: %s then %s", text(a), text(s.Schedule(3)))
+	}
+	for _, st := range a[1:] {
+		want := chaos.Target{Kind: chaos.TFollower}
+		if st.Fault.Name() == "crash-client" {
+			want = chaos.Target{Kind: chaos.TRandom}
+		}
+		if st.Target != want || st.For != 300*time.Millisecond {
+			t.Errorf("nemesis step %+v: want target %v for 300ms", st, want)
+		}
 	}
 }
 
@@ -101,6 +142,22 @@ func TestParseErrorsNameFileLineAndChoices(t *testing.T) {
 			[]string{"pause-client", "a client"}},
 		{"unknown step key", "name: x\nclients: 2\nduration: 5s\nworkload: {kind: hold}\nsteps:\n  - {at: 1s, fault: heal, tagret: x}\n",
 			[]string{"line 6", "tagret", "at, fault, target, for"}},
+		{"every for a fault that does not repeat", "name: x\nclients: 2\nduration: 5s\nworkload: {kind: hold}\nsteps:\n  - {at: 1s, fault: compact, every: 50ms}\n",
+			[]string{"bad.yaml:6", "every applies only to compact-loop"}},
+		{"delay for compact-loop", "name: x\nclients: 2\nduration: 5s\nworkload: {kind: hold}\nsteps:\n  - {at: 1s, fault: compact-loop, for: 1s, delay: 50ms}\n",
+			[]string{"bad.yaml:6", "delay applies only to delay-client"}},
+		{"nemesis without faults", "name: x\nclients: 2\nduration: 5s\nworkload: {kind: hold}\nnemesis: {every: 1s, for: 500ms}\n",
+			[]string{"bad.yaml: nemesis: faults", "crash-member"}},
+		{"nemesis faults overlap", "name: x\nclients: 2\nduration: 5s\nworkload: {kind: hold}\nnemesis: {faults: [compact], every: 1s, for: 1s}\n",
+			[]string{"nemesis: for 1s", "less than every (1s)"}},
+		{"nemesis unknown fault", "name: x\nclients: 2\nduration: 5s\nworkload: {kind: hold}\nnemesis: {faults: [compact, explode], every: 1s, for: 100ms}\n",
+			[]string{"nemesis: fault 2", `unknown fault "explode"`}},
+		{"nemesis numbered target", "name: x\nclients: 2\nduration: 5s\nworkload: {kind: hold}\nnemesis: {faults: [crash-member member:1], every: 1s, for: 100ms}\n",
+			[]string{"nemesis: fault 1", "member:1", "give a role"}},
+		{"nemesis target of the wrong class", "name: x\nclients: 2\nduration: 5s\nworkload: {kind: hold}\nnemesis: {faults: [crash-client leader], every: 1s, for: 100ms}\n",
+			[]string{"nemesis: fault 1", "crash-client", "a client"}},
+		{"nemesis unknown key", "name: x\nclients: 2\nduration: 5s\nworkload: {kind: hold}\nnemesis: {faults: [compact], evry: 1s}\n",
+			[]string{"evry", "in nemesis (valid keys: faults, every, for)"}},
 		{"step after the end", "name: x\nclients: 2\nduration: 5s\nworkload: {kind: hold}\nsteps:\n  - {at: 9s, fault: heal}\n",
 			[]string{"bad.yaml:6", "before the end"}},
 		{"unknown workload", "name: x\nclients: 2\nduration: 5s\nworkload: {kind: spin}\n",
@@ -132,7 +189,7 @@ func TestParseErrorsNameFileLineAndChoices(t *testing.T) {
 		{"steps a mapping", "name: x\nclients: 2\nduration: 1s\nworkload: {kind: hold}\nsteps: {at: 1s}\n",
 			[]string{"line 5: steps must be a list of steps, not a mapping"}},
 		{"a step a list", "name: x\nclients: 2\nduration: 1s\nworkload: {kind: hold}\nsteps:\n  - [1s, heal]\n",
-			[]string{"line 6: a step must be a mapping with keys at, fault, target, for, delay, not a list"}},
+			[]string{"line 6: a step must be a mapping with keys at, fault, target, for, delay, every, not a list"}},
 		{"expectations a list", "name: x\nclients: 2\nduration: 1s\nworkload: {kind: hold}\nexpect: {default: [exclusion]}\n",
 			[]string{"line 5: default must be a mapping of check names (exclusion,", "to verdicts, not a list"}},
 		{"two type errors, one line", "name: [x]\nclients: [2]\nduration: 1s\nworkload: {kind: hold}\n",
