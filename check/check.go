@@ -57,6 +57,21 @@ const (
 	DefaultStarvationGrants = 10
 	// DefaultRecoverySlack is Options.RecoverySlack's default.
 	DefaultRecoverySlack = time.Second
+	// DefaultRequestTimeout is Options.RequestTimeout's default, the
+	// harness's per-request deadline (locks.DefaultRPCTimeout).
+	DefaultRequestTimeout = time.Second
+	// MinQuietBound and QuietReleases make the default fault-free bound
+	// of liveness: max(MinQuietBound, QuietReleases × the history's median
+	// release latency).
+	MinQuietBound = time.Second
+	QuietReleases = 20
+	// DefaultBypassSlack is Options.BypassSlack's default.
+	DefaultBypassSlack = 100 * time.Millisecond
+	// MinLongWait and LongWaitCycles make the long-wait bound of fairness:
+	// max(MinLongWait, LongWaitCycles × clients × the lock's median time
+	// between grants).
+	MinLongWait    = time.Second
+	LongWaitCycles = 50
 )
 
 // Options tune checks whose bounds are not in the history itself. The zero
@@ -82,6 +97,33 @@ type Options struct {
 	// sweep (every 500 ms) and a loaded machine. 0 means
 	// DefaultRecoverySlack.
 	RecoverySlack time.Duration
+
+	// Bounds from what each fault costs and what the strategy promises
+	// (CheckLiveness, CheckFairness).
+
+	// ElectionTimeout is the cluster's: a member fault may cost two
+	// elections (a pre-vote round and a split vote) when it strikes and
+	// again when it is undone. 0 means DefaultElectionTimeout.
+	ElectionTimeout time.Duration
+	// RequestTimeout is the clients' per-request deadline: after a member
+	// fault, a request stuck on the lost member ends within it and is
+	// retried. 0 means DefaultRequestTimeout; negative means the clients
+	// had none, and a member fault costs as much as a client fault
+	// (LivenessBound).
+	RequestTimeout time.Duration
+	// QuietBound is the longest a lock may stay free while someone waits
+	// outside every fault's window. 0 means derived from the history:
+	// max(MinQuietBound, QuietReleases × its median release latency).
+	QuietBound time.Duration
+	// Order is the grant order the strategy promises; verdict.FIFO makes
+	// unexplained bypasses fairness violations. The zero value promises
+	// nothing.
+	Order verdict.Order
+	// BypassSlack is how long after its acquire invoke a FIFO request may
+	// take its place in the queue (its first write's commit): a later
+	// request invoked within it may be granted first. 0 means
+	// DefaultBypassSlack.
+	BypassSlack time.Duration
 }
 
 // WithDefaults returns o with every zero field set to its default, as the
@@ -105,6 +147,15 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.StarvationGrants <= 0 {
 		o.StarvationGrants = DefaultStarvationGrants
+	}
+	if o.ElectionTimeout <= 0 {
+		o.ElectionTimeout = DefaultElectionTimeout
+	}
+	if o.RequestTimeout == 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.BypassSlack <= 0 {
+		o.BypassSlack = DefaultBypassSlack
 	}
 	return o
 }

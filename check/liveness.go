@@ -12,14 +12,19 @@ import (
 )
 
 // CheckLiveness finds stalls: stretches during which a lock was free and at
-// least one process waited for it, longer than Options.LivenessBound
-// (default lease TTL + election timeout: a crashed holder's lease outlives
-// it by the TTL, and a leader change extends leases by an election) beyond
-// what faults excuse. A fault never switches liveness off for good: each
-// excuses a bounded window after its start and after its end (see
-// faultEffect.excuse; r = the bound + Options.RecoverySlack), so a lock
-// that never passes on after a crash, or after the cluster recovered, is a
-// stall however long the fault lasted.
+// least one process waited for it, longer than the fault-free bound Q
+// beyond what faults excuse. Q is Options.QuietBound, or by default
+// max(MinQuietBound, QuietReleases × the history's median release
+// latency): the release is one request in every strategy, so its latency
+// says how fast the cluster answers these clients, and a lock that is
+// slow at every handoff cannot set its own bound (as its median handoff
+// would). Each fault excuses what it may cost a correct lock, a bounded
+// window after its start and after its end (see faultEffect.excuse and
+// recovery): a lease TTL where a holder's key must expire (client
+// faults), two elections and a request deadline for member faults, the
+// deadline after a slowdown, nothing for cancelled waits; every window is
+// widened by Q. So a lock that never passes on after a crash, or after
+// the cluster recovered, is a stall however long the fault lasted.
 //
 //   - A lock is held from an acquire ok to the end of the holder's release
 //     (its outcome, whatever it is), its crash, or a lease-lost; an acquire
@@ -30,15 +35,17 @@ import (
 //     crash or its next invoke, or the end of the history.
 //   - A fault lasts from a `fault` invoke to its end (a `fault` ok, info or
 //     fail), or to the end of the history; a paused process (`pause` …
-//     `resume`) counts as a client fault. A stretch is a stall when some
-//     moment of it, later than the bound after its start, lies outside
-//     every fault's window.
+//     `resume`) counts as a client fault. A stretch is a stall when it
+//     lasts longer than Q and some moment of it, later than Q after its
+//     start, lies outside every fault's window.
 //
 // Verdicts: fail on any stall; pass otherwise (note "no acquire operations"
 // when there is nothing to wait for).
 //
 // Metrics: stalls (= Count), max_stall_ms (the longest free-and-waited
-// stretch, stall or not), bound_ms.
+// stretch, stall or not), bound_ms (Q), lease_bound_ms and member_bound_ms
+// (how long after a client or member fault a lock may stay free),
+// release_p50_ms (what Q was derived from).
 func CheckLiveness(events []history.Event, opts Options) Result {
 	return prepare(events).liveness(opts.WithDefaults())
 }
@@ -77,7 +84,9 @@ type delta struct {
 type liveWalk struct {
 	p         *prepared
 	opts      Options
-	bound     int64
+	bound     int64 // Q, the fault-free bound; < 0: no stalls judged
+	rc        recovery
+	release   int64 // the median release latency; -1: no releases
 	res       Result
 	locks     []liveLock
 	slots     []liveSlot
@@ -115,7 +124,15 @@ func (p *prepared) liveness(opts Options) Result {
 }
 
 func newLiveWalk(p *prepared, opts Options) *liveWalk {
-	w := &liveWalk{p: p, opts: opts, bound: int64(opts.LivenessBound), res: Result{Verdict: verdict.Pass},
+	release := p.medianRelease()
+	quiet := int64(opts.QuietBound)
+	if quiet <= 0 {
+		quiet = max(int64(MinQuietBound), QuietReleases*release)
+	}
+	if opts.LivenessBound < 0 {
+		quiet = -1
+	}
+	w := &liveWalk{p: p, opts: opts, bound: quiet, rc: recoveryOf(opts, quiet), release: release, res: Result{Verdict: verdict.Pass},
 		locks: make([]liveLock, len(p.locks)), slots: make([]liveSlot, len(p.slotProc)),
 		procHeld: make([][]int32, len(p.procs)), paused: make([]bool, len(p.procs))}
 	for l := range w.locks {
@@ -126,7 +143,7 @@ func newLiveWalk(p *prepared, opts Options) *liveWalk {
 	}
 	w.deltas = p.possDeltas()
 	if w.bound >= 0 {
-		w.excused = excuses(faultEffects(p.faultOps()), w.bound+int64(opts.RecoverySlack), w.bound)
+		w.excused = excuses(faultEffects(p.faultOps()), w.rc)
 	}
 	return w
 }
@@ -183,7 +200,8 @@ func (w *liveWalk) closeStall(l int32, t int64, line int32) {
 	dur := t - lk.candStart
 	w.maxStall = max(w.maxStall, dur)
 	if w.bound >= 0 && dur > w.bound && uncovered(w.excused, lk.candStart+w.bound, t) >= 0 {
-		w.res.add(w.p.stallViolation(l, lk, w.slots, w.removed, t, line, dur, w.opts.LivenessBound), w.opts.MaxViolations)
+		from := uncovered(w.excused, lk.candStart+w.bound, t)
+		w.res.add(w.p.stallViolation(l, lk, w.slots, w.removed, t, line, dur, w.stallBound(from-1)), w.opts.MaxViolations)
 	}
 	removeAt(&w.cands, w.candPos, l)
 }
@@ -357,11 +375,47 @@ func (w *liveWalk) result() Result {
 	res.metric("max_stall_ms", ms(w.maxStall))
 	if w.bound >= 0 {
 		res.metric("bound_ms", ms(w.bound))
+		res.metric("lease_bound_ms", ms(w.rc.lease))
+		res.metric("member_bound_ms", ms(w.rc.member))
+	}
+	if w.release >= 0 {
+		res.metric("release_p50_ms", ms(w.release))
 	}
 	return res
 }
 
-func (p *prepared) stallViolation(l int32, lk *liveLock, slots []liveSlot, removed int32, t int64, line int32, dur int64, bound time.Duration) Violation {
+// stallBound says which bound a stall broke: after from, no fault's
+// window covers the stretch.
+func (w *liveWalk) stallBound(from int64) string {
+	how := fmt.Sprintf("max(%s, %d × the median release latency %s)", MinQuietBound, QuietReleases, time.Duration(max(w.release, 0)))
+	switch {
+	case w.opts.QuietBound > 0:
+		how = "set by the options"
+	case w.release < 0:
+		how = fmt.Sprintf("the floor %s: no release ended ok to derive it from", MinQuietBound)
+	}
+	return fmt.Sprintf("no fault excuses it after %s, and outside the faults' windows the bound is %s (%s)",
+		fmtNS(from), time.Duration(w.bound), how)
+}
+
+// medianRelease is the median latency of the releases that ended ok
+// (invoke → ok), -1 when there are none.
+func (p *prepared) medianRelease() int64 {
+	var lat []int64
+	for i := range p.n() {
+		if p.op(i) != opRelease || p.ty(i) != tyInvoke || p.pair[i] < 0 || p.ty(int(p.pair[i])) != tyOK {
+			continue
+		}
+		lat = append(lat, max(p.ev[p.pair[i]].Time-p.ev[i].Time, 0))
+	}
+	if len(lat) == 0 {
+		return -1
+	}
+	slices.Sort(lat)
+	return Percentile(lat, 0.5)
+}
+
+func (p *prepared) stallViolation(l int32, lk *liveLock, slots []liveSlot, removed int32, t int64, line int32, dur int64, bound string) Violation {
 	ws := slices.Clone(lk.waiters)
 	if removed >= 0 && p.slotLock[removed] == l && !slices.Contains(ws, removed) {
 		ws = append(ws, removed)
@@ -384,7 +438,7 @@ func (p *prepared) stallViolation(l int32, lk *liveLock, slots []liveSlot, remov
 		msg += fmt.Sprintf(" (process %s since %s, line %d)", procs[0], fmtNS(w.waitSince), w.waitLine+1)
 		ls = append(ls, int(w.waitLine)+1)
 	}
-	msg += fmt.Sprintf("; the bound is %s, plus the windows faults excuse", bound)
+	msg += "; " + bound
 	return Violation{Check: verdict.Liveness, Lock: name, Message: msg, Lines: lines(ls...)}
 }
 
