@@ -33,7 +33,9 @@ import (
 //     from the fault's start to its end + the recovery bound) overlaps
 //     its wait. A request that ended otherwise (failed, cancelled, of
 //     unknown outcome) is never judged: it may have left the queue before
-//     its outcome said so.
+//     its outcome said so; nor is a client's first request of a lock,
+//     which may set up its session (a lease grant) before it takes its
+//     place.
 //   - long wait (every strategy): a request that waited longer than
 //     max(MinLongWait, LongWaitCycles × the lock's clients × its median
 //     time between grants), granted, given up or still waiting at the

@@ -16,7 +16,9 @@ func (w *fairWalk) judge(s int32, out Outcome, t int64, line int32) {
 	st := &w.slots[s]
 	l := w.p.slotLock[s]
 	others := w.grantsL[l] - st.reqG
-	if out == OutcomeOK && w.maxSeq[l] > st.seq {
+	// A client's first request may set up its session (a lease grant)
+	// before it takes its place: its bypasses are not judged.
+	if out == OutcomeOK && w.maxSeq[l] > st.seq && st.reqLine != st.firstLine {
 		w.judgeBypass(s, t, line)
 	}
 	if out != OutcomeInfo && out != OutcomeAborted && int(others) >= w.opts.StarvationGrants {

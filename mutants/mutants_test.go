@@ -13,6 +13,7 @@ import (
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/locktest"
 	"github.com/lockbench/lockbench/scenarios"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 func startCluster(t *testing.T) *cluster.Cluster {
@@ -90,9 +91,22 @@ func TestDefaultSuiteCatchesEveryMutant(t *testing.T) {
 		t.Fatal(err)
 	}
 	caught := map[string][]string{}
+	by := map[string]bool{} // "lock check": a cell not as expected failed that check
 	for _, cell := range res.Cells {
 		if !cell.Matches {
 			caught[cell.Summary.Lock] = append(caught[cell.Summary.Lock], cell.Summary.Scenario+" ("+cell.Note+")")
+			for name, c := range cell.Summary.Checks {
+				if c.Verdict == verdict.Fail {
+					by[cell.Summary.Lock+" "+name] = true
+				}
+			}
+		}
+	}
+	// The mutants that only a bound of their own catches must be caught
+	// by it: the fault-free liveness bound, the FIFO fairness rule.
+	for lock, check := range map[string]string{"mut-lazy-unlock": verdict.Liveness, "mut-requeue-once": verdict.Fairness} {
+		if !by[lock+" "+check] {
+			t.Errorf("mutant %s not caught by %s: %s", lock, check, strings.Join(caught[lock], "; "))
 		}
 	}
 	for _, name := range names {
