@@ -10,10 +10,11 @@
 //   - resource: lost updates of the counter workloads (CheckResource).
 //   - fencing: accepted writes with a stale or decreasing token, and grants
 //     whose token does not increase (CheckFencing).
-//   - fairness: grant order, Jain's index, waits; fails only on starvation
+//   - fairness: grant order, Jain's index, waits; fails on a FIFO
+//     strategy's unexplained bypasses, long waits and starvation
 //     (CheckFairness).
-//   - liveness: the lock free, someone waiting, no fault active, for longer
-//     than a bound (CheckLiveness).
+//   - liveness: the lock free while someone waits, for longer than the
+//     fault-free bound beyond what each fault may cost (CheckLiveness).
 //   - herd: wake-ups and RPCs per handoff; informational (CheckHerd).
 //   - progress: clients asked and were not served (CheckProgress).
 //   - symmetry: a release by a process that held no grant, or a holder's
@@ -80,9 +81,12 @@ type Options struct {
 	// MaxViolations caps how many violations each check lists (the count is
 	// always exact). 0 means DefaultMaxViolations.
 	MaxViolations int
-	// LivenessBound is the longest a lock may stay free while someone waits
-	// and no fault is active. 0 means DefaultLivenessBound; negative turns
-	// stall violations off (the figures are still reported).
+	// LivenessBound is what a client fault may cost a correct lock: the
+	// lease TTL (its key must expire) plus an election. With
+	// RecoverySlack it is how long after a client fault's start (or any
+	// fault this build does not know) a lock may stay free. 0 means
+	// DefaultLivenessBound; negative turns stall violations off (the
+	// figures are still reported).
 	LivenessBound time.Duration
 	// StarvationMin is how long a process must have requested a lock, from
 	// its first acquire invoke to its last request's end (or the history's
@@ -92,10 +96,9 @@ type Options struct {
 	// StarvationGrants is how many grants of that lock to other processes
 	// the span must contain. 0 means DefaultStarvationGrants.
 	StarvationGrants int
-	// RecoverySlack is added to the liveness bound to make the recovery
-	// bound r of a fault (see CheckLiveness): room for etcd's lease expiry
-	// sweep (every 500 ms) and a loaded machine. 0 means
-	// DefaultRecoverySlack.
+	// RecoverySlack is added to each fault's cost to make its recovery
+	// bound (see CheckLiveness): room for etcd's lease expiry sweep (every
+	// 500 ms) and a loaded machine. 0 means DefaultRecoverySlack.
 	RecoverySlack time.Duration
 
 	// Bounds from what each fault costs and what the strategy promises

@@ -278,10 +278,7 @@ func (p *prepared) fairness(opts Options) Result {
 // starved lists the slots that starved, by lock name then first request.
 func (w *fairWalk) starved(opts Options) []int32 {
 	p := w.p
-	rank := make([]int, len(p.locks))
-	for r, l := range p.lockOrder() {
-		rank[l] = r
-	}
+	rank := w.lockRank()
 	var out []int32
 	for s := range w.slots {
 		st := &w.slots[s]
