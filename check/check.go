@@ -61,13 +61,15 @@ const (
 	// DefaultRequestTimeout is Options.RequestTimeout's default, the
 	// harness's per-request deadline (locks.DefaultRPCTimeout).
 	DefaultRequestTimeout = time.Second
-	// MinQuietBound and QuietReleases make the default fault-free bound
-	// of liveness: max(MinQuietBound, QuietReleases × the history's median
-	// release latency).
+	// MinQuietBound, QuietReleases and TailReleases make the default
+	// fault-free bound of liveness: max(MinQuietBound, QuietReleases × the
+	// history's median release latency, TailReleases × its longest).
 	MinQuietBound = time.Second
 	QuietReleases = 20
-	// DefaultBypassSlack is Options.BypassSlack's default.
-	DefaultBypassSlack = 100 * time.Millisecond
+	TailReleases  = 3
+	// MinBypassSlack makes the default Options.BypassSlack:
+	// max(MinBypassSlack, TailReleases × the longest release latency).
+	MinBypassSlack = 100 * time.Millisecond
 	// MinLongWait and LongWaitCycles make the long-wait bound of fairness:
 	// max(MinLongWait, LongWaitCycles × clients × the lock's median time
 	// between grants).
@@ -116,7 +118,9 @@ type Options struct {
 	RequestTimeout time.Duration
 	// QuietBound is the longest a lock may stay free while someone waits
 	// outside every fault's window. 0 means derived from the history:
-	// max(MinQuietBound, QuietReleases × its median release latency).
+	// max(MinQuietBound, QuietReleases × its median release latency,
+	// TailReleases × its longest), since a handoff takes about the
+	// requests a release does.
 	QuietBound time.Duration
 	// Order is the grant order the strategy promises; verdict.FIFO makes
 	// unexplained bypasses fairness violations. The zero value promises
@@ -124,8 +128,9 @@ type Options struct {
 	Order verdict.Order
 	// BypassSlack is how long after its acquire invoke a FIFO request may
 	// take its place in the queue (its first write's commit): a later
-	// request invoked within it may be granted first. 0 means
-	// DefaultBypassSlack.
+	// request invoked within it may be granted first. 0 means derived from
+	// the history: max(MinBypassSlack, TailReleases × its longest release
+	// latency), a write as slow as the slowest the clients saw.
 	BypassSlack time.Duration
 }
 
@@ -156,9 +161,6 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.RequestTimeout == 0 {
 		o.RequestTimeout = DefaultRequestTimeout
-	}
-	if o.BypassSlack <= 0 {
-		o.BypassSlack = DefaultBypassSlack
 	}
 	return o
 }

@@ -26,9 +26,10 @@ import (
 // Violations, each one per request:
 //
 //   - bypass (only when the strategy promises verdict.FIFO): a request
-//     that was granted after a later one, invoked more than
-//     Options.BypassSlack after it (the time its first write may take to
-//     commit and give it its place), was granted — unless a fault on its
+//     that was granted after a later one, invoked more than the bypass
+//     slack after it (the time its first write may take to commit and give
+//     it its place: Options.BypassSlack, by default max(MinBypassSlack,
+//     TailReleases × the longest release latency)), was granted — unless a fault on its
 //     process or on the members (its window as the lease check weighs it:
 //     from the fault's start to its end + the recovery bound) overlaps
 //     its wait. A request that ended otherwise (failed, cancelled, of
@@ -56,6 +57,7 @@ import (
 // Metrics: requests, grants, inversions, max_bypass, jain_index, clients,
 // mean_wait_ms, p50_wait_ms, p99_wait_ms, max_wait_ms, starved_clients,
 // fifo_bypasses and long_waits (the violations of each rule),
+// bypass_slack_ms,
 // long_wait_bound_ms (the largest lock's bound), wait_bound_ratio (the
 // longest judged wait over its bound: how close the lock came),
 // max_bypass_lead_ms (of granted requests no fault excuses, the most by
@@ -132,6 +134,7 @@ type fairWalk struct {
 	longs     []longWait
 	bypasses  []bypassed
 	maxLead   int64
+	slack     int64   // the bypass slack (Options.BypassSlack, or derived)
 	seqNext   []int32 // per lock: the next request's sequence number
 	grantsL   []int32 // per lock: grants so far
 	slots     []fairSlot
@@ -162,6 +165,11 @@ func newFairWalk(p *prepared, opts Options) *fairWalk {
 		w.maxSeq[l] = -1
 	}
 	w.waits = make([]int64, 0, nGrants)
+	w.slack = int64(opts.BypassSlack)
+	if w.slack <= 0 {
+		_, tail := p.releaseLatency()
+		w.slack = max(int64(MinBypassSlack), TailReleases*tail)
+	}
 	return w
 }
 
@@ -267,6 +275,7 @@ func (p *prepared) fairness(opts Options) Result {
 	res.metric("max_bypass", float64(w.maxBypass))
 	res.metric("starved_clients", float64(len(starved)))
 	res.metric("fifo_bypasses", float64(nb))
+	res.metric("bypass_slack_ms", ms(w.slack))
 	res.metric("long_waits", float64(nl))
 	if w.maxLead > 0 {
 		res.metric("max_bypass_lead_ms", ms(w.maxLead))

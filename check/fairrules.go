@@ -41,7 +41,7 @@ func (w *fairWalk) judgeBypass(s int32, t int64, line int32) {
 		return
 	}
 	lo, hi := int(st.seq)+1, int(w.seqNext[l])
-	limit := st.reqTime + int64(w.opts.BypassSlack)
+	limit := st.reqTime + w.slack
 	s0 := lo + sort.Search(hi-lo, func(k int) bool { return w.reqT[base+lo+k] > limit })
 	if s0 >= hi {
 		return
@@ -86,7 +86,7 @@ func (w *fairWalk) bypassViolation(b bypassed) Violation {
 	lock := w.p.locks[l]
 	msg := fmt.Sprintf("lock %q: process %d asked at %s (line %d) and was granted at %s (line %d), after %s invoked more than %s after it",
 		lock, w.p.procs[w.p.slotProc[b.slot]], fmtNS(b.from), b.fromLine+1, fmtNS(b.to), b.toLine+1,
-		count(b.count, "request", "requests"), w.opts.BypassSlack)
+		count(b.count, "request", "requests"), time.Duration(w.slack))
 	ls := []int{int(b.fromLine) + 1, int(b.toLine) + 1}
 	// The overtaking request first in request order, among the grants
 	// made while b waited.

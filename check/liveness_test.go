@@ -26,7 +26,7 @@ func TestLiveness(t *testing.T) {
 	with := func(more ...history.Event) []history.Event {
 		return append(append([]history.Event(nil), held...), more...)
 	}
-	const quiet = "outside the faults' windows the bound is 1s (max(1s, 20 × the median release latency 1ms))"
+	const quiet = "outside the faults' windows the bound is 1s (max(1s, 20 × the median release latency 1ms, 3 × the longest 1ms))"
 	// Default options: a client fault costs 5.5s + 1s, a member fault
 	// 2 × 500ms + 1s + 1s, each widened by the 1s fault-free bound.
 	runCases(t, verdict.Liveness, CheckLiveness, []checkCase{
@@ -51,13 +51,20 @@ func TestLiveness(t *testing.T) {
 				Message: `lock "l" was free for 1.5s, from 1.001s (line 5) to 2.501s (line 6), while process 1 waited ` +
 					`(process 1 since 500ms, line 3); no fault excuses it after 2.001s, and ` + quiet,
 				Lines: []int{3, 5, 6}}},
-			metrics: map[string]float64{"stalls": 1, "max_stall_ms": 1500},
+			metrics: map[string]float64{"stalls": 1, "max_stall_ms": 1500, "max_handoff_stall_ms": 1500},
 		},
 		{
 			name:    "the fault-free bound grows with the release latency",
 			events:  append(held[:3:3], ev(sec(1), 0, inv, rel, 0), ev(sec(1)+msec(100), 0, ok, rel, 0), ev(sec(2)+msec(600), 1, ok, acq, 11)),
 			verdict: verdict.Pass,
 			metrics: map[string]float64{"bound_ms": 2000, "release_p50_ms": 100, "max_stall_ms": 1500},
+		},
+		{
+			name: "the fault-free bound grows with the longest release",
+			events: append(with(ev(sec(1)+msec(2), 0, inv, rel, 0), ev(sec(1)+msec(402), 0, ok, rel, 0),
+				ev(sec(1)+msec(403), 0, inv, rel, 0), ev(sec(1)+msec(404), 0, ok, rel, 0)), ev(sec(2)+msec(101), 1, ok, acq, 11)),
+			verdict: verdict.Pass,
+			metrics: map[string]float64{"bound_ms": 1200, "release_p50_ms": 1, "release_max_ms": 400, "max_stall_ms": 1100},
 		},
 		{
 			name:    "a bound set by the options",
@@ -202,8 +209,14 @@ func TestLiveness(t *testing.T) {
 			verdict: verdict.Fail,
 			want: []Violation{{Check: verdict.Liveness, Lock: "l",
 				Message: `lock "l" was free for 8.9s, from 100ms (line 2) to 9s (line 5), while processes 1, 2 waited ` +
-					`(process 1 since 100ms, line 2); no fault excuses it after 1.1s, and outside the faults' windows the bound is 1s (the floor 1s: no release ended ok to derive it from)`,
+					`(process 1 since 100ms, line 2); no fault excuses it after 6.6s, and before the lock's first grant (every client's first acquire sets up its lease) the bound is a client fault's, 6.5s`,
 				Lines: []int{2, 5}}},
+		},
+		{
+			name:    "the first grant may wait for the clients' leases",
+			events:  []history.Event{ev(0, 1, inv, acq, 0), ev(0, 2, inv, acq, 0), ev(sec(3), 1, ok, acq, 10)},
+			verdict: verdict.Pass,
+			metrics: map[string]float64{"max_stall_ms": 3000, "max_handoff_stall_ms": 0},
 		},
 	})
 }
