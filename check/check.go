@@ -75,6 +75,10 @@ const (
 	// between grants).
 	MinLongWait    = time.Second
 	LongWaitCycles = 50
+	// ChanceRounds: a strategy that promises no order must have served the
+	// others at least ChanceRounds × (clients − 1) times during a wait
+	// before it counts as long or starved (see CheckFairness).
+	ChanceRounds = 7
 )
 
 // Options tune checks whose bounds are not in the history itself. The zero

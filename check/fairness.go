@@ -41,7 +41,9 @@ import (
 //     max(MinLongWait, LongWaitCycles × the lock's clients × its median
 //     time between grants), granted, given up or still waiting at the
 //     end, while other processes were granted the lock at least
-//     Options.StarvationGrants times — unless its outcome is unknown, its
+//     Options.StarvationGrants times (a strategy that promises no order:
+//     ChanceRounds × the other clients, if more) — unless its outcome is
+//     unknown, its
 //     process crashed, or a fault overlaps it as above. A fair lock serves
 //     a waiter within about one round of the other clients; a try-lock
 //     with backoff may take many rounds, not fifty.
@@ -49,7 +51,7 @@ import (
 //     its first acquire invoke to the end of its last request (or of the
 //     history, if still waiting), for longer than Options.StarvationMin,
 //     and was never granted it while other processes were granted it at
-//     least Options.StarvationGrants times in that span. A process that
+//     least that many times in that span. A process that
 //     crashed after its first request, or one of whose acquires had an
 //     unknown outcome (info), is never counted as starved (nor, then, as
 //     waiting long).
@@ -288,6 +290,7 @@ func (p *prepared) fairness(opts Options) Result {
 func (w *fairWalk) starved(opts Options) []int32 {
 	p := w.p
 	rank := w.lockRank()
+	others := w.minOthers(w.lockClients())
 	var out []int32
 	for s := range w.slots {
 		st := &w.slots[s]
@@ -296,7 +299,7 @@ func (w *fairWalk) starved(opts Options) []int32 {
 			continue
 		}
 		if opts.StarvationMin < 0 || st.lastEnd-st.firstTime <= int64(opts.StarvationMin) ||
-			int(st.lastG-st.firstG) < opts.StarvationGrants {
+			int(st.lastG-st.firstG) < others[p.slotLock[s]] {
 			continue
 		}
 		out = append(out, int32(s))

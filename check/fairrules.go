@@ -106,16 +106,39 @@ func (w *fairWalk) bypassViolation(b bypassed) Violation {
 	return Violation{Check: verdict.Fairness, Lock: lock, Message: msg, Lines: lines(ls...)}
 }
 
-// longWaitBounds are, per lock, max(MinLongWait, LongWaitCycles × its
-// clients × its median time between grants), and the parts for messages.
-func (w *fairWalk) longWaitBounds() (bound, gap []int64, clients []int) {
-	nl := len(w.p.locks)
-	bound, gap, clients = make([]int64, nl), make([]int64, nl), make([]int, nl)
+// lockClients is, per lock, how many processes requested it.
+func (w *fairWalk) lockClients() []int {
+	clients := make([]int, len(w.p.locks))
 	for s := range w.slots {
 		if w.slots[s].requested {
 			clients[w.p.slotLock[s]]++
 		}
 	}
+	return clients
+}
+
+// minOthers is, per lock, how many grants to others a wait must span to
+// be judged long or starved: Options.StarvationGrants for a FIFO
+// strategy; for one that promises no order, at least ChanceRounds × the
+// other clients, since a lock that picks among its waiters at random
+// leaves one of them out of that many grants in a row with a chance of
+// about e^-ChanceRounds (under 0.1%): luck, not a defect.
+func (w *fairWalk) minOthers(clients []int) []int {
+	out := make([]int, len(clients))
+	for l, c := range clients {
+		out[l] = w.opts.StarvationGrants
+		if w.opts.Order != verdict.FIFO {
+			out[l] = max(out[l], ChanceRounds*(c-1))
+		}
+	}
+	return out
+}
+
+// longWaitBounds are, per lock, max(MinLongWait, LongWaitCycles × its
+// clients × its median time between grants), and the parts for messages.
+func (w *fairWalk) longWaitBounds(clients []int) (bound, gap []int64) {
+	nl := len(w.p.locks)
+	bound, gap = make([]int64, nl), make([]int64, nl)
 	for l, gs := range w.grantList {
 		var gaps []int64
 		for k := 1; k < len(gs); k++ {
@@ -125,14 +148,16 @@ func (w *fairWalk) longWaitBounds() (bound, gap []int64, clients []int) {
 		gap[l] = Percentile(gaps, 0.5)
 		bound[l] = max(int64(MinLongWait), LongWaitCycles*int64(clients[l])*gap[l])
 	}
-	return bound, gap, clients
+	return bound, gap
 }
 
 // judgeLongWaits adds a violation per request that waited past its lock's
 // bound with no fault to explain it (a starved process's requests are
 // reported as starvation), sets the figures, and returns the count.
 func (w *fairWalk) judgeLongWaits(res *Result, starved []int32) int {
-	bound, gap, clients := w.longWaitBounds()
+	clients := w.lockClients()
+	bound, gap := w.longWaitBounds(clients)
+	others := w.minOthers(clients)
 	rank := w.lockRank()
 	slices.SortFunc(w.longs, func(a, b longWait) int {
 		return cmp.Or(cmp.Compare(rank[w.p.slotLock[a.slot]], rank[w.p.slotLock[b.slot]]), cmp.Compare(a.fromLine, b.fromLine))
@@ -140,7 +165,7 @@ func (w *fairWalk) judgeLongWaits(res *Result, starved []int32) int {
 	n, ratio := 0, 0.0
 	for _, lw := range w.longs {
 		l := w.p.slotLock[lw.slot]
-		if w.faulted(lw.slot, lw.from, lw.to) {
+		if int(lw.others) < others[l] || w.faulted(lw.slot, lw.from, lw.to) {
 			continue
 		}
 		ratio = max(ratio, float64(lw.to-lw.from)/float64(bound[l]))
