@@ -35,8 +35,8 @@ func checkCommand(ctx context.Context, e *env, args []string) error {
 	var o checkOptions
 	fs.BoolVar(&o.asJSON, "json", false, "print the check report as JSON, with the file's name and event count")
 	fs.DurationVar(&o.livenessBound, "liveness-bound", 0, fmt.Sprintf(
-		"the longest the lock may stay free while someone waits outside every fault's window (default: max(%s, %d × the history's median release latency)); a fault's window is what it may cost a correct lock, e.g. %s + 1s after a client fault",
-		check.MinQuietBound, check.QuietReleases, check.DefaultLivenessBound))
+		"the longest the lock may stay free while someone waits outside every fault's window (default: max(%s, %d × the history's median release latency, %d × its longest)); a fault's window is what it may cost a correct lock, e.g. %s + 1s after a client fault",
+		check.MinQuietBound, check.QuietReleases, check.TailReleases, check.DefaultLivenessBound))
 	order := fs.String("order", "", fmt.Sprintf("the grant order the strategy promises: %s (a later request granted first fails fairness) or %s (default: none promised)", verdict.FIFO, verdict.NoOrder))
 	pos, err := fs.parseInterspersed(args)
 	if err != nil {
