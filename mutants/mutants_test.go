@@ -31,7 +31,7 @@ func startCluster(t *testing.T) *cluster.Cluster {
 
 // TestLocktestCatchesEveryMutant runs the conformance suite over the whole
 // catalogue at once (each strategy in its own namespace): every mutant
-// must fail it, and neither control may.
+// but the fairness-only ones must fail it, and neither control may.
 func TestLocktestCatchesEveryMutant(t *testing.T) {
 	c := startCluster(t)
 	env := locktest.Env{Endpoints: c.Endpoints(), TTL: 2 * time.Second, SharedCluster: true}
@@ -55,13 +55,18 @@ func TestLocktestCatchesEveryMutant(t *testing.T) {
 		switch {
 		case control && len(failures[i]) > 0:
 			t.Errorf("control %s flagged by locktest: %v", name, failures[i])
-		case !control && len(failures[i]) == 0:
+		case !control && len(failures[i]) == 0 && !fairnessOnly[name]:
 			t.Errorf("mutant %s passed locktest", name)
 		default:
 			t.Logf("%s: %d failures, first: %v", name, len(failures[i]), first(failures[i]))
 		}
 	}
 }
+
+// fairnessOnly are the mutants whose one bug is the order they serve in:
+// locktest tests what a lock does, not whom it serves first, so only the
+// suite's fairness check must catch them (TestDefaultSuiteCatchesEveryMutant).
+var fairnessOnly = map[string]bool{"mut-requeue-once": true}
 
 func first(fs []locktest.Failure) string {
 	if len(fs) == 0 {
