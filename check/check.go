@@ -10,10 +10,11 @@
 //   - resource: lost updates of the counter workloads (CheckResource).
 //   - fencing: accepted writes with a stale or decreasing token, and grants
 //     whose token does not increase (CheckFencing).
-//   - fairness: grant order, Jain's index, waits; fails only on starvation
+//   - fairness: grant order, Jain's index, waits; fails on a FIFO
+//     strategy's unexplained bypasses, long waits and starvation
 //     (CheckFairness).
-//   - liveness: the lock free, someone waiting, no fault active, for longer
-//     than a bound (CheckLiveness).
+//   - liveness: the lock free while someone waits, for longer than the
+//     fault-free bound beyond what each fault may cost (CheckLiveness).
 //   - herd: wake-ups and RPCs per handoff; informational (CheckHerd).
 //   - progress: clients asked and were not served (CheckProgress).
 //   - symmetry: a release by a process that held no grant, or a holder's
@@ -57,6 +58,27 @@ const (
 	DefaultStarvationGrants = 10
 	// DefaultRecoverySlack is Options.RecoverySlack's default.
 	DefaultRecoverySlack = time.Second
+	// DefaultRequestTimeout is Options.RequestTimeout's default, the
+	// harness's per-request deadline (locks.DefaultRPCTimeout).
+	DefaultRequestTimeout = time.Second
+	// MinQuietBound, QuietReleases and TailReleases make the default
+	// fault-free bound of liveness: max(MinQuietBound, QuietReleases × the
+	// history's median release latency, TailReleases × its longest).
+	MinQuietBound = time.Second
+	QuietReleases = 20
+	TailReleases  = 3
+	// MinBypassSlack makes the default Options.BypassSlack:
+	// max(MinBypassSlack, TailReleases × the longest release latency).
+	MinBypassSlack = 100 * time.Millisecond
+	// MinLongWait and LongWaitCycles make the long-wait bound of fairness:
+	// max(MinLongWait, LongWaitCycles × clients × the lock's median time
+	// between grants).
+	MinLongWait    = time.Second
+	LongWaitCycles = 50
+	// ChanceRounds: a strategy that promises no order must have served the
+	// others at least ChanceRounds × (clients − 1) times during a wait
+	// before it counts as long or starved (see CheckFairness).
+	ChanceRounds = 7
 )
 
 // Options tune checks whose bounds are not in the history itself. The zero
@@ -65,9 +87,12 @@ type Options struct {
 	// MaxViolations caps how many violations each check lists (the count is
 	// always exact). 0 means DefaultMaxViolations.
 	MaxViolations int
-	// LivenessBound is the longest a lock may stay free while someone waits
-	// and no fault is active. 0 means DefaultLivenessBound; negative turns
-	// stall violations off (the figures are still reported).
+	// LivenessBound is what a client fault may cost a correct lock: the
+	// lease TTL (its key must expire) plus an election. With
+	// RecoverySlack it is how long after a client fault's start (or any
+	// fault this build does not know) a lock may stay free. 0 means
+	// DefaultLivenessBound; negative turns stall violations off (the
+	// figures are still reported).
 	LivenessBound time.Duration
 	// StarvationMin is how long a process must have requested a lock, from
 	// its first acquire invoke to its last request's end (or the history's
@@ -77,11 +102,40 @@ type Options struct {
 	// StarvationGrants is how many grants of that lock to other processes
 	// the span must contain. 0 means DefaultStarvationGrants.
 	StarvationGrants int
-	// RecoverySlack is added to the liveness bound to make the recovery
-	// bound r of a fault (see CheckLiveness): room for etcd's lease expiry
-	// sweep (every 500 ms) and a loaded machine. 0 means
-	// DefaultRecoverySlack.
+	// RecoverySlack is added to each fault's cost to make its recovery
+	// bound (see CheckLiveness): room for etcd's lease expiry sweep (every
+	// 500 ms) and a loaded machine. 0 means DefaultRecoverySlack.
 	RecoverySlack time.Duration
+
+	// Bounds from what each fault costs and what the strategy promises
+	// (CheckLiveness, CheckFairness).
+
+	// ElectionTimeout is the cluster's: a member fault may cost two
+	// elections (a pre-vote round and a split vote) when it strikes and
+	// again when it is undone. 0 means DefaultElectionTimeout.
+	ElectionTimeout time.Duration
+	// RequestTimeout is the clients' per-request deadline: after a member
+	// fault, a request stuck on the lost member ends within it and is
+	// retried. 0 means DefaultRequestTimeout; negative means the clients
+	// had none, and a member fault costs as much as a client fault
+	// (LivenessBound).
+	RequestTimeout time.Duration
+	// QuietBound is the longest a lock may stay free while someone waits
+	// outside every fault's window. 0 means derived from the history:
+	// max(MinQuietBound, QuietReleases × its median release latency,
+	// TailReleases × its longest), since a handoff takes about the
+	// requests a release does.
+	QuietBound time.Duration
+	// Order is the grant order the strategy promises; verdict.FIFO makes
+	// unexplained bypasses fairness violations. The zero value promises
+	// nothing.
+	Order verdict.Order
+	// BypassSlack is how long after its acquire invoke a FIFO request may
+	// take its place in the queue (its first write's commit): a later
+	// request invoked within it may be granted first. 0 means derived from
+	// the history: max(MinBypassSlack, TailReleases × its longest release
+	// latency), a write as slow as the slowest the clients saw.
+	BypassSlack time.Duration
 }
 
 // WithDefaults returns o with every zero field set to its default, as the
@@ -105,6 +159,12 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.StarvationGrants <= 0 {
 		o.StarvationGrants = DefaultStarvationGrants
+	}
+	if o.ElectionTimeout <= 0 {
+		o.ElectionTimeout = DefaultElectionTimeout
+	}
+	if o.RequestTimeout == 0 {
+		o.RequestTimeout = DefaultRequestTimeout
 	}
 	return o
 }

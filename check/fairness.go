@@ -9,7 +9,8 @@ import (
 	"github.com/lockbench/lockbench/verdict"
 )
 
-// CheckFairness measures grant order against request order, per lock:
+// CheckFairness measures grant order against request order, per lock, and
+// judges it against what the strategy promises (Options.Order):
 //
 //   - a request is an acquire invoke (an acquire ok without one is a
 //     request made at its grant); it waits until its outcome, or the
@@ -22,17 +23,48 @@ import (
 //   - jain_index is Jain's fairness index of grants per process, over the
 //     processes that requested any lock: 1 = even, 1/n = one took all.
 //
-// These are figures: try-locks with backoff are unfair by design and must
-// not fail a run. The only violation is starvation: a process that requested
-// a lock, from its first acquire invoke to the end of its last request (or
-// of the history, if still waiting), for longer than Options.StarvationMin,
-// and was never granted it while other processes were granted it at least
-// Options.StarvationGrants times in that span. A process that crashed after
-// its first request, or one of whose acquires had an unknown outcome (info),
-// is never counted as starved.
+// Violations, each one per request:
+//
+//   - bypass (only when the strategy promises verdict.FIFO): a request
+//     that was granted after a later one, invoked more than the bypass
+//     slack after it (the time its first write may take to commit and give
+//     it its place: Options.BypassSlack, by default max(MinBypassSlack,
+//     TailReleases × the longest release latency)), was granted — unless a fault on its
+//     process or on the members (its window as the lease check weighs it:
+//     from the fault's start to its end + the recovery bound) overlaps
+//     its wait. A request that ended otherwise (failed, cancelled, of
+//     unknown outcome) is never judged: it may have left the queue before
+//     its outcome said so; nor is a client's first request of a lock,
+//     which may set up its session (a lease grant) before it takes its
+//     place.
+//   - long wait (every strategy): a request that waited longer than
+//     max(MinLongWait, LongWaitCycles × the lock's clients × its median
+//     time between grants), granted, given up or still waiting at the
+//     end, while other processes were granted the lock at least
+//     Options.StarvationGrants times (a strategy that promises no order:
+//     ChanceRounds × the other clients, if more) — unless its outcome is
+//     unknown, its
+//     process crashed, or a fault overlaps it as above. A fair lock serves
+//     a waiter within about one round of the other clients; a try-lock
+//     with backoff may take many rounds, not fifty.
+//   - starvation (every strategy): a process that requested a lock, from
+//     its first acquire invoke to the end of its last request (or of the
+//     history, if still waiting), for longer than Options.StarvationMin,
+//     and was never granted it while other processes were granted it at
+//     least that many times in that span. A process that
+//     crashed after its first request, or one of whose acquires had an
+//     unknown outcome (info), is never counted as starved (nor, then, as
+//     waiting long).
 //
 // Metrics: requests, grants, inversions, max_bypass, jain_index, clients,
-// mean_wait_ms, p50_wait_ms, p99_wait_ms, max_wait_ms, starved_clients.
+// mean_wait_ms, p50_wait_ms, p99_wait_ms, max_wait_ms, starved_clients,
+// fifo_bypasses and long_waits (the violations of each rule),
+// bypass_slack_ms,
+// long_wait_bound_ms (the largest lock's bound), wait_bound_ratio (the
+// longest judged wait over its bound: how close the lock came),
+// max_bypass_lead_ms (of granted requests no fault excuses, the most by
+// which a request that bypassed one was invoked after it; compare with
+// the bypass slack, which FIFO strategies are held to).
 // PerProcess: "grants".
 func CheckFairness(events []history.Event, opts Options) Result {
 	return prepare(events).fairness(opts.WithDefaults())
@@ -52,6 +84,41 @@ type fairSlot struct {
 	lastEnd   int64
 	lastLine  int32 // event that ended its last request, -1: the end
 	lastG     int32 // grants of the lock when its last request ended
+	reqG      int32 // grants of the lock when the request in flight began
+	reqLine   int32
+}
+
+// longWait is a request that waited long enough, with enough grants to
+// others, to be judged once its lock's bound is known.
+type longWait struct {
+	slot     int32
+	from, to int64
+	fromLine int32
+	toLine   int32 // -1: the end of the history
+	others   int32
+	out      Outcome
+}
+
+// bypassed is a granted request that later requests, invoked more than
+// the slack after it, overtook.
+type bypassed struct {
+	slot     int32
+	from, to int64
+	fromLine int32
+	toLine   int32
+	count    int
+	first    int32 // the overtaking request earliest in request order: its seq
+}
+
+// grantRec is a grant in a lock's order, for messages and the time
+// between grants.
+type grantRec struct {
+	seq  int32
+	t    int64
+	line int32
+	proc int32
+	from int64 // its request's invoke
+	inv  int32 // its request's line
 }
 
 // fairWalk is the state of the fairness pass: per lock, a Fenwick tree
@@ -59,8 +126,17 @@ type fairSlot struct {
 // learns in O(log n) how many later requests were granted before it ended.
 type fairWalk struct {
 	p         *prepared
-	off       []int // per lock: its part of tree
+	opts      Options
+	off       []int // per lock: its part of tree and reqT
 	tree      fenwick
+	reqT      []int64 // by lock and sequence number: the request's invoke time
+	reqLine   []int32
+	maxSeq    []int32      // per lock: the highest granted sequence number, -1
+	grantList [][]grantRec // per lock, in grant order
+	longs     []longWait
+	bypasses  []bypassed
+	maxLead   int64
+	slack     int64   // the bypass slack (Options.BypassSlack, or derived)
 	seqNext   []int32 // per lock: the next request's sequence number
 	grantsL   []int32 // per lock: grants so far
 	slots     []fairSlot
@@ -74,9 +150,10 @@ type fairWalk struct {
 	maxBypass int
 }
 
-func newFairWalk(p *prepared) *fairWalk {
+func newFairWalk(p *prepared, opts Options) *fairWalk {
 	nl, np := len(p.locks), len(p.procs)
-	w := &fairWalk{p: p, off: make([]int, nl+1), seqNext: make([]int32, nl), grantsL: make([]int32, nl),
+	w := &fairWalk{p: p, opts: opts, off: make([]int, nl+1), seqNext: make([]int32, nl), grantsL: make([]int32, nl),
+		maxSeq: make([]int32, nl), grantList: make([][]grantRec, nl),
 		slots: make([]fairSlot, len(p.slotProc)), grants: make([]int, np), requester: make([]bool, np),
 		crashT: make([]int64, np), crashed: make([]bool, np)}
 	nGrants := 0
@@ -85,7 +162,16 @@ func newFairWalk(p *prepared) *fairWalk {
 		nGrants += int(p.nGrant[l])
 	}
 	w.tree = make(fenwick, w.off[nl])
+	w.reqT, w.reqLine = make([]int64, w.off[nl]), make([]int32, w.off[nl])
+	for l := range w.maxSeq {
+		w.maxSeq[l] = -1
+	}
 	w.waits = make([]int64, 0, nGrants)
+	w.slack = int64(opts.BypassSlack)
+	if w.slack <= 0 {
+		_, tail := p.releaseLatency()
+		w.slack = max(int64(MinBypassSlack), TailReleases*tail)
+	}
 	return w
 }
 
@@ -102,8 +188,9 @@ func (w *fairWalk) startRequest(s int32, t int64, line int32) {
 	w.requester[w.p.slotProc[s]] = true
 	st.inFlight = true
 	st.seq = w.seqNext[l]
+	w.reqT[w.off[l]+int(st.seq)], w.reqLine[w.off[l]+int(st.seq)] = t, line
 	w.seqNext[l]++
-	st.reqTime = t
+	st.reqTime, st.reqG, st.reqLine = t, w.grantsL[l], line
 	w.requests++
 }
 
@@ -119,9 +206,12 @@ func (w *fairWalk) endRequest(s int32, out Outcome, t int64, line int32) {
 	bypass := int(w.grantsL[l]) - w.fen(l).prefix(int(st.seq))
 	w.inversion += bypass
 	w.maxBypass = max(w.maxBypass, bypass)
+	w.judge(s, out, t, line)
 	switch out {
 	case OutcomeOK:
 		w.fen(l).add(int(st.seq))
+		w.maxSeq[l] = max(w.maxSeq[l], st.seq)
+		w.grantList[l] = append(w.grantList[l], grantRec{seq: st.seq, t: t, line: line, proc: w.p.slotProc[s], from: st.reqTime, inv: st.reqLine})
 		w.grantsL[l]++
 		w.grants[w.p.slotProc[s]]++
 		st.granted = true
@@ -168,11 +258,14 @@ func (w *fairWalk) walk() {
 
 func (p *prepared) fairness(opts Options) Result {
 	res := Result{Verdict: verdict.Pass}
-	w := newFairWalk(p)
+	w := newFairWalk(p, opts)
 	w.walk()
-	for _, s := range w.starved(opts) {
+	starved := w.starved(opts)
+	for _, s := range starved {
 		res.add(w.starvation(s), opts.MaxViolations)
 	}
+	nb := w.judgeBypasses(&res)
+	nl := w.judgeLongWaits(&res, starved)
 	res.finish()
 	if w.requests == 0 {
 		res.Note = "no acquire operations"
@@ -182,7 +275,13 @@ func (p *prepared) fairness(opts Options) Result {
 	res.metric("requests", float64(w.requests))
 	res.metric("inversions", float64(w.inversion))
 	res.metric("max_bypass", float64(w.maxBypass))
-	res.metric("starved_clients", float64(res.Count))
+	res.metric("starved_clients", float64(len(starved)))
+	res.metric("fifo_bypasses", float64(nb))
+	res.metric("bypass_slack_ms", ms(w.slack))
+	res.metric("long_waits", float64(nl))
+	if w.maxLead > 0 {
+		res.metric("max_bypass_lead_ms", ms(w.maxLead))
+	}
 	waitFigures(&res, w.waits)
 	return res
 }
@@ -190,10 +289,8 @@ func (p *prepared) fairness(opts Options) Result {
 // starved lists the slots that starved, by lock name then first request.
 func (w *fairWalk) starved(opts Options) []int32 {
 	p := w.p
-	rank := make([]int, len(p.locks))
-	for r, l := range p.lockOrder() {
-		rank[l] = r
-	}
+	rank := w.lockRank()
+	others := w.minOthers(w.lockClients())
 	var out []int32
 	for s := range w.slots {
 		st := &w.slots[s]
@@ -202,7 +299,7 @@ func (w *fairWalk) starved(opts Options) []int32 {
 			continue
 		}
 		if opts.StarvationMin < 0 || st.lastEnd-st.firstTime <= int64(opts.StarvationMin) ||
-			int(st.lastG-st.firstG) < opts.StarvationGrants {
+			int(st.lastG-st.firstG) < others[p.slotLock[s]] {
 			continue
 		}
 		out = append(out, int32(s))

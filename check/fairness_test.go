@@ -20,7 +20,8 @@ func TestFairness(t *testing.T) {
 		}
 		return append(evs, outcome...)
 	}
-	short := Options{StarvationMin: time.Second * 1, StarvationGrants: 3}
+	// FIFO: the starvation threshold is StarvationGrants itself.
+	short := Options{StarvationMin: time.Second * 1, StarvationGrants: 3, Order: verdict.FIFO}
 	runCases(t, verdict.Fairness, CheckFairness, []checkCase{
 		{
 			name:    "no acquires",
@@ -125,9 +126,26 @@ func TestFairness(t *testing.T) {
 		},
 		{
 			name:    "not starved: too few grants to others",
-			opts:    Options{StarvationMin: time.Second * 1, StarvationGrants: 4},
+			opts:    Options{StarvationMin: time.Second * 1, StarvationGrants: 4, Order: verdict.FIFO},
 			events:  starve(ev(sec(2), 1, fail, acq, 0)),
 			verdict: verdict.Pass,
+		},
+		{
+			name:    "no order promised: 3 grants to one other in a row may be luck",
+			opts:    Options{StarvationMin: time.Second * 1, StarvationGrants: 3},
+			events:  starve(ev(sec(2), 1, fail, acq, 0)),
+			verdict: verdict.Pass,
+		},
+		{
+			name:    "no order promised: 7 grants to one other are not",
+			opts:    Options{StarvationMin: time.Second * 1, StarvationGrants: 3},
+			events:  sevenTimes(),
+			verdict: verdict.Fail,
+			metrics: map[string]float64{"starved_clients": 1},
+			want: []Violation{{Check: verdict.Fairness, Lock: "l",
+				Message: `lock "l": process 1 starved: it requested the lock from 0s (line 1) until 2.5s (line 30), 2.5s, ` +
+					`and was never granted it, while other processes were granted it 7 times`,
+				Lines: []int{1, 30}}},
 		},
 		{
 			name:    "not starved by default under 11s",
@@ -141,6 +159,17 @@ func TestFairness(t *testing.T) {
 			verdict: verdict.Pass,
 		},
 	})
+}
+
+// sevenTimes: process 1 asks at 0 and gives up at 2.5s, while process 0
+// is granted 7 times, every 300ms.
+func sevenTimes() []history.Event {
+	evs := []history.Event{ev(0, 1, inv, acq, 0)}
+	for j := int64(1); j <= 7; j++ {
+		at := msec(300) * j
+		evs = append(evs, ev(at, 0, inv, acq, 0), ev(at+1, 0, ok, acq, 10+j), ev(at+2, 0, inv, rel, 0), ev(at+3, 0, ok, rel, 0))
+	}
+	return append(evs, ev(sec(2)+msec(500), 1, fail, acq, 0))
 }
 
 func TestFairnessPerProcess(t *testing.T) {

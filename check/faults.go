@@ -52,17 +52,58 @@ func faultEffects(o *Ops) []faultEffect {
 	return out
 }
 
+// recovery is, per kind of fault, how long after its start (and, for a
+// member fault, after its end) it may keep a correct lock from moving, in
+// nanoseconds; quiet is the fault-free bound, which every window is
+// widened by at its end (once a fault's cost is paid, the lock has the
+// time any stretch has to move on).
+type recovery struct {
+	lease  int64 // a client fault: TTL + election + slack
+	extend int64 // a leader change's extension of leases: TTL + election
+	member int64 // a member fault: 2 elections + request deadline + slack
+	slow   int64 // after a slowdown ends: request deadline + slack
+	quiet  int64
+}
+
+// recoveryOf derives the recovery bounds from the options (with
+// defaults) and the fault-free bound quiet.
+func recoveryOf(o Options, quiet int64) recovery {
+	slack := int64(o.RecoverySlack)
+	rc := recovery{lease: int64(o.LivenessBound) + slack, extend: int64(o.LivenessBound), quiet: quiet}
+	if o.RequestTimeout < 0 {
+		rc.member, rc.slow = rc.lease, rc.lease
+		return rc
+	}
+	rc.member = 2*int64(o.ElectionTimeout) + int64(o.RequestTimeout) + slack
+	rc.slow = int64(o.RequestTimeout) + slack
+	return rc
+}
+
+// of is the recovery bound of fault f.
+func (rc recovery) of(f faultEffect) int64 {
+	switch {
+	case f.cost == chaos.CostSlowdown:
+		return rc.slow
+	case f.member && f.cost != chaos.CostUnknown:
+		return rc.member
+	}
+	return rc.lease // a client fault, or one this build does not know
+}
+
 // excuse is how long a fault may keep a lock from being granted, as
-// windows of history time, given the recovery bound r (lease TTL +
-// election timeout + slack). A fault frees the lock within r of its start
-// whatever it lasts: a crashed, paused or cut-off client's lease expires
-// within a TTL, a lost leader is replaced within an election. So:
+// windows of history time, given its recovery bound r. A fault frees the
+// lock within r of its start whatever it lasts: a crashed, paused or
+// cut-off client's lease expires within a TTL, a lost leader is replaced
+// within an election. So:
 //   - a client fault (crash, pause, isolation, revoked lease) excuses
-//     [start, start+r); its end (a restart, a resume) frees nothing more;
-//   - a member fault also excuses [end, end+r): a member that rejoins may
-//     cost another election;
+//     [start, start+r) with r = TTL + election + slack: its key must
+//     expire; its end (a restart, a resume) frees nothing more;
+//   - a member fault excuses [start, start+r) and [end, end+r) with r =
+//     two elections + the request deadline + slack: no key need expire,
+//     but a request stuck on the lost member ends only at its deadline,
+//     and a member that rejoins may cost another election;
 //   - a slowed client (delay-client) slows every step while it lasts:
-//     [start, end+r);
+//     [start, end+r) with r = the request deadline + slack;
 //   - cancelled waits (cancel-waiters) excuse nothing: no lease is touched,
 //     and the lock must move on at once;
 //   - a fault that never ends excuses only [start, start+r): a permanent
@@ -82,22 +123,27 @@ func (f faultEffect) excuse(r int64) []window {
 }
 
 // excuses are the merged windows a history's faults excuse (see excuse),
-// with one addition: a client fault near the start of a member fault (a
-// leader change while a dead client's lease runs out) excuses bound more,
-// because a leader change extends every lease by up to a TTL plus an
-// election.
-func excuses(effects []faultEffect, r, bound int64) []window {
+// each widened by the fault-free bound, with one addition: a client fault
+// near the start of a member fault (a leader change while a dead client's
+// lease runs out) excuses a lease bound more, because a leader change
+// extends every lease by up to a TTL plus an election.
+func excuses(effects []faultEffect, rc recovery) []window {
 	var ws []window
 	for _, f := range effects {
-		ws = append(ws, f.excuse(r)...)
+		ws = append(ws, f.excuse(rc.of(f))...)
 		if f.process < 0 || f.cost == chaos.CostSlowdown {
 			continue
 		}
 		for _, m := range effects {
-			if m.member && m.from >= f.from-r && m.from < f.from+r {
-				ws = append(ws, window{f.from, f.from + r + bound})
+			if m.member && m.from >= f.from-rc.lease && m.from < f.from+rc.lease {
+				ws = append(ws, window{f.from, f.from + rc.lease + rc.extend})
 				break
 			}
+		}
+	}
+	for i := range ws {
+		if ws[i].to < 1<<62 {
+			ws[i].to += rc.quiet
 		}
 	}
 	return mergeWindows(ws)

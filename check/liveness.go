@@ -12,14 +12,19 @@ import (
 )
 
 // CheckLiveness finds stalls: stretches during which a lock was free and at
-// least one process waited for it, longer than Options.LivenessBound
-// (default lease TTL + election timeout: a crashed holder's lease outlives
-// it by the TTL, and a leader change extends leases by an election) beyond
-// what faults excuse. A fault never switches liveness off for good: each
-// excuses a bounded window after its start and after its end (see
-// faultEffect.excuse; r = the bound + Options.RecoverySlack), so a lock
-// that never passes on after a crash, or after the cluster recovered, is a
-// stall however long the fault lasted.
+// least one process waited for it, longer than the fault-free bound Q
+// beyond what faults excuse. Q is Options.QuietBound, or by default
+// max(MinQuietBound, QuietReleases × the history's median release
+// latency, TailReleases × its longest): the release is one request in
+// every strategy, so its latency says how fast the cluster answers these
+// clients on this machine, and a lock that is slow at every handoff
+// cannot set its own bound (as its median handoff would). Each fault excuses what it may cost a correct lock, a bounded
+// window after its start and after its end (see faultEffect.excuse and
+// recovery): a lease TTL where a holder's key must expire (client
+// faults), two elections and a request deadline for member faults, the
+// deadline after a slowdown, nothing for cancelled waits; every window is
+// widened by Q. So a lock that never passes on after a crash, or after
+// the cluster recovered, is a stall however long the fault lasted.
 //
 //   - A lock is held from an acquire ok to the end of the holder's release
 //     (its outcome, whatever it is), its crash, or a lease-lost; an acquire
@@ -30,15 +35,20 @@ import (
 //     crash or its next invoke, or the end of the history.
 //   - A fault lasts from a `fault` invoke to its end (a `fault` ok, info or
 //     fail), or to the end of the history; a paused process (`pause` …
-//     `resume`) counts as a client fault. A stretch is a stall when some
-//     moment of it, later than the bound after its start, lies outside
-//     every fault's window.
+//     `resume`) counts as a client fault. A stretch is a stall when it
+//     lasts longer than Q and some moment of it, later than Q after its
+//     start, lies outside every fault's window. A stretch that begins
+//     before the lock's first grant, while every client sets up its lease
+//     and connections, gets a client fault's bound if it is longer.
 //
 // Verdicts: fail on any stall; pass otherwise (note "no acquire operations"
 // when there is nothing to wait for).
 //
 // Metrics: stalls (= Count), max_stall_ms (the longest free-and-waited
-// stretch, stall or not), bound_ms.
+// stretch, stall or not), max_handoff_stall_ms (the longest after its
+// lock's first grant), bound_ms (Q), lease_bound_ms and member_bound_ms
+// (how long after a client or member fault a lock may stay free),
+// release_p50_ms and release_max_ms (what Q was derived from).
 func CheckLiveness(events []history.Event, opts Options) Result {
 	return prepare(events).liveness(opts.WithDefaults())
 }
@@ -56,6 +66,9 @@ type liveLock struct {
 	gapAt     int64
 	gapLine   int32
 	gapWaiter int32
+	// wasHeld: the lock has had a holder; startup: the open stretch began
+	// before that (every client's first acquire sets up its lease then).
+	wasHeld, startup bool
 }
 
 type liveSlot struct {
@@ -77,7 +90,10 @@ type delta struct {
 type liveWalk struct {
 	p         *prepared
 	opts      Options
-	bound     int64
+	bound     int64 // Q, the fault-free bound; < 0: no stalls judged
+	rc        recovery
+	release   int64 // the median release latency; -1: no releases
+	tail      int64 // the longest release latency
 	res       Result
 	locks     []liveLock
 	slots     []liveSlot
@@ -89,8 +105,10 @@ type liveWalk struct {
 	excused   []window // merged windows that faults excuse
 	requests  int
 	maxStall  int64
-	removed   int32   // the waiter the current event ended, -1
-	touched   []int32 // locks the current event changed
+	// maxHandoff is the longest stretch after its lock's first grant.
+	maxHandoff int64
+	removed    int32   // the waiter the current event ended, -1
+	touched    []int32 // locks the current event changed
 }
 
 func (p *prepared) liveness(opts Options) Result {
@@ -115,7 +133,15 @@ func (p *prepared) liveness(opts Options) Result {
 }
 
 func newLiveWalk(p *prepared, opts Options) *liveWalk {
-	w := &liveWalk{p: p, opts: opts, bound: int64(opts.LivenessBound), res: Result{Verdict: verdict.Pass},
+	release, tail := p.releaseLatency()
+	quiet := int64(opts.QuietBound)
+	if quiet <= 0 {
+		quiet = max(int64(MinQuietBound), QuietReleases*release, TailReleases*tail)
+	}
+	if opts.LivenessBound < 0 {
+		quiet = -1
+	}
+	w := &liveWalk{p: p, opts: opts, bound: quiet, rc: recoveryOf(opts, quiet), release: release, tail: tail, res: Result{Verdict: verdict.Pass},
 		locks: make([]liveLock, len(p.locks)), slots: make([]liveSlot, len(p.slotProc)),
 		procHeld: make([][]int32, len(p.procs)), paused: make([]bool, len(p.procs))}
 	for l := range w.locks {
@@ -126,7 +152,7 @@ func newLiveWalk(p *prepared, opts Options) *liveWalk {
 	}
 	w.deltas = p.possDeltas()
 	if w.bound >= 0 {
-		w.excused = excuses(faultEffects(p.faultOps()), w.bound+int64(opts.RecoverySlack), w.bound)
+		w.excused = excuses(faultEffects(p.faultOps()), w.rc)
 	}
 	return w
 }
@@ -182,8 +208,15 @@ func (w *liveWalk) closeStall(l int32, t int64, line int32) {
 	lk := &w.locks[l]
 	dur := t - lk.candStart
 	w.maxStall = max(w.maxStall, dur)
-	if w.bound >= 0 && dur > w.bound && uncovered(w.excused, lk.candStart+w.bound, t) >= 0 {
-		w.res.add(w.p.stallViolation(l, lk, w.slots, w.removed, t, line, dur, w.opts.LivenessBound), w.opts.MaxViolations)
+	bound := w.bound
+	if lk.startup {
+		bound = max(w.bound, w.rc.lease)
+	} else {
+		w.maxHandoff = max(w.maxHandoff, dur)
+	}
+	if w.bound >= 0 && dur > bound && uncovered(w.excused, lk.candStart+bound, t) >= 0 {
+		from := uncovered(w.excused, lk.candStart+bound, t)
+		w.res.add(w.p.stallViolation(l, lk, w.slots, w.removed, t, line, dur, w.stallBound(from-1, lk.startup)), w.opts.MaxViolations)
 	}
 	removeAt(&w.cands, w.candPos, l)
 }
@@ -201,7 +234,7 @@ func (w *liveWalk) endStretch(l int32, t int64, line int32) {
 
 func (w *liveWalk) startStall(l int32, t int64, line int32) {
 	lk := &w.locks[l]
-	lk.candStart, lk.candLine, lk.gapAt = t, line, -1
+	lk.candStart, lk.candLine, lk.gapAt, lk.startup = t, line, -1, !lk.wasHeld
 	lk.candPos = int32(len(w.cands))
 	w.cands = append(w.cands, l)
 }
@@ -314,6 +347,7 @@ func (w *liveWalk) dropHolds(pi, s int32) {
 func (w *liveWalk) settle(t int64, line int32) {
 	for _, l := range w.touched {
 		lk := &w.locks[l]
+		lk.wasHeld = lk.wasHeld || lk.held > 0
 		switch {
 		case lk.held > 0 && lk.candPos >= 0:
 			w.endStretch(l, t, line)
@@ -355,13 +389,57 @@ func (w *liveWalk) result() Result {
 	}
 	res.metric("stalls", float64(res.Count))
 	res.metric("max_stall_ms", ms(w.maxStall))
+	res.metric("max_handoff_stall_ms", ms(w.maxHandoff))
 	if w.bound >= 0 {
 		res.metric("bound_ms", ms(w.bound))
+		res.metric("lease_bound_ms", ms(w.rc.lease))
+		res.metric("member_bound_ms", ms(w.rc.member))
+	}
+	if w.release >= 0 {
+		res.metric("release_p50_ms", ms(w.release))
+		res.metric("release_max_ms", ms(w.tail))
 	}
 	return res
 }
 
-func (p *prepared) stallViolation(l int32, lk *liveLock, slots []liveSlot, removed int32, t int64, line int32, dur int64, bound time.Duration) Violation {
+// stallBound says which bound a stall broke: after from, no fault's
+// window covers the stretch; startup: it began before the lock's first
+// grant.
+func (w *liveWalk) stallBound(from int64, startup bool) string {
+	if startup {
+		return fmt.Sprintf("no fault excuses it after %s, and before the lock's first grant (every client's first acquire sets up its lease) the bound is a client fault's, %s",
+			fmtNS(from), time.Duration(max(w.bound, w.rc.lease)))
+	}
+	how := fmt.Sprintf("max(%s, %d × the median release latency %s, %d × the longest %s)",
+		MinQuietBound, QuietReleases, time.Duration(max(w.release, 0)), TailReleases, time.Duration(max(w.tail, 0)))
+	switch {
+	case w.opts.QuietBound > 0:
+		how = "set by the options"
+	case w.release < 0:
+		how = fmt.Sprintf("the floor %s: no release ended ok to derive it from", MinQuietBound)
+	}
+	return fmt.Sprintf("no fault excuses it after %s, and outside the faults' windows the bound is %s (%s)",
+		fmtNS(from), time.Duration(w.bound), how)
+}
+
+// releaseLatency is the median and the longest latency of the releases
+// that ended ok (invoke → ok), -1 and 0 when there are none.
+func (p *prepared) releaseLatency() (median, longest int64) {
+	var lat []int64
+	for i := range p.n() {
+		if p.op(i) != opRelease || p.ty(i) != tyInvoke || p.pair[i] < 0 || p.ty(int(p.pair[i])) != tyOK {
+			continue
+		}
+		lat = append(lat, max(p.ev[p.pair[i]].Time-p.ev[i].Time, 0))
+	}
+	if len(lat) == 0 {
+		return -1, 0
+	}
+	slices.Sort(lat)
+	return Percentile(lat, 0.5), lat[len(lat)-1]
+}
+
+func (p *prepared) stallViolation(l int32, lk *liveLock, slots []liveSlot, removed int32, t int64, line int32, dur int64, bound string) Violation {
 	ws := slices.Clone(lk.waiters)
 	if removed >= 0 && p.slotLock[removed] == l && !slices.Contains(ws, removed) {
 		ws = append(ws, removed)
@@ -384,7 +462,7 @@ func (p *prepared) stallViolation(l int32, lk *liveLock, slots []liveSlot, remov
 		msg += fmt.Sprintf(" (process %s since %s, line %d)", procs[0], fmtNS(w.waitSince), w.waitLine+1)
 		ls = append(ls, int(w.waitLine)+1)
 	}
-	msg += fmt.Sprintf("; the bound is %s, plus the windows faults excuse", bound)
+	msg += "; " + bound
 	return Violation{Check: verdict.Liveness, Lock: name, Message: msg, Lines: lines(ls...)}
 }
 

@@ -130,7 +130,8 @@ func TestTrustChecks(t *testing.T) {
 	// A holder crash with the leader crashing too: the new leader extends
 	// the dead holder's lease, so the lock may stay held (free in the
 	// history: its holder crashed) for r + the bound; alone, a client crash
-	// excuses r. Bound 2.5 s, r 3.5 s; the lock moves on 3.65 s after.
+	// excuses r. Bound 2.5 s, r 3.5 s, each window widened by the fault-free
+	// bound 100ms; the lock moves on 3.65 s after.
 	crashed := cat([]history.Event{ev(0, 0, inv, acq, 0), ev(msec(1), 0, ok, acq, 10), ev(msec(500), 1, inv, acq, 0)},
 		clientFault(sec(1), sec(6), "crash-client", 0), []history.Event{proc(sec(1), 0, info, history.FCrash)})
 	memberCrash := []history.Event{
@@ -138,7 +139,7 @@ func TestTrustChecks(t *testing.T) {
 		{Time: sec(4) + msec(630), Process: history.NemesisProcess, Type: ok, F: flt, Value: history.FaultValue(history.Fault{Fault: "crash-member", Target: "leader", Resolved: "member:0"})},
 	}
 	granted := []history.Event{ev(sec(4)+msec(650), 1, ok, acq, 11)}
-	bound := Options{LivenessBound: 2500 * time.Millisecond}
+	bound := Options{LivenessBound: 2500 * time.Millisecond, QuietBound: 100 * time.Millisecond}
 	for _, tc := range []struct {
 		name   string
 		events []history.Event
@@ -167,7 +168,7 @@ func TestTrustChecks(t *testing.T) {
 		}
 		return es
 	}
-	short := Options{LivenessBound: 1500 * time.Millisecond}
+	short := Options{LivenessBound: 1500 * time.Millisecond, QuietBound: 1500 * time.Millisecond}
 	for _, tc := range []struct {
 		name string
 		gap  int64

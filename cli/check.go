@@ -14,28 +14,38 @@ import (
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/scenarios"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // checkOptions are check's arguments.
 type checkOptions struct {
 	file   string // "-": standard input
 	asJSON bool
-	// livenessBound is --liveness-bound; 0: the checker's default.
+	// livenessBound is --liveness-bound, the fault-free bound
+	// (check.Options.QuietBound); 0: derived from the history.
 	livenessBound time.Duration
+	// order is --order: what the strategy that made the history promises.
+	order verdict.Order
 }
 
 // checkCommand is `lockbench check FILE.jsonl`: re-checks any history,
 // saved or hand-written (docs/design.md §3).
 func checkCommand(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "check", "check FILE.jsonl|- [--json] [--liveness-bound D]")
+	fs := newFlags(e, "check", "check FILE.jsonl|- [--json] [--liveness-bound D] [--order fifo|none]")
 	var o checkOptions
 	fs.BoolVar(&o.asJSON, "json", false, "print the check report as JSON, with the file's name and event count")
 	fs.DurationVar(&o.livenessBound, "liveness-bound", 0, fmt.Sprintf(
-		"the longest the lock may stay free while someone waits and no fault is active: the history's lease TTL + election timeout (default %s, lockbench's %s + %s)",
-		check.DefaultLivenessBound, check.DefaultLeaseTTL, check.DefaultElectionTimeout))
+		"the longest the lock may stay free while someone waits outside every fault's window (default: max(%s, %d × the history's median release latency, %d × its longest)); a fault's window is what it may cost a correct lock, e.g. %s + 1s after a client fault",
+		check.MinQuietBound, check.QuietReleases, check.TailReleases, check.DefaultLivenessBound))
+	order := fs.String("order", "", fmt.Sprintf("the grant order the strategy promises: %s (a later request granted first fails fairness) or %s (default: none promised)", verdict.FIFO, verdict.NoOrder))
 	pos, err := fs.parseInterspersed(args)
 	if err != nil {
 		return err
+	}
+	if fs.given()["order"] {
+		if o.order, err = verdict.ParseOrder(*order); err != nil {
+			return badInputf("--order: %v", err)
+		}
 	}
 	switch len(pos) {
 	case 0:
@@ -46,7 +56,7 @@ func checkCommand(ctx context.Context, e *env, args []string) error {
 		return badInputf("unexpected argument %q: check takes one history file", pos[1])
 	}
 	if fs.given()["liveness-bound"] && o.livenessBound <= 0 {
-		return badInputf("--liveness-bound %s: must be > 0 (the history's lease TTL + election timeout, e.g. 5.5s)", o.livenessBound)
+		return badInputf("--liveness-bound %s: must be > 0 (the longest a free lock may keep a waiter waiting with no fault, e.g. 1s)", o.livenessBound)
 	}
 	return runCheck(ctx, e, o)
 }
@@ -67,7 +77,7 @@ func runCheck(_ context.Context, e *env, o checkOptions) error {
 	if err != nil {
 		return badInput(err)
 	}
-	rep := check.Check(events, check.Options{LivenessBound: o.livenessBound}).Report
+	rep := check.Check(events, check.Options{QuietBound: o.livenessBound, Order: o.order}).Report
 	if o.asJSON {
 		if err := writeJSON(e.stdout, checkJSON{File: o.file, Events: len(events), Report: rep}); err != nil {
 			return fmt.Errorf("print the report: %w", err)

@@ -19,7 +19,8 @@ func writeHistory(t *testing.T, name string, lines ...string) string {
 }
 
 // stall20s is a history from another tool: process 1 waits 20 s on a free
-// lock (1s → 21s), which lockbench's default bound (5.5s) calls a stall.
+// lock (1s → 21s), which lockbench's default fault-free bound (1s) calls
+// a stall.
 var stall20s = []string{
 	`{"time":0,"process":0,"type":"invoke","f":"acquire","lock":"l"}`,
 	`{"time":1000000,"process":0,"type":"ok","f":"acquire","lock":"l","token":5}`,
@@ -57,7 +58,7 @@ func TestCheckOutcomes(t *testing.T) {
 		want []string // substrings of stdout + stderr
 	}{
 		{"a 20s stall fails the default bound", []string{"check", stall}, ExitViolation,
-			[]string{"liveness   fail", "the bound is 5.5s"}},
+			[]string{"liveness   fail", "the bound is 1s"}},
 		{"the history's own bound", []string{"check", stall, "--liveness-bound", "25s"}, ExitPass,
 			[]string{"verdict pass"}},
 		{"a bound shorter than the stall", []string{"check", "--liveness-bound=19s", stall}, ExitViolation,
@@ -68,6 +69,10 @@ func TestCheckOutcomes(t *testing.T) {
 			[]string{"--liveness-bound -1s", "must be > 0"}},
 		{"bound not a duration", []string{"check", stall, "--liveness-bound", "ten"}, ExitUsage,
 			[]string{`invalid value "ten"`, "liveness-bound"}},
+		{"a FIFO promise", []string{"check", stall, "--order", "fifo", "--liveness-bound", "25s"}, ExitPass,
+			[]string{"verdict pass"}},
+		{"an order that does not exist", []string{"check", stall, "--order", "lifo"}, ExitUsage,
+			[]string{`--order: unknown order "lifo" (valid: fifo, none)`}},
 		{"unknown verdict has its own status", []string{"check", unknown}, ExitUnknown,
 			[]string{"verdict unknown", "fencing", "no accepted write carries a token"}},
 	} {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/runner"
@@ -19,7 +20,7 @@ import (
 // value and writes the run folder from it: one pairing of the history
 // feeds the verdicts, the figures and the page.
 func finishRun(parent string, cfg rundir.Config, sc scenarios.Scenario, out *runner.Outcome, sat *report.Saturation) (*Result, error) {
-	c := check.Check(out.Events, checkOptions(sc, cfg.Cluster))
+	c := check.Check(out.Events, checkOptions(sc, cfg))
 	sum := report.Summarize(report.RunInfo{
 		Run: cfg.Run, Scenario: sc.Name, Clients: sc.Clients, LeaseTTL: sc.TTL(),
 		Elapsed: out.Elapsed, Interrupted: out.Interrupted, Stopped: out.Stopped, Stuck: out.Stuck,
@@ -36,18 +37,29 @@ func finishRun(parent string, cfg rundir.Config, sc scenarios.Scenario, out *run
 	return &Result{Dir: dir, Summary: sum}, nil
 }
 
-// checkOptions are the checker's options for a run of sc on a cluster: the
-// liveness bound is the scenario's lease TTL plus the cluster's election
-// timeout, the longest any correct lock may take to recover
-// (docs/design.md §4); a cluster record without its election timeout (an
-// old or hand-made config.json) gets the harness's default. A run and a
-// re-check of its folder use it, so both apply the same bound.
-func checkOptions(sc scenarios.Scenario, cl rundir.ClusterConfig) check.Options {
-	election := time.Duration(cl.ElectionMS) * time.Millisecond
+// checkOptions are the checker's options for a run of sc recorded in
+// cfg, what each fault may cost a correct lock there (docs/design.md §4):
+// a client fault the scenario's lease TTL plus the cluster's election
+// timeout, a member fault two elections plus the clients' request
+// deadline (none recorded: the client fault's bound); and the order the
+// strategy promises, when this build knows the strategy. A cluster record
+// without its election timeout (an old or hand-made config.json) gets the
+// harness's default. A run and a re-check of its folder use it, so both
+// apply the same bounds.
+func checkOptions(sc scenarios.Scenario, cfg rundir.Config) check.Options {
+	election := time.Duration(cfg.Cluster.ElectionMS) * time.Millisecond
 	if election <= 0 {
 		election = check.DefaultElectionTimeout
 	}
-	return check.Options{LivenessBound: sc.TTL() + election}
+	request := time.Duration(cfg.RPCTimeoutMS) * time.Millisecond
+	if request <= 0 {
+		request = -1
+	}
+	o := check.Options{LivenessBound: sc.TTL() + election, ElectionTimeout: election, RequestTimeout: request}
+	if st, err := locks.Lookup(cfg.Lock); err == nil {
+		o.Order = st.Order
+	}
+	return o
 }
 
 // Rechecked is a saved run checked again with today's checker.
@@ -88,7 +100,7 @@ func Recheck(dir string) (*Rechecked, error) {
 		Elapsed:     time.Duration(r.Saved.DurationS * float64(time.Second)),
 		Interrupted: r.Saved.Interrupted, Stopped: r.Saved.Stopped, Stuck: r.Saved.Stuck, Saturation: r.Saved.Saturation}
 	fillOldIdentity(&info, r.Saved)
-	r.Checked = check.Check(f.Events, checkOptions(*sc, f.Config.Cluster))
+	r.Checked = check.Check(f.Events, checkOptions(*sc, f.Config))
 	r.Summary = report.Summarize(info, r.Checked)
 	// The summary is computed now, in this build's format, however old the
 	// folder (lockbench report --write-summary writes it): its schema is

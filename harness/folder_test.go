@@ -158,28 +158,37 @@ func TestFileFormatsKeepTheirKeys(t *testing.T) {
 	}
 }
 
-// TestCheckOptions: the liveness bound is the lease TTL plus the election
-// timeout, each defaulted when config.json lacks it; durations read as
-// text, nanoseconds or "".
+// TestCheckOptions: a client fault's bound is the lease TTL plus the
+// election timeout, a member fault's reads the election timeout and the
+// request deadline, each defaulted when config.json lacks it; durations
+// read as text, nanoseconds or ""; the order is the strategy's.
 func TestCheckOptions(t *testing.T) {
 	for _, tc := range []struct {
-		cfg  string
-		want time.Duration
+		cfg             string
+		bound, election time.Duration
+		request         time.Duration
+		order           verdict.Order
 	}{
-		{`{}`, check.DefaultLivenessBound},
-		{`{"scenario":{"lease_ttl":"10s"},"cluster":{"election_ms":1000}}`, 11 * time.Second},
-		{`{"scenario":{"lease_ttl":2000000000}}`, 2*time.Second + check.DefaultElectionTimeout},
-		{`{"scenario":{"lease_ttl":""}}`, check.DefaultLivenessBound},
+		{`{}`, check.DefaultLivenessBound, check.DefaultElectionTimeout, -1, verdict.OrderUnknown},
+		{`{"lock":"queue","rpc_timeout_ms":700,"scenario":{"lease_ttl":"10s"},"cluster":{"election_ms":1000}}`,
+			11 * time.Second, time.Second, 700 * time.Millisecond, verdict.FIFO},
+		{`{"lock":"txn","scenario":{"lease_ttl":2000000000}}`, 2*time.Second + check.DefaultElectionTimeout, check.DefaultElectionTimeout, -1, verdict.NoOrder},
+		{`{"lock":"no-such-lock","scenario":{"lease_ttl":""}}`, check.DefaultLivenessBound, check.DefaultElectionTimeout, -1, verdict.OrderUnknown},
 	} {
-		var c struct {
-			Scenario scenarios.Scenario   `json:"scenario"`
-			Cluster  rundir.ClusterConfig `json:"cluster"`
-		}
+		var c rundir.Config
 		if err := json.Unmarshal([]byte(tc.cfg), &c); err != nil {
 			t.Fatalf("%s: %v", tc.cfg, err)
 		}
-		if got := checkOptions(c.Scenario, c.Cluster).LivenessBound; got != tc.want {
-			t.Errorf("%s: liveness bound %s, want %s", tc.cfg, got, tc.want)
+		var sc scenarios.Scenario
+		if len(c.Scenario) > 0 {
+			if err := json.Unmarshal(c.Scenario, &sc); err != nil {
+				t.Fatalf("%s: %v", tc.cfg, err)
+			}
+		}
+		got := checkOptions(sc, c)
+		if got.LivenessBound != tc.bound || got.ElectionTimeout != tc.election || got.RequestTimeout != tc.request || got.Order != tc.order {
+			t.Errorf("%s: bound %s, election %s, request %s, order %q; want %s, %s, %s, %q", tc.cfg,
+				got.LivenessBound, got.ElectionTimeout, got.RequestTimeout, got.Order, tc.bound, tc.election, tc.request, tc.order)
 		}
 	}
 }

@@ -23,7 +23,11 @@ import (
 )
 
 // DefaultQuickDuration caps fault-free scenarios in a suite: their verdicts
-// need seconds, not the 10 s a benchmark run takes.
+// need seconds, not the 10 s a benchmark run takes. Twice the fault-free
+// liveness bound (check.MinQuietBound) and the long-wait floor
+// (check.MinLongWait), so a lock that idles or serves a client late for
+// over a second fails there (mut-lazy-unlock, caught in contention, herd
+// and herd-hold at this cap).
 const DefaultQuickDuration = 2 * time.Second
 
 // SuiteSpec is a matrix of strategies × scenarios × keepalive policies ×

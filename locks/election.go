@@ -8,6 +8,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3election/v3electionpb"
+
+	"github.com/lockbench/lockbench/verdict"
 )
 
 func init() {
@@ -18,12 +20,14 @@ func init() {
 		// A Session keeps its lease, as users of Election run it:
 		// --keepalive does not apply.
 		OwnLease: true,
+		Order:    verdict.FIFO,
 		New:      newElection,
 	})
 	Register(Strategy{
 		Name:        "election-rpc",
 		Description: "etcd's server-side election service (v3election Campaign/Resign) over the client's lease",
 		Origin:      "etcd's own election service",
+		Order:       verdict.FIFO,
 		New:         newElectionRPC,
 	})
 }

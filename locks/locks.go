@@ -267,7 +267,15 @@ type Strategy struct {
 	// expectations: a user's strategy carries its known limits with it
 	// instead of copying scenario files (verdict "any" un-asserts a check).
 	Expect map[string]map[string]verdict.Verdict
-	New    Factory
+	// Order is the grant order the strategy promises, which its fairness
+	// verdict is judged against (docs/checker.md): verdict.FIFO for a
+	// queue (a later request granted before an earlier one that is still
+	// waiting fails, unless the earlier one's outcome or a fault explains
+	// it), verdict.NoOrder for a try-lock where whoever retries first
+	// wins. A strategy that leaves it unset (OrderUnknown) is judged as
+	// NoOrder: only waits that are long relative to the run fail it.
+	Order verdict.Order
+	New   Factory
 }
 
 var (

@@ -7,6 +7,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/lockbench/lockbench/verdict"
 )
 
 func init() {
@@ -14,6 +16,7 @@ func init() {
 		Name:        "mutex",
 		Description: "etcd's client-side concurrency.Mutex over a Session (one per client)",
 		Origin:      "etcd's own client lock",
+		Order:       verdict.FIFO,
 		New:         newMutex,
 	})
 }

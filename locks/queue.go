@@ -11,6 +11,8 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/lockbench/lockbench/verdict"
 )
 
 func init() {
@@ -18,6 +20,7 @@ func init() {
 		Name:        "queue",
 		Description: "pfx/<lease> keys, lowest create revision holds; each waiter watches its predecessor, then re-checks for older keys; a holder that knows its successor hands over in its release txn",
 		Origin:      "seed article, scheme one, done right",
+		Order:       verdict.FIFO,
 		New:         newQueue(false),
 	})
 	Register(Strategy{
@@ -25,6 +28,7 @@ func init() {
 		Description: "the queue as the seed article's code does it: takes the lock on its predecessor's first event, no re-check",
 		Origin:      "kept on purpose: a known-buggy strategy the checker must catch",
 		Buggy:       true,
+		Order:       verdict.FIFO,
 		New:         newQueue(true),
 	})
 }

@@ -6,6 +6,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3lock/v3lockpb"
+
+	"github.com/lockbench/lockbench/verdict"
 )
 
 func init() {
@@ -14,6 +16,7 @@ func init() {
 		Description: "etcd's server-side lock service (v3lock Lock/Unlock, as etcdctl lock and jetcd use it)",
 		Origin:      "seed article, scheme two",
 		LockService: true,
+		Order:       verdict.FIFO,
 		New:         newRPC,
 	})
 	Register(Strategy{
@@ -22,6 +25,7 @@ func init() {
 		Origin:      "etcd #11456 (docs/processes.md)",
 		LockService: true,
 		Hidden:      true,
+		Order:       verdict.FIFO,
 		New: func(ctx context.Context, cli *clientv3.Client, opts Options) (Locker, error) {
 			l, err := newRPC(ctx, cli, opts)
 			if err != nil {

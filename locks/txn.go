@@ -8,6 +8,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/lockbench/lockbench/verdict"
 )
 
 func init() {
@@ -15,12 +17,14 @@ func init() {
 		Name:        "txn",
 		Description: "one key: If(CreateRevision(key)==0) Then(Put(key, lease)); jittered exponential backoff while held",
 		Origin:      "seed articles two and three",
+		Order:       verdict.NoOrder,
 		New:         newTxn(false),
 	})
 	Register(Strategy{
 		Name:        "txn-watch",
 		Description: "the txn try-lock, but every waiter watches the key and retries on its delete",
 		Origin:      "reproduces the herd effect",
+		Order:       verdict.NoOrder,
 		New:         newTxn(true),
 	})
 }

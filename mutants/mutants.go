@@ -29,6 +29,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // bug names one mistake switched on in a base strategy.
@@ -79,6 +80,14 @@ const (
 	queue   base = "queue" // a key per waiter, in create-revision order
 )
 
+// order is the grant order the base promises.
+func (b base) order() verdict.Order {
+	if b == queue {
+		return verdict.FIFO
+	}
+	return verdict.NoOrder
+}
+
 // catalogue lists every registered strategy: its base and bug.
 var catalogue = []struct {
 	base base
@@ -88,6 +97,7 @@ var catalogue = []struct {
 	{tryLock, checkThenSet}, {tryLock, noKeepAlive}, {tryLock, keepAliveEveryTTL},
 	{tryLock, unlockByName}, {tryLock, noLease}, {tryLock, leaseAsToken},
 	{queue, leakOnCancel}, {queue, orderByName}, {tryLock, revokeOnUnlock},
+	{tryLock, lazyUnlock}, {queue, requeueOnce},
 }
 
 // Controls are the correct strategies of the catalogue: never flagged.
@@ -114,6 +124,8 @@ func init() {
 			Name: name, Description: desc, Origin: "lockbench's mutant catalogue (package mutants)",
 			// Each keeps its lease its own way (the bug's, or a session's).
 			Buggy: c.bug != none, OwnLease: true, New: factory(c.base, c.bug),
+			// A queue promises FIFO; a try-lock whose waiters race does not.
+			Order: c.base.order(),
 		})
 	}
 }
@@ -144,6 +156,7 @@ type locker struct {
 	// cached and stop serve the bugs that keep a lease ID in a field.
 	cached clientv3.LeaseID
 	stop   chan struct{}
+	lazy   lazyDeletes // lazyUnlock's deletes in flight
 }
 
 // leaseFor returns the lease a new key goes under, and the channel that
@@ -336,6 +349,8 @@ func (l *locker) Unlock(ctx context.Context, g *locks.Grant) error {
 		// hands out.
 		_, err := l.cli.Revoke(ctx, g.Lease)
 		return err
+	case lazyUnlock:
+		return l.unlockLater(g)
 	}
 	// Step 4: delete the key only if it is still the one granted.
 	rev := g.Token
@@ -346,6 +361,7 @@ func (l *locker) Unlock(ctx context.Context, g *locks.Grant) error {
 }
 
 func (l *locker) Close(ctx context.Context) error {
+	l.lazy.close()
 	l.mu.Lock()
 	s, cached, stop := l.sess, l.cached, l.stop
 	l.sess, l.cached, l.stop = nil, clientv3.NoLease, nil

@@ -40,6 +40,7 @@ func (q *queueLocker) Lock(ctx context.Context) (*locks.Grant, error) {
 		return nil, fmt.Errorf("join: %w", err)
 	}
 	me.rev = put.Header.Revision
+	requeued := false
 	for {
 		// Step 2: read the queue; the first key holds.
 		pred, seen, err := q.predecessor(ctx, me)
@@ -48,7 +49,7 @@ func (q *queueLocker) Lock(ctx context.Context) (*locks.Grant, error) {
 		}
 		// Step 3: wait for the predecessor's key to go, then read again.
 		if err == nil {
-			if err = waitDelete(ctx, q.cli, pred.key, seen); err == nil {
+			if err = q.waitTurn(ctx, &me, &requeued, pred.key, seen); err == nil {
 				q.opts.OnWakeup()
 				continue
 			}
