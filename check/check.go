@@ -18,7 +18,9 @@
 //   - progress: clients asked and were not served (CheckProgress).
 //   - symmetry: a release by a process that held no grant, or a holder's
 //     key deleted by someone else while it held (CheckSymmetry).
-//   - lease: a lease lost with no fault to explain it (CheckLease).
+//   - lease: a lease lost with no fault to explain it, or a holder told
+//     of its lost lease later than its keepalive policy allows, or never
+//     (CheckLease).
 //
 // Every check reads only the contract fields of docs/design.md §3 (never Key or
 // Lease), tolerates any input without panicking, and runs in time linear in
@@ -57,6 +59,12 @@ const (
 	DefaultStarvationGrants = 10
 	// DefaultRecoverySlack is Options.RecoverySlack's default.
 	DefaultRecoverySlack = time.Second
+	// DefaultOverrunBound is the belief overrun lockbench's default
+	// keepalive policy (auto, etcd's KeepAlive) allows at DefaultLeaseTTL:
+	// a revoke heard at the next refresh, TTL/3 + 500 ms after the last
+	// answer, plus 500 ms of slack (locks.KeepAlive.Overrun; a test in
+	// package harness keeps the two equal).
+	DefaultOverrunBound = DefaultLeaseTTL/3 + time.Second
 )
 
 // Options tune checks whose bounds are not in the history itself. The zero
@@ -82,6 +90,14 @@ type Options struct {
 	// sweep (every 500 ms) and a loaded machine. 0 means
 	// DefaultRecoverySlack.
 	RecoverySlack time.Duration
+	// OverrunBound is the longest a holder may go on believing it holds
+	// after the harness saw its key go with its lease (the keepalive
+	// policy's stated overrun, locks.KeepAlive.Overrun): a holder that
+	// stops later, or never, fails the lease check. Time the holder spent
+	// paused does not count: a frozen process cannot be told. 0 means
+	// DefaultOverrunBound; negative turns these violations off (the
+	// figures are still reported).
+	OverrunBound time.Duration
 }
 
 // WithDefaults returns o with every zero field set to its default, as the
@@ -105,6 +121,9 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.StarvationGrants <= 0 {
 		o.StarvationGrants = DefaultStarvationGrants
+	}
+	if o.OverrunBound == 0 {
+		o.OverrunBound = DefaultOverrunBound
 	}
 	return o
 }

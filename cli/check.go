@@ -22,17 +22,22 @@ type checkOptions struct {
 	asJSON bool
 	// livenessBound is --liveness-bound; 0: the checker's default.
 	livenessBound time.Duration
+	// overrunBound is --overrun-bound; 0: the checker's default.
+	overrunBound time.Duration
 }
 
 // checkCommand is `lockbench check FILE.jsonl`: re-checks any history,
 // saved or hand-written (docs/design.md §3).
 func checkCommand(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "check", "check FILE.jsonl|- [--json] [--liveness-bound D]")
+	fs := newFlags(e, "check", "check FILE.jsonl|- [--json] [--liveness-bound D] [--overrun-bound D]")
 	var o checkOptions
 	fs.BoolVar(&o.asJSON, "json", false, "print the check report as JSON, with the file's name and event count")
 	fs.DurationVar(&o.livenessBound, "liveness-bound", 0, fmt.Sprintf(
 		"the longest the lock may stay free while someone waits and no fault is active: the history's lease TTL + election timeout (default %s, lockbench's %s + %s)",
 		check.DefaultLivenessBound, check.DefaultLeaseTTL, check.DefaultElectionTimeout))
+	fs.DurationVar(&o.overrunBound, "overrun-bound", 0, fmt.Sprintf(
+		"the longest a holder may believe it holds after its key went with its lease: the keepalive policy's stated overrun (default %s, auto's at a %s TTL; safe at a 1s TTL: 750ms; docs/leases.md)",
+		check.DefaultOverrunBound, check.DefaultLeaseTTL))
 	pos, err := fs.parseInterspersed(args)
 	if err != nil {
 		return err
@@ -47,6 +52,9 @@ func checkCommand(ctx context.Context, e *env, args []string) error {
 	}
 	if fs.given()["liveness-bound"] && o.livenessBound <= 0 {
 		return badInputf("--liveness-bound %s: must be > 0 (the history's lease TTL + election timeout, e.g. 5.5s)", o.livenessBound)
+	}
+	if fs.given()["overrun-bound"] && o.overrunBound <= 0 {
+		return badInputf("--overrun-bound %s: must be > 0 (the keepalive policy's stated overrun, e.g. 1.5s for auto at a 1s TTL)", o.overrunBound)
 	}
 	return runCheck(ctx, e, o)
 }
@@ -67,7 +75,7 @@ func runCheck(_ context.Context, e *env, o checkOptions) error {
 	if err != nil {
 		return badInput(err)
 	}
-	rep := check.Check(events, check.Options{LivenessBound: o.livenessBound}).Report
+	rep := check.Check(events, check.Options{LivenessBound: o.livenessBound, OverrunBound: o.overrunBound}).Report
 	if o.asJSON {
 		if err := writeJSON(e.stdout, checkJSON{File: o.file, Events: len(events), Report: rep}); err != nil {
 			return fmt.Errorf("print the report: %w", err)

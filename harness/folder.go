@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/runner"
@@ -19,7 +20,7 @@ import (
 // value and writes the run folder from it: one pairing of the history
 // feeds the verdicts, the figures and the page.
 func finishRun(parent string, cfg rundir.Config, sc scenarios.Scenario, out *runner.Outcome) (*Result, error) {
-	c := check.Check(out.Events, checkOptions(sc, cfg.Cluster))
+	c := check.Check(out.Events, checkOptions(sc, cfg.Cluster, cfg.KeepAlive))
 	sum := report.Summarize(report.RunInfo{
 		Run: cfg.Run, Scenario: sc.Name, Clients: sc.Clients, LeaseTTL: sc.TTL(),
 		Elapsed: out.Elapsed, Interrupted: out.Interrupted, Stopped: out.Stopped, Stuck: out.Stuck,
@@ -39,14 +40,18 @@ func finishRun(parent string, cfg rundir.Config, sc scenarios.Scenario, out *run
 // liveness bound is the scenario's lease TTL plus the cluster's election
 // timeout, the longest any correct lock may take to recover
 // (docs/design.md §4); a cluster record without its election timeout (an
-// old or hand-made config.json) gets the harness's default. A run and a
-// re-check of its folder use it, so both apply the same bound.
-func checkOptions(sc scenarios.Scenario, cl rundir.ClusterConfig) check.Options {
+// old or hand-made config.json) gets the harness's default. The overrun
+// bound is what the run's keepalive policy allows at the scenario's TTL
+// (locks.KeepAlive.Overrun): a config.json without a policy is from
+// before policies were recorded, when every run was auto, which is also
+// what a strategy that keeps its own lease (own) is held to. A run and a
+// re-check of its folder use them, so both apply the same bounds.
+func checkOptions(sc scenarios.Scenario, cl rundir.ClusterConfig, keepalive string) check.Options {
 	election := time.Duration(cl.ElectionMS) * time.Millisecond
 	if election <= 0 {
 		election = check.DefaultElectionTimeout
 	}
-	return check.Options{LivenessBound: sc.TTL() + election}
+	return check.Options{LivenessBound: sc.TTL() + election, OverrunBound: locks.KeepAlive(keepalive).Overrun(sc.TTL())}
 }
 
 // Rechecked is a saved run checked again with today's checker.
@@ -82,7 +87,7 @@ func Recheck(dir string) (*Rechecked, error) {
 		Elapsed:     time.Duration(r.Saved.DurationS * float64(time.Second)),
 		Interrupted: r.Saved.Interrupted, Stopped: r.Saved.Stopped, Stuck: r.Saved.Stuck}
 	fillOldIdentity(&info, r.Saved)
-	r.Checked = check.Check(f.Events, checkOptions(sc, f.Config.Cluster))
+	r.Checked = check.Check(f.Events, checkOptions(sc, f.Config.Cluster, f.Config.KeepAlive))
 	r.Summary = report.Summarize(info, r.Checked)
 	// The summary is computed now, in this build's format, however old the
 	// folder (lockbench report --write-summary writes it): its schema is

@@ -178,7 +178,7 @@ func TestCheckOptions(t *testing.T) {
 		if err := json.Unmarshal([]byte(tc.cfg), &c); err != nil {
 			t.Fatalf("%s: %v", tc.cfg, err)
 		}
-		if got := checkOptions(c.Scenario, c.Cluster).LivenessBound; got != tc.want {
+		if got := checkOptions(c.Scenario, c.Cluster, "").LivenessBound; got != tc.want {
 			t.Errorf("%s: liveness bound %s, want %s", tc.cfg, got, tc.want)
 		}
 	}
@@ -214,5 +214,31 @@ func TestSuitePageLinksRuns(t *testing.T) {
 	page, _ := os.ReadFile(suite)
 	if !bytes.Contains(page, []byte("cell-1/"+rundir.HTMLFile)) {
 		t.Errorf("the suite page does not link to cell-1/%s", rundir.HTMLFile)
+	}
+}
+
+// TestOverrunBoundOfThePolicy: a run is held to the belief overrun its
+// keepalive policy states at the scenario's TTL; a config.json without a
+// policy (from before it was recorded) and a strategy that keeps its own
+// lease are held to auto's, which at the checker's default TTL is the
+// checker's default.
+func TestOverrunBoundOfThePolicy(t *testing.T) {
+	for _, tc := range []struct {
+		keepalive string
+		ttl       time.Duration
+		want      time.Duration
+	}{
+		{"safe", time.Second, 750 * time.Millisecond},
+		{"auto", time.Second, 1500 * time.Millisecond},
+		{"auto", 3 * time.Second, 2 * time.Second},
+		{"seed", time.Second, 1300 * time.Millisecond},
+		{"own", time.Second, 1500 * time.Millisecond},
+		{"", time.Second, 1500 * time.Millisecond},
+		{"auto", check.DefaultLeaseTTL, check.DefaultOverrunBound},
+	} {
+		sc := scenarios.Scenario{LeaseTTL: scenarios.Duration(tc.ttl)}
+		if got := checkOptions(sc, rundir.ClusterConfig{}, tc.keepalive).OverrunBound; got != tc.want {
+			t.Errorf("%q at TTL %s: overrun bound %s, want %s", tc.keepalive, tc.ttl, got, tc.want)
+		}
 	}
 }
