@@ -69,7 +69,7 @@ func TestOwnLeaseIsNeverJudgedByAPolicy(t *testing.T) {
 	for _, k := range spec.cellKeys(ci.Name, []suiteBin{{}}) {
 		keys[k.Key()] = true
 	}
-	want := []string{"queue/client-isolation", "queue/client-isolation/keepalive=safe", "test-own-lease/client-isolation"}
+	want := []string{"queue/client-isolation", "queue/client-isolation/keepalive=auto", "test-own-lease/client-isolation"}
 	if len(keys) != len(want) {
 		t.Errorf("cell keys %v, want %v", keys, want)
 	}

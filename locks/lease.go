@@ -326,5 +326,7 @@ func (k KeepAlive) Overrun(ttl time.Duration) time.Duration {
 	case KeepAliveSeed:
 		return ttl*8/10 + OverrunSlack
 	}
+	// auto, own, and none: a record from before policies were recorded,
+	// when every run was auto.
 	return max(time.Second, ttl/3+500*time.Millisecond) + OverrunSlack
 }
