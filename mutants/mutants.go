@@ -2,7 +2,8 @@
 // each the kind of mistake people really make with etcd locks, and a
 // correct control written the same way. They exist to test lockbench
 // itself: every mutant must be caught by the default suite and by
-// locktest, and the control must never be flagged (make mutants).
+// locktest (but those whose bug needs a fault locktest does not inject),
+// and the control must never be flagged (make mutants).
 //
 // Importing the package registers them (names start with "mut-"); only
 // tests and the `mutants` build of the CLI import it, so a normal
