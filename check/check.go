@@ -59,11 +59,13 @@ const (
 	DefaultStarvationGrants = 10
 	// DefaultRecoverySlack is Options.RecoverySlack's default.
 	DefaultRecoverySlack = time.Second
-	// DefaultOverrunBound is the belief overrun lockbench's default
-	// keepalive policy (auto, etcd's KeepAlive) allows at DefaultLeaseTTL:
-	// a revoke heard at the next refresh, TTL/3 + 500 ms after the last
-	// answer, plus 500 ms of slack (locks.KeepAlive.Overrun; a test in
-	// package harness keeps the two equal).
+	// DefaultOverrunBound is the belief overrun etcd's own KeepAlive (the
+	// auto policy, and what a strategy with its own Session gets) allows
+	// at DefaultLeaseTTL: a revoke heard at the next refresh, TTL/3 +
+	// 500 ms after the last answer, plus 500 ms of slack
+	// (locks.KeepAlive.Overrun; a test in package harness keeps the two
+	// equal). A history that does not say its policy is held to the
+	// client as etcd ships it, not to lockbench's stricter default (safe).
 	DefaultOverrunBound = DefaultLeaseTTL/3 + time.Second
 )
 

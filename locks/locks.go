@@ -143,7 +143,7 @@ func EffectiveKeepAlive(lock string, k KeepAlive) KeepAlive {
 // policy whose holder stops before the server can expire its lease
 // (client-isolation: exclusion held in every seed under safe, failed in
 // most under auto; docs/leases.md). Records written before policies were
-// recorded carry none and ran auto (report.LegacyKeepAlive).
+// recorded carry none and ran auto (see KeepAlive.Overrun).
 const DefaultKeepAlive = KeepAliveSafe
 
 // KeepAliveOrDefault is k, or DefaultKeepAlive when k is empty.
