@@ -29,7 +29,7 @@ type Fault interface {
 	// the checker excuses a lock that is not granted while it lasts.
 	Cost() Cost
 	// Inject applies the fault to target (-1 for NoTarget faults); arg is
-	// the step's parameter (delay-client's latency).
+	// the step's parameter (the latency of delay-client or delay-answers).
 	Inject(ctx context.Context, w World, target int, arg time.Duration) (Undo, error)
 }
 

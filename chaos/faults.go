@@ -24,6 +24,7 @@ func init() {
 	register(spec{"pause-client", ClientTarget, proxy, CostLease}, pauseClient)
 	register(spec{"isolate-client", ClientTarget, proxy, CostLease}, isolateClient)
 	register(spec{"delay-client", ClientTarget, Needs{ClientProxy: true, Arg: ArgDelay}, CostSlowdown}, delayClient)
+	register(spec{"delay-answers", ClientTarget, Needs{ClientProxy: true, Arg: ArgDelay}, CostSlowdown}, delayAnswers)
 	register(spec{"cancel-waiters", NoTarget, Needs{}, CostCancelledWaits}, cancelWaiters)
 	register(spec{"revoke-lease", ClientTarget, Needs{}, CostLease}, revokeLease)
 }
@@ -144,6 +145,19 @@ func delayClient(_ context.Context, w ClientNetwork, t int, d time.Duration) (Un
 	return func(context.Context) error { return w.DelayClient(t, 0) }, nil
 }
 
+// delayAnswers: the client's answers come late (a congested or far-away
+// return path) while its requests do not: past its RPC deadline, every
+// write it makes commits while the client sees a timeout.
+func delayAnswers(_ context.Context, w ClientNetwork, t int, d time.Duration) (Undo, error) {
+	if d <= 0 {
+		d = DefaultDelay
+	}
+	if err := w.DelayAnswers(t, d); err != nil {
+		return nil, err
+	}
+	return func(context.Context) error { return w.DelayAnswers(t, 0) }, nil
+}
+
 // cancelWaiters: every waiter gives up at once, as after a deploy or a
 // burst of client timeouts: a burst of cancelled calls and watches.
 func cancelWaiters(_ context.Context, w LockService, _ int, _ time.Duration) (Undo, error) {
@@ -159,8 +173,8 @@ func revokeLease(ctx context.Context, w LockService, t int, _ time.Duration) (Un
 	return nil, w.RevokeLease(ctx, t)
 }
 
-// DefaultDelay is the latency delay-client adds each way when the step
-// gives none.
+// DefaultDelay is the latency delay-client adds each way, and
+// delay-answers to the answers, when the step gives none.
 const DefaultDelay = 200 * time.Millisecond
 
 // Names lists the faults.

@@ -48,6 +48,10 @@ func (w *recordingWorld) IsolateClient(i int, cut bool) error {
 func (w *recordingWorld) DelayClient(i int, d time.Duration) error {
 	return w.note("DelayClient %d %v", i, d)
 }
+
+func (w *recordingWorld) DelayAnswers(i int, d time.Duration) error {
+	return w.note("DelayAnswers %d %v", i, d)
+}
 func (w *recordingWorld) RevokeLease(_ context.Context, i int) error {
 	return w.note("RevokeLease %d", i)
 }
@@ -76,6 +80,8 @@ func TestFaultActions(t *testing.T) {
 		{"isolate-client", 0, "IsolateClient 1 true", "IsolateClient 1 false"},
 		{"delay-client", 0, "DelayClient 1 200ms", "DelayClient 1 0s"},
 		{"delay-client", 50 * time.Millisecond, "DelayClient 1 50ms", "DelayClient 1 0s"},
+		{"delay-answers", 0, "DelayAnswers 1 200ms", "DelayAnswers 1 0s"},
+		{"delay-answers", 1500 * time.Millisecond, "DelayAnswers 1 1.5s", "DelayAnswers 1 0s"},
 		{"cancel-waiters", 0, "CancelWaiting", ""},
 		{"revoke-lease", 0, "RevokeLease 1", ""},
 		{"compact", 0, "Compact true", ""},

@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -81,7 +82,7 @@ func TestFaultsDescribeThemselves(t *testing.T) {
 	if CostOf("a-fault-of-another-tool") != CostUnknown {
 		t.Error("an unknown fault must cost CostUnknown, so the checker judges it by its target")
 	}
-	if got := Taking(ArgDelay); len(got) != 1 || got[0] != "delay-client" {
+	if got := Taking(ArgDelay); !slices.Equal(got, []string{"delay-answers", "delay-client"}) {
 		t.Errorf("Taking(delay) = %v", got)
 	}
 	if got := Taking(ArgEvery); len(got) != 1 || got[0] != "compact-loop" {

@@ -16,7 +16,8 @@ type Step struct {
 	// For is how long the fault lasts before it is undone; 0 means it is
 	// not undone (or is instantaneous).
 	For time.Duration
-	// Arg is the fault's parameter (delay-client's latency).
+	// Arg is the fault's parameter (delay-client's or delay-answers'
+	// latency).
 	Arg time.Duration
 }
 

@@ -72,6 +72,11 @@ type ClientNetwork interface {
 	IsolateClient(i int, cut bool) error
 	// DelayClient adds d of latency each way; 0 removes it.
 	DelayClient(i int, d time.Duration) error
+	// DelayAnswers adds d of latency to what the members send the client
+	// (their answers and watch events) only: its requests arrive on time,
+	// so a write commits while its answer is still on the way. 0 removes
+	// it.
+	DelayAnswers(i int, d time.Duration) error
 }
 
 // LockService are faults that come from outside the client, through etcd:

@@ -19,7 +19,9 @@
 //   - progress: clients asked and were not served (CheckProgress).
 //   - symmetry: a release by a process that held no grant, or a holder's
 //     key deleted by someone else while it held (CheckSymmetry).
-//   - lease: a lease lost with no fault to explain it (CheckLease).
+//   - lease: a lease lost with no fault to explain it, or a holder told
+//     of its lost lease later than its keepalive policy allows, or never
+//     (CheckLease).
 //
 // Every check reads only the contract fields of docs/design.md §3 (never Key or
 // Lease), tolerates any input without panicking, and runs in time linear in
@@ -79,6 +81,14 @@ const (
 	// others at least ChanceRounds × (clients − 1) times during a wait
 	// before it counts as long or starved (see CheckFairness).
 	ChanceRounds = 7
+	// DefaultOverrunBound is the belief overrun etcd's own KeepAlive (the
+	// auto policy, and what a strategy with its own Session gets) allows
+	// at DefaultLeaseTTL: a revoke heard at the next refresh, TTL/3 +
+	// 500 ms after the last answer, plus 500 ms of slack
+	// (locks.KeepAlive.Overrun; a test in package harness keeps the two
+	// equal). A history that does not say its policy is held to the
+	// client as etcd ships it, not to lockbench's stricter default (safe).
+	DefaultOverrunBound = DefaultLeaseTTL/3 + time.Second
 )
 
 // Options tune checks whose bounds are not in the history itself. The zero
@@ -136,6 +146,14 @@ type Options struct {
 	// the history: max(MinBypassSlack, TailReleases × its longest release
 	// latency), a write as slow as the slowest the clients saw.
 	BypassSlack time.Duration
+	// OverrunBound is the longest a holder may go on believing it holds
+	// after the harness saw its key go with its lease (the keepalive
+	// policy's stated overrun, locks.KeepAlive.Overrun): a holder that
+	// stops later, or never, fails the lease check. Time the holder spent
+	// paused does not count: a frozen process cannot be told. 0 means
+	// DefaultOverrunBound; negative turns these violations off (the
+	// figures are still reported).
+	OverrunBound time.Duration
 }
 
 // WithDefaults returns o with every zero field set to its default, as the
@@ -165,6 +183,9 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.RequestTimeout == 0 {
 		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.OverrunBound == 0 {
+		o.OverrunBound = DefaultOverrunBound
 	}
 	return o
 }

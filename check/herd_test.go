@@ -101,7 +101,7 @@ func TestCheckComposes(t *testing.T) {
 func TestOptionsWithDefaults(t *testing.T) {
 	o := Options{}.WithDefaults()
 	want := Options{MaxViolations: 100, LivenessBound: DefaultLivenessBound, StarvationMin: 2 * DefaultLivenessBound, StarvationGrants: 10, RecoverySlack: DefaultRecoverySlack,
-		ElectionTimeout: DefaultElectionTimeout, RequestTimeout: DefaultRequestTimeout}
+		ElectionTimeout: DefaultElectionTimeout, RequestTimeout: DefaultRequestTimeout, OverrunBound: DefaultOverrunBound}
 	if o != want {
 		t.Errorf("defaults = %+v, want %+v", o, want)
 	}

@@ -38,6 +38,14 @@ func CheckSymmetry(events []history.Event, opts Options) Result {
 // it held, when no fault on that client or on the members was on within
 // the recovery bound (see CheckLiveness) — a keepalive bug, not chaos.
 //
+// It also fails on a holder told too late: one whose key the harness saw
+// go with its lease (expired or revoked) while it held, and that went on
+// believing — until its lease-lost, release or crash, or to the history's
+// end — for longer than Options.OverrunBound, the overrun its keepalive
+// policy allows, not counting time it was paused. Whatever faults
+// explain the loss, the holder must hear of it in time: a lock whose
+// holder is never told fails here.
+//
 // Metrics: losses (leases lost while holding, seen either way), and
 // belief_overrun_ms_max / belief_overrun_ms_p50 over the holders whose key
 // the harness saw expire: the time from the expiry to the moment the
@@ -214,6 +222,7 @@ func (p *prepared) lease(opts Options) Result {
 			stop = p.endTime
 		}
 		overruns = append(overruns, stop-d.time)
+		p.judgeOverrun(&res, d, stop, opts)
 		if !explained(d.hold.Process, d.time) {
 			res.add(Violation{Check: verdict.Lease, Lock: d.hold.Lock, Message: fmt.Sprintf(
 				"process %d's lease expired at %s while it held the lock (token %d) and it was not told; no fault was on it or on the members",
@@ -229,4 +238,54 @@ func (p *prepared) lease(opts Options) Result {
 		res.metric("belief_overrun_ms_p50", ms(Percentile(overruns, 0.5)))
 	}
 	return res
+}
+
+// judgeOverrun adds a violation when the holder of d's key believed
+// longer than opts.OverrunBound after the key went with its lease, its
+// paused time not counted (see CheckLease).
+func (p *prepared) judgeOverrun(res *Result, d deletion, stop int64, opts Options) {
+	if opts.OverrunBound < 0 {
+		return
+	}
+	h := d.hold
+	over := stop - d.time - pausedWithin(p.ops().Pauses, h.Process, d.time, stop)
+	if over <= int64(opts.OverrunBound) {
+		return
+	}
+	var how string
+	switch h.End {
+	case EndLeaseLost:
+		how = fmt.Sprintf("was told its lease was lost only at %s", fmtNS(stop))
+	case EndRelease:
+		how = fmt.Sprintf("was never told its lease was lost: it held until it released at %s", fmtNS(stop))
+	case EndCrash:
+		how = fmt.Sprintf("was never told its lease was lost: it held until it crashed at %s", fmtNS(stop))
+	default:
+		how = "was never told its lease was lost: it still held at the end of the history"
+	}
+	res.add(Violation{Check: verdict.Lease, Lock: h.Lock, Message: fmt.Sprintf(
+		"process %d's key (token %d) went with its lease at %s while it held the lock, and it %s — "+
+			"a belief overrun of %s (time paused not counted), past the %s its keepalive policy allows",
+		h.Process, h.Token, fmtNS(d.time), how, time.Duration(over).Round(time.Millisecond), opts.OverrunBound),
+		Holders: []Holder{h.Holder}, Lines: lines(d.event+1, h.FromLine, h.ToLine)}, opts.MaxViolations)
+}
+
+// pausedWithin is how long process was paused within [from, to): a
+// frozen process cannot be told anything, so its pause is not its
+// keepalive's lateness.
+func pausedWithin(pauses []Span, process int, from, to int64) int64 {
+	var sum int64
+	for _, sp := range pauses {
+		if sp.Process != process {
+			continue
+		}
+		end := sp.To
+		if end < 0 {
+			end = to
+		}
+		if lo, hi := max(sp.From, from), min(end, to); hi > lo {
+			sum += hi - lo
+		}
+	}
+	return sum
 }

@@ -26,18 +26,23 @@ type checkOptions struct {
 	livenessBound time.Duration
 	// order is --order: what the strategy that made the history promises.
 	order verdict.Order
+	// overrunBound is --overrun-bound; 0: the checker's default.
+	overrunBound time.Duration
 }
 
 // checkCommand is `lockbench check FILE.jsonl`: re-checks any history,
 // saved or hand-written (docs/design.md §3).
 func checkCommand(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "check", "check FILE.jsonl|- [--json] [--liveness-bound D] [--order fifo|none]")
+	fs := newFlags(e, "check", "check FILE.jsonl|- [--json] [--liveness-bound D] [--order fifo|none] [--overrun-bound D]")
 	var o checkOptions
 	fs.BoolVar(&o.asJSON, "json", false, "print the check report as JSON, with the file's name and event count")
 	fs.DurationVar(&o.livenessBound, "liveness-bound", 0, fmt.Sprintf(
 		"the longest the lock may stay free while someone waits outside every fault's window (default: max(%s, %d × the history's median release latency, %d × its longest)); a fault's window is what it may cost a correct lock, e.g. %s + 1s after a client fault",
 		check.MinQuietBound, check.QuietReleases, check.TailReleases, check.DefaultLivenessBound))
 	order := fs.String("order", "", fmt.Sprintf("the grant order the strategy promises: %s (a later request granted first fails fairness) or %s (default: none promised)", verdict.FIFO, verdict.NoOrder))
+	fs.DurationVar(&o.overrunBound, "overrun-bound", 0, fmt.Sprintf(
+		"the longest a holder may believe it holds after its key went with its lease: the keepalive policy's stated overrun (default %s, auto's at a %s TTL; safe at a 1s TTL: 750ms; docs/leases.md)",
+		check.DefaultOverrunBound, check.DefaultLeaseTTL))
 	pos, err := fs.parseInterspersed(args)
 	if err != nil {
 		return err
@@ -58,6 +63,9 @@ func checkCommand(ctx context.Context, e *env, args []string) error {
 	if fs.given()["liveness-bound"] && o.livenessBound <= 0 {
 		return badInputf("--liveness-bound %s: must be > 0 (the longest a free lock may keep a waiter waiting with no fault, e.g. 1s)", o.livenessBound)
 	}
+	if fs.given()["overrun-bound"] && o.overrunBound <= 0 {
+		return badInputf("--overrun-bound %s: must be > 0 (the keepalive policy's stated overrun, e.g. 1.5s for auto at a 1s TTL)", o.overrunBound)
+	}
 	return runCheck(ctx, e, o)
 }
 
@@ -77,7 +85,7 @@ func runCheck(_ context.Context, e *env, o checkOptions) error {
 	if err != nil {
 		return badInput(err)
 	}
-	rep := check.Check(events, check.Options{QuietBound: o.livenessBound, Order: o.order}).Report
+	rep := check.Check(events, check.Options{QuietBound: o.livenessBound, Order: o.order, OverrunBound: o.overrunBound}).Report
 	if o.asJSON {
 		if err := writeJSON(e.stdout, checkJSON{File: o.file, Events: len(events), Report: rep}); err != nil {
 			return fmt.Errorf("print the report: %w", err)

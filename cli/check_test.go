@@ -46,11 +46,23 @@ var untokened = []string{
 	`{"time":8,"process":-1,"type":"ok","f":"read","value":1}`,
 }
 
+// toldLate is a holder cut off from 100ms to 3s whose key goes with its
+// lease at 1.1s and that is told at 3s: a belief overrun of 1.9s.
+var toldLate = []string{
+	`{"time":0,"process":0,"type":"invoke","f":"acquire","lock":"l"}`,
+	`{"time":1000000,"process":0,"type":"ok","f":"acquire","lock":"l","token":10}`,
+	`{"time":100000000,"process":-1,"type":"invoke","f":"fault","value":{"fault":"isolate-client","target":"holder","resolved":"client:0"}}`,
+	`{"time":1100000000,"process":-1,"type":"ok","f":"key-deleted","lock":"l","token":10,"value":{"revision":11,"cause":"lease"}}`,
+	`{"time":2900000000,"process":-1,"type":"ok","f":"fault","value":{"fault":"isolate-client","target":"holder","resolved":"client:0"}}`,
+	`{"time":3000000000,"process":0,"type":"ok","f":"lease-lost","lock":"l"}`,
+}
+
 // TestCheckOutcomes: check's exit status and output for histories and
 // flags, one literal history per case.
 func TestCheckOutcomes(t *testing.T) {
 	stall := writeHistory(t, "stall.jsonl", stall20s...)
 	unknown := writeHistory(t, "unknown.jsonl", untokened...)
+	late := writeHistory(t, "late.jsonl", toldLate...)
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -73,6 +85,12 @@ func TestCheckOutcomes(t *testing.T) {
 			[]string{"verdict pass"}},
 		{"an order that does not exist", []string{"check", stall, "--order", "lifo"}, ExitUsage,
 			[]string{`--order: unknown order "lifo" (valid: fifo, none)`}},
+		{"told 1.9s late: within the default overrun bound", []string{"check", late}, ExitPass,
+			[]string{"verdict pass"}},
+		{"told 1.9s late: past auto's at a 1s TTL", []string{"check", late, "--overrun-bound", "1.5s"}, ExitViolation,
+			[]string{"lease      fail", "a belief overrun of 1.9s", "past the 1.5s its keepalive policy allows"}},
+		{"zero overrun bound", []string{"check", late, "--overrun-bound", "0s"}, ExitUsage,
+			[]string{"--overrun-bound 0s", "must be > 0"}},
 		{"unknown verdict has its own status", []string{"check", unknown}, ExitUnknown,
 			[]string{"verdict unknown", "fencing", "no accepted write carries a token"}},
 	} {

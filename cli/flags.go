@@ -197,7 +197,7 @@ type clientFlags struct {
 // register adds the lock-client flags to fs; --lease-ttl and
 // --shared-conns only where the command can honour them.
 func (c *clientFlags) register(fs *flagSet, leaseTTL, sharedConns bool) {
-	fs.StringVar(&c.keepalive, "keepalive", string(locks.KeepAliveAuto), "lease keepalive policy: auto (KeepAlive stream, TTL/3), seed (KeepAliveOnce every 0.8×TTL) or safe (deadline from each refresh's send time; docs/leases.md); suite takes a comma-separated list, each a dimension; a strategy that keeps its own lease (its own etcd session) ignores it and is labelled own")
+	fs.StringVar(&c.keepalive, "keepalive", string(locks.DefaultKeepAlive), "lease keepalive policy: safe (deadline from each refresh's send time, a refresh every TTL/4; docs/leases.md), auto (etcd's KeepAlive stream, TTL/3) or seed (KeepAliveOnce every 0.8×TTL); suite takes a comma-separated list, each a dimension; a strategy that keeps its own lease (its own etcd session) ignores it and is labelled own")
 	fs.DurationVar(&c.rpcTimeout, "rpc-timeout", locks.DefaultRPCTimeout,
 		"deadline of each etcd request of a lock client (not watches): a write stranded by a dead leader fails after it and is settled, instead of waiting out etcd's own ~6 s request timeout (0: none)")
 	if leaseTTL {

@@ -69,7 +69,7 @@ func TestOwnLeaseIsNeverJudgedByAPolicy(t *testing.T) {
 	for _, k := range spec.cellKeys(ci.Name, []suiteBin{{}}) {
 		keys[k.Key()] = true
 	}
-	want := []string{"queue/client-isolation", "queue/client-isolation/keepalive=safe", "test-own-lease/client-isolation"}
+	want := []string{"queue/client-isolation", "queue/client-isolation/keepalive=auto", "test-own-lease/client-isolation"}
 	if len(keys) != len(want) {
 		t.Errorf("cell keys %v, want %v", keys, want)
 	}
@@ -84,16 +84,18 @@ func TestOwnLeaseIsNeverJudgedByAPolicy(t *testing.T) {
 }
 
 // TestAnyReasonsComeFromTheScenario: a check a built-in scenario does not
-// judge carries the comment above the entry that says "any" (late-unlock's
-// exclusion, queue-naive's in contention, auto's in client-isolation);
-// a judged check, or an entry without a comment, carries none.
+// judge carries the comment above the entry that says "any" (queue-naive's
+// exclusion in contention, late-unlock's, auto's and election's in
+// client-isolation); a judged check, or an entry without a comment,
+// carries none.
 func TestAnyReasonsComeFromTheScenario(t *testing.T) {
 	for _, tc := range []struct {
 		scenario, lock, keepalive, check, want string
 	}{
-		{"late-unlock", "queue", "auto", verdict.Exclusion, "exclusion is not asserted"},
+		{"late-unlock", "queue", "safe", verdict.Exclusion, "exclusion is reported, not judged"},
 		{"contention", "queue-naive", "auto", verdict.Exclusion, "its exclusion is a race here"},
-		{"client-isolation", "queue", "auto", verdict.Exclusion, "reported, not judged"},
+		{"client-isolation", "queue", "auto", verdict.Exclusion, "the lease check judges the overrun instead"},
+		{"client-isolation", "election", "own", verdict.Exclusion, "auto's keepalive: the same race"},
 		{"client-isolation", "queue", "safe", verdict.Exclusion, ""},
 		{"contention", "queue", "auto", verdict.Exclusion, ""},
 		{"cancel-waiters", "queue-naive", "auto", verdict.Exclusion, ""},

@@ -42,7 +42,11 @@ func finishRun(parent string, cfg rundir.Config, sc scenarios.Scenario, out *run
 // a client fault the scenario's lease TTL plus the cluster's election
 // timeout, a member fault two elections plus the clients' request
 // deadline (none recorded: the client fault's bound); and the order the
-// strategy promises, when this build knows the strategy. A cluster record
+// strategy promises, when this build knows the strategy; and the belief
+// overrun the run's keepalive policy allows at the scenario's TTL
+// (locks.KeepAlive.Overrun: a config.json without a policy is from before
+// policies were recorded, when every run was auto, which is also what a
+// strategy that keeps its own lease is held to). A cluster record
 // without its election timeout (an old or hand-made config.json) gets the
 // harness's default. A run and a re-check of its folder use it, so both
 // apply the same bounds.
@@ -55,7 +59,8 @@ func checkOptions(sc scenarios.Scenario, cfg rundir.Config) check.Options {
 	if request <= 0 {
 		request = -1
 	}
-	o := check.Options{LivenessBound: sc.TTL() + election, ElectionTimeout: election, RequestTimeout: request}
+	o := check.Options{LivenessBound: sc.TTL() + election, ElectionTimeout: election, RequestTimeout: request,
+		OverrunBound: locks.KeepAlive(cfg.KeepAlive).Overrun(sc.TTL())}
 	if st, err := locks.Lookup(cfg.Lock); err == nil {
 		o.Order = st.Order
 	}

@@ -225,3 +225,29 @@ func TestSuitePageLinksRuns(t *testing.T) {
 		t.Errorf("the suite page does not link to cell-1/%s", rundir.HTMLFile)
 	}
 }
+
+// TestOverrunBoundOfThePolicy: a run is held to the belief overrun its
+// keepalive policy states at the scenario's TTL; a config.json without a
+// policy (from before it was recorded) and a strategy that keeps its own
+// lease are held to auto's, which at the checker's default TTL is the
+// checker's default.
+func TestOverrunBoundOfThePolicy(t *testing.T) {
+	for _, tc := range []struct {
+		keepalive string
+		ttl       time.Duration
+		want      time.Duration
+	}{
+		{"safe", time.Second, 750 * time.Millisecond},
+		{"auto", time.Second, 1500 * time.Millisecond},
+		{"auto", 3 * time.Second, 2 * time.Second},
+		{"seed", time.Second, 1300 * time.Millisecond},
+		{"own", time.Second, 1500 * time.Millisecond},
+		{"", time.Second, 1500 * time.Millisecond},
+		{"auto", check.DefaultLeaseTTL, check.DefaultOverrunBound},
+	} {
+		sc := scenarios.Scenario{LeaseTTL: scenarios.Duration(tc.ttl)}
+		if got := checkOptions(sc, rundir.Config{Run: rundir.Run{KeepAlive: tc.keepalive}}).OverrunBound; got != tc.want {
+			t.Errorf("%q at TTL %s: overrun bound %s, want %s", tc.keepalive, tc.ttl, got, tc.want)
+		}
+	}
+}

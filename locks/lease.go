@@ -293,3 +293,40 @@ func deleteOwn(ctx context.Context, cli *clientv3.Client, key string, rev int64)
 		Commit()
 	return err
 }
+
+// OverrunSlack is what every policy's Overrun adds for what no policy
+// controls: the answer's one-way trip, the holder's reaction to Lost, and
+// a loaded machine's scheduling (the default suite runs on 2 shared cores).
+const OverrunSlack = 500 * time.Millisecond
+
+// Overrun is the belief overrun policy k allows a holder of a lease of
+// ttl: the longest it may go on believing it holds after its lease is gone
+// (expired, or revoked by an operator) before Lost closes. The lease check
+// holds a run to it (check.Options.OverrunBound), so that a lock that
+// tells its holder as late as its policy says passes, and one that tells
+// it later, or never, fails. Each bound is the policy's mechanism, plus
+// OverrunSlack (measured figures: docs/leases.md):
+//
+//   - safe stops before the server can expire the lease (≤ 0); it learns
+//     of a revoke from the answer to its next refresh, sent every TTL/4:
+//     TTL/4.
+//   - auto (etcd's KeepAlive, as a concurrency.Session runs it; also
+//     KeepAliveOwn): it counts the TTL from the last answer's arrival and
+//     checks that deadline on a 1 s timer (client/v3 lease.go
+//     deadlineLoop), so an expiry is noticed up to 1 s late; a revoke is
+//     heard at the next refresh, sent from a 500 ms loop once TTL/3 has
+//     passed since the last answer: max(1 s, TTL/3 + 500 ms).
+//   - seed counts from the answer on a precise timer (an expiry: the
+//     answer's one-way trip late) and hears of a revoke at its next
+//     refresh, every 0.8×TTL: 0.8×TTL.
+func (k KeepAlive) Overrun(ttl time.Duration) time.Duration {
+	switch k {
+	case KeepAliveSafe:
+		return SafeRefreshInterval(ttl) + OverrunSlack
+	case KeepAliveSeed:
+		return ttl*8/10 + OverrunSlack
+	}
+	// auto, own, and none: a record from before policies were recorded,
+	// when every run was auto.
+	return max(time.Second, ttl/3+500*time.Millisecond) + OverrunSlack
+}

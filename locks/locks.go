@@ -139,8 +139,12 @@ func EffectiveKeepAlive(lock string, k KeepAlive) KeepAlive {
 	return KeepAliveOrDefault(k)
 }
 
-// DefaultKeepAlive is the policy of Options with none.
-const DefaultKeepAlive = KeepAliveAuto
+// DefaultKeepAlive is the policy of Options with none: safe, the one
+// policy whose holder stops before the server can expire its lease
+// (client-isolation: exclusion held in every seed under safe, failed in
+// most under auto; docs/leases.md). Records written before policies were
+// recorded carry none and ran auto (see KeepAlive.Overrun).
+const DefaultKeepAlive = KeepAliveSafe
 
 // KeepAliveOrDefault is k, or DefaultKeepAlive when k is empty.
 func KeepAliveOrDefault(k KeepAlive) KeepAlive {

@@ -2,7 +2,8 @@
 // each the kind of mistake people really make with etcd locks, and a
 // correct control written the same way. They exist to test lockbench
 // itself: every mutant must be caught by the default suite and by
-// locktest, and the control must never be flagged (make mutants).
+// locktest (but those whose bug needs a fault locktest does not inject),
+// and the control must never be flagged (make mutants).
 //
 // Importing the package registers them (names start with "mut-"); only
 // tests and the `mutants` build of the CLI import it, so a normal
@@ -194,6 +195,10 @@ func (l *locker) leaseFor(ctx context.Context) (clientv3.LeaseID, <-chan struct{
 		}
 		l.sess = s
 	}
+	if l.bug == silentLoss {
+		// Step 1 (mutant): the session's end is never passed on.
+		return l.sess.Lease(), make(chan struct{}), nil
+	}
 	return l.sess.Lease(), l.sess.Done(), nil
 }
 
@@ -287,6 +292,11 @@ func (l *locker) Lock(ctx context.Context) (*locks.Grant, error) {
 		created, rev, err := l.create(ctx, id)
 		if isLeaseGone(err) && l.forget(id) {
 			continue // expired before the client heard: again, on a new lease
+		}
+		if l.bug == timeoutAsGranted && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			// Step 2 (mutant): the txn was sent, so a timeout is taken for
+			// a grant (token 0: the revision never came back).
+			return &locks.Grant{Key: l.key, Lease: id, Lost: lost}, nil
 		}
 		if err != nil {
 			l.dropLease(ctx, id)

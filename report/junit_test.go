@@ -158,7 +158,7 @@ func TestJUnitMessageNamesFirstViolation(t *testing.T) {
 	}
 }
 
-// TestJUnitNamesAreUniqueAndSkips: a suite with --keepalive auto,safe,
+// TestJUnitNamesAreUniqueAndSkips: a suite with --keepalive safe,auto,
 // --reps 2 and two etcd releases gives every run its own testcase name
 // (keepalive when not the default, etcd when set, rep when several runs
 // share the rest); an interrupted run and the cells that never ran are
@@ -166,7 +166,7 @@ func TestJUnitMessageNamesFirstViolation(t *testing.T) {
 func TestJUnitNamesAreUniqueAndSkips(t *testing.T) {
 	base := suiteCells()[0] // queue × contention, seed 1, as expected
 	var cells []Cell
-	for _, ka := range []string{"auto", "safe"} {
+	for _, ka := range []string{"safe", "auto"} {
 		for _, etcd := range []string{"", "3.4.23"} {
 			for range 2 { // --reps 2
 				c := base
@@ -182,7 +182,7 @@ func TestJUnitNamesAreUniqueAndSkips(t *testing.T) {
 	cut.Summary.Seed, cut.Summary.Interrupted, cut.Matches, cut.Note = 2, true, false, "interrupted"
 	cells = append(cells, cut)
 	var b bytes.Buffer
-	if err := WriteJUnit(&b, "s", "", cells, []string{"txn/contention/keepalive=safe"}); err != nil {
+	if err := WriteJUnit(&b, "s", "", cells, []string{"txn/contention/keepalive=auto"}); err != nil {
 		t.Fatal(err)
 	}
 	var root xmlNode
@@ -205,14 +205,14 @@ func TestJUnitNamesAreUniqueAndSkips(t *testing.T) {
 	want := []string{
 		"queue/contention/1/rep=1", "queue/contention/1/rep=2",
 		"queue/contention/1/etcd=3.4.23/rep=1", "queue/contention/1/etcd=3.4.23/rep=2",
-		"queue/contention/1/keepalive=safe/rep=1", "queue/contention/1/keepalive=safe/rep=2",
-		"queue/contention/1/keepalive=safe/etcd=3.4.23/rep=1", "queue/contention/1/keepalive=safe/etcd=3.4.23/rep=2",
-		"queue/contention/2", "txn/contention/keepalive=safe/not-run",
+		"queue/contention/1/keepalive=auto/rep=1", "queue/contention/1/keepalive=auto/rep=2",
+		"queue/contention/1/keepalive=auto/etcd=3.4.23/rep=1", "queue/contention/1/keepalive=auto/etcd=3.4.23/rep=2",
+		"queue/contention/2", "txn/contention/keepalive=auto/not-run",
 	}
 	if !slices.Equal(names, want) {
 		t.Errorf("testcase names\n%q\nwant\n%q", names, want)
 	}
-	if !strings.Contains(skipped["queue/contention/2"], "interrupted") || !strings.Contains(skipped["txn/contention/keepalive=safe/not-run"], "not run") || len(skipped) != 2 {
+	if !strings.Contains(skipped["queue/contention/2"], "interrupted") || !strings.Contains(skipped["txn/contention/keepalive=auto/not-run"], "not run") || len(skipped) != 2 {
 		t.Errorf("skipped: %q", skipped)
 	}
 	if n, _ := ts.attr("skipped"); n != "2" {

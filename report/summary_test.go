@@ -161,7 +161,7 @@ func TestLatencyPointsFallback(t *testing.T) {
 // TestSummaryKeyKeepAlive: cells that differ only by keepalive policy have
 // distinct keys; the default policy keeps the key of older summaries.
 func TestSummaryKeyKeepAlive(t *testing.T) {
-	for ka, want := range map[string]string{"": "queue/contention", "auto": "queue/contention", "safe": "queue/contention/keepalive=safe"} {
+	for ka, want := range map[string]string{"": "queue/contention", "safe": "queue/contention", "auto": "queue/contention/keepalive=auto"} {
 		if got := (Summary{Run: rundir.Run{Lock: "queue", KeepAlive: ka}, Scenario: "contention"}).Key(); got != want {
 			t.Errorf("keepalive %q: key %q, want %q", ka, got, want)
 		}
@@ -179,7 +179,7 @@ func TestSummaryKeyEtcd(t *testing.T) {
 		{"self", "3.7.3", "", "queue/contention/etcd=3.7.3", "3.7.3 (self)"},
 		{"/usr/bin/etcd", "3.4.23", "", "queue/contention/etcd=3.4.23", "3.4.23 (/usr/bin/etcd)"},
 		{"/opt/etcd-3.4.23/etcd", "3.4.23", "", "queue/contention/etcd=3.4.23", "3.4.23 (/opt/etcd-3.4.23/etcd)"},
-		{"/usr/bin/etcd", "3.4.23", "safe", "queue/contention/keepalive=safe/etcd=3.4.23", "3.4.23 (/usr/bin/etcd)"},
+		{"/usr/bin/etcd", "3.4.23", "auto", "queue/contention/keepalive=auto/etcd=3.4.23", "3.4.23 (/usr/bin/etcd)"},
 	} {
 		s := Summary{Run: rundir.Run{Lock: "queue", KeepAlive: tc.ka, Etcd: tc.etcd, EtcdVersion: tc.version}, Scenario: "contention"}
 		if got := s.Key(); got != tc.want {

@@ -177,18 +177,26 @@ func (c *client) stall() {
 	c.faults.stalled = want
 }
 
-// delay adds d of latency each way to everything the client sends and
-// receives; 0 removes it.
-func (c *client) delay(d time.Duration) error {
+// delay adds d of latency to everything the client receives (the
+// proxy's Rx: the members' answers) and, when requests is set, to what it
+// sends (Tx); 0 removes it. The proxy delays each chunk it relays in turn,
+// so what queues behind a delayed chunk waits for it too, as on a
+// congested link.
+func (c *client) delay(d time.Duration, requests bool) error {
 	if err := c.needProxies("delay"); err != nil {
 		return err
 	}
 	for _, p := range c.conn.proxies {
-		if d > 0 {
-			p.DelayTx(d, 0)
+		switch {
+		case d > 0:
 			p.DelayRx(d, 0)
-		} else {
+			if requests {
+				p.DelayTx(d, 0)
+			}
+		case requests:
 			p.UndelayTx()
+			p.UndelayRx()
+		default:
 			p.UndelayRx()
 		}
 	}

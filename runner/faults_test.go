@@ -136,3 +136,71 @@ func TestOverlappingCutsHoldUntilTheLast(t *testing.T) {
 		t.Fatalf("after the cut: %v, %v; want the held write's value", resp, err)
 	}
 }
+
+// TestLateAnswersCommitUnseen: delay-answers delays what the member sends
+// the client only, so a write whose answer comes later than the client's
+// deadline fails there (its outcome unknown to the client) and is
+// committed all the same; once the delay is lifted the same connection
+// answers at once again.
+func TestLateAnswersCommitUnseen(t *testing.T) {
+	c := startCluster(t)
+	r := &runner{cfg: Config{Endpoints: c.DirectEndpoints()[:1], DialTimeout: 5 * time.Second}, rec: history.NewRecorder(0)}
+	cl := &client{id: 0, r: r}
+	if err := cl.startProxies(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		closeProxies(&r.closing, cl.conn.proxies)
+		r.closing.Wait()
+	}()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://" + strings.TrimPrefix(cl.conn.proxies[0].From(), "tcp://")}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	direct, err := clientv3.New(clientv3.Config{Endpoints: c.DirectEndpoints()[:1], DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	// Bounds a broken run, not a figure: a correct one takes well under it.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := cli.Put(ctx, "/test-late/k", "0"); err != nil {
+		t.Fatal(err)
+	}
+	const late = 5 * time.Second
+	if err := cl.delay(late, false); err != nil {
+		t.Fatal(err)
+	}
+	sent := time.Now()
+	pctx, pcancel := context.WithTimeout(ctx, time.Second)
+	_, err = cli.Put(pctx, "/test-late/k", "1")
+	pcancel()
+	if err == nil {
+		t.Fatalf("a write answered within 1s through answers delayed %s", late)
+	}
+	// The request was not delayed: the member has the write before a
+	// request delayed like the answers could have reached it. (A delay
+	// both ways fails here by design; a loaded host only makes the
+	// commit later within the 4 s, never earlier.)
+	for {
+		resp, err := direct.Get(ctx, "/test-late/k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Kvs) == 1 && string(resp.Kvs[0].Value) == "1" {
+			break
+		}
+		if time.Since(sent) > late-time.Second {
+			t.Fatalf("the unanswered write was not committed %s after it was sent: its request was delayed too (%v)", late-time.Second, resp.Kvs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := cl.delay(0, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Put(ctx, "/test-late/k", "2"); err != nil {
+		t.Fatalf("after the delay: %v", err)
+	}
+}

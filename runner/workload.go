@@ -28,7 +28,7 @@ func (c *client) criticalSection(gen int, cli *clientv3.Client, g *locks.Grant, 
 	}
 	// read → hold → write(+1). A pause freezes the process between its
 	// read and its write: the stale write the scenario is about.
-	v, ok := c.readCounter(gen, cli)
+	v, ok := c.readCounter(gen, cli, g.Lost)
 	if !ok {
 		return c.leaseLost(gen, g)
 	}
@@ -77,10 +77,21 @@ func (c *client) hold(gen int, g *locks.Grant, d time.Duration) (lost bool) {
 }
 
 // readCounter reads the shared counter, recording the read; ok is false
-// when it could not be read.
-func (c *client) readCounter(gen int, cli *clientv3.Client) (v int64, ok bool) {
+// when it could not be read. The read is abandoned when lost closes, as a
+// careful holder drops its work once told its lock is gone: otherwise a
+// holder cut off in its read would believe until the read's deadline, past
+// the moment its lease keeper told it (client-isolation, when the cut
+// comes as the holder is granted).
+func (c *client) readCounter(gen int, cli *clientv3.Client, lost <-chan struct{}) (v int64, ok bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
+	go func() {
+		select {
+		case <-lost:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	c.emit(gen, history.Event{Type: history.Invoke, F: history.FRead})
 	resp, err := cli.Get(ctx, counterKey(c.r.cfg.Prefix))
 	if err != nil || len(resp.Kvs) == 0 {

@@ -119,7 +119,9 @@ func (r *runner) ResumeClient(i int) error { return r.clients[i].resume() }
 
 func (r *runner) IsolateClient(i int, cut bool) error { return r.clients[i].isolate(cut) }
 
-func (r *runner) DelayClient(i int, d time.Duration) error { return r.clients[i].delay(d) }
+func (r *runner) DelayClient(i int, d time.Duration) error { return r.clients[i].delay(d, true) }
+
+func (r *runner) DelayAnswers(i int, d time.Duration) error { return r.clients[i].delay(d, false) }
 
 func (r *runner) RevokeLease(ctx context.Context, i int) error {
 	c := r.clients[i]

@@ -118,7 +118,8 @@ type Step struct {
 	Fault  string   `json:"fault" yaml:"fault"`
 	Target string   `json:"target,omitempty" yaml:"target"`
 	For    Duration `json:"for,omitempty" yaml:"for"`
-	// Delay is delay-client's added latency each way (default 200ms).
+	// Delay is the latency delay-client adds each way, or delay-answers
+	// to the answers (default 200ms).
 	Delay Duration `json:"delay,omitempty" yaml:"delay"`
 	// Every is the interval of a fault that repeats while its step lasts
 	// (compact-loop, default 100ms).
