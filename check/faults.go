@@ -104,13 +104,14 @@ func (rc recovery) of(f faultEffect) int64 {
 //     and a member that rejoins may cost another election;
 //   - a slowed client (delay-client) slows every step while it lasts:
 //     [start, end+r) with r = the request deadline + slack;
-//   - cancelled waits (cancel-waiters) excuse nothing: no lease is touched,
-//     and the lock must move on at once;
+//   - cancelled waits (cancel-waiters) and compactions (a watch from an
+//     older revision must start again) excuse nothing: no lease or member
+//     is touched, and the lock must move on at once;
 //   - a fault that never ends excuses only [start, start+r): a permanent
 //     fault is judged too.
 func (f faultEffect) excuse(r int64) []window {
 	switch {
-	case f.cost == chaos.CostCancelledWaits:
+	case f.cost == chaos.CostCancelledWaits, f.cost == chaos.CostWatchRestart:
 		return nil
 	case f.cost == chaos.CostSlowdown && f.to < 0:
 		return []window{{f.from, 1 << 62}}

@@ -132,6 +132,16 @@ func TestLiveness(t *testing.T) {
 				Lines: []int{3, 5, 8}}},
 		},
 		{
+			name:    "a compaction excuses nothing",
+			events:  with(namedFault(sec(1)+msec(100), inv, "compact", ""), namedFault(sec(1)+msec(101), ok, "compact", ""), ev(sec(2)+msec(501), 1, ok, acq, 11)),
+			verdict: verdict.Fail,
+			metrics: map[string]float64{"stalls": 1},
+			want: []Violation{{Check: verdict.Liveness, Lock: "l",
+				Message: `lock "l" was free for 1.5s, from 1.001s (line 5) to 2.501s (line 8), while process 1 waited ` +
+					`(process 1 since 500ms, line 3); no fault excuses it after 2.001s, and ` + quiet,
+				Lines: []int{3, 5, 8}}},
+		},
+		{
 			name:    "a slowdown excuses its length + the request deadline + slack",
 			events:  with(namedFault(sec(1), inv, "delay-client", "client:1"), namedFault(sec(3), ok, "delay-client", "client:1"), ev(sec(5)+msec(900), 1, ok, acq, 11)),
 			verdict: verdict.Pass,
