@@ -260,10 +260,12 @@ func (l *locker) refreshEveryTTL(id clientv3.LeaseID, ttl time.Duration, stop <-
 }
 
 // dropLease gives the client's lease up after an operation whose outcome
-// is unknown, so that a key it may have left ends with it.
-func (l *locker) dropLease(ctx context.Context, id clientv3.LeaseID) {
+// is unknown, so that a key it may have left ends with it. It reports
+// whether that is certain: the lease is revoked (or already gone), so no
+// key of this client exists or can be written under it.
+func (l *locker) dropLease(ctx context.Context, id clientv3.LeaseID) (gone bool) {
 	if id == clientv3.NoLease {
-		return
+		return false
 	}
 	l.mu.Lock()
 	if l.sess != nil && l.sess.Lease() == id {
@@ -276,7 +278,17 @@ func (l *locker) dropLease(ctx context.Context, id clientv3.LeaseID) {
 	l.mu.Unlock()
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	l.cli.Revoke(cctx, id)
+	_, err := l.cli.Revoke(cctx, id)
+	return err == nil || isLeaseGone(err)
+}
+
+// unknownUnless is err, an acquire's failure of unknown outcome, made
+// certain (wrapping ErrNotAcquired) when its lease is gone.
+func unknownUnless(gone bool, err error) error {
+	if gone {
+		return fmt.Errorf("%w: %w", locks.ErrNotAcquired, err)
+	}
+	return err
 }
 
 func (l *locker) Lock(ctx context.Context) (*locks.Grant, error) {
@@ -299,8 +311,7 @@ func (l *locker) Lock(ctx context.Context) (*locks.Grant, error) {
 			return &locks.Grant{Key: l.key, Lease: id, Lost: lost}, nil
 		}
 		if err != nil {
-			l.dropLease(ctx, id)
-			return nil, fmt.Errorf("try lock: %w", err)
+			return nil, unknownUnless(l.dropLease(ctx, id), fmt.Errorf("try lock: %w", err))
 		}
 		if created > 0 {
 			token := created
@@ -383,7 +394,10 @@ func (l *locker) Close(ctx context.Context) error {
 		l.cli.Revoke(ctx, cached)
 	}
 	if s != nil {
-		return s.Close()
+		// A lease already gone (it expired under load) is as closed.
+		if err := s.Close(); err != nil && !isLeaseGone(err) {
+			return err
+		}
 	}
 	return nil
 }
@@ -391,7 +405,7 @@ func (l *locker) Close(ctx context.Context) error {
 // deleteOwn deletes key if its create revision is rev (or, with rev 0, if
 // it is under lease); when the outcome is unknown, drop gives the lease up.
 func deleteOwn(ctx context.Context, cli *clientv3.Client, key string, rev int64, lease clientv3.LeaseID,
-	drop func(context.Context, clientv3.LeaseID)) error {
+	drop func(context.Context, clientv3.LeaseID) bool) error {
 	cmp := clientv3.Compare(clientv3.CreateRevision(key), "=", rev)
 	if rev == 0 {
 		cmp = clientv3.Compare(clientv3.LeaseValue(key), "=", lease)

@@ -36,8 +36,7 @@ func (q *queueLocker) Lock(ctx context.Context) (*locks.Grant, error) {
 		return q.Lock(ctx) // expired before the client heard: on a new lease
 	}
 	if err != nil {
-		q.dropLease(ctx, id)
-		return nil, fmt.Errorf("join: %w", err)
+		return nil, unknownUnless(q.dropLease(ctx, id), fmt.Errorf("join: %w", err))
 	}
 	me.rev = put.Header.Revision
 	requeued := false
