@@ -31,6 +31,7 @@ var pythonEtcd3 string
 var PythonEtcd3 = &Program{
 	Name:    "python-etcd3",
 	Command: []string{Python, "-c", pythonEtcd3},
+	Ready:   true,
 	Check:   pythonModule("etcd3", "python3-etcd3"),
 }
 
@@ -63,6 +64,30 @@ func init() {
 		OwnLease: true,
 		Hidden:   true,
 		New:      PythonEtcd3.Factory(),
+	})
+	locks.Register(locks.Strategy{
+		Name:        "node-etcd3",
+		Description: "the Node client etcd3's Lock (client.lock(name).ttl(s).acquire(): a try-lock, one txn on one key with a lease the library keeps alive; no loss notice), as a process",
+		Origin:      "npm etcd3 1.1.2 on Debian's Node, adapters/node-etcd3",
+		OwnLease:    true,
+		Hidden:      true,
+		New:         nodeEtcd3.factory,
+	})
+	locks.Register(locks.Strategy{
+		Name:        "etcdctl",
+		Description: "etcdctl lock NAME, one process per grant, released by Ctrl-C (concurrency.Mutex on a Session of its own), as a process",
+		Origin:      "etcdctl v3.7 built from the etcd module (make adapter-deps), adapters/etcdctl",
+		OwnLease:    true,
+		Hidden:      true,
+		New:         etcdctl37.factory,
+	})
+	locks.Register(locks.Strategy{
+		Name:        "etcdctl-3.4",
+		Description: "etcdctl lock NAME as the etcdctl strategy, with Debian's etcdctl 3.4 (its concurrency.Mutex of 3.4)",
+		Origin:      "Debian etcd-client 3.4.23 (/usr/bin/etcdctl), adapters/etcdctl",
+		OwnLease:    true,
+		Hidden:      true,
+		New:         etcdctl34.factory,
 	})
 	locks.Register(locks.Strategy{
 		Name:        "adapter",

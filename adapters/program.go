@@ -44,6 +44,14 @@ type Program struct {
 	// CloseWait bounds how long Close waits for the process to answer
 	// close and exit before it kills it (default 2 s).
 	CloseWait time.Duration
+	// Ready says that the adapter prints {"event":"ready"} once it has
+	// loaded its library and is about to read requests: a process then
+	// counts as started only when it says so (within StartWait), so that
+	// an interpreter's start-up is not measured as the first Lock's wait
+	// (eight Node processes take seconds to start on two cores).
+	Ready bool
+	// StartWait bounds the wait for ready (default 30 s).
+	StartWait time.Duration
 
 	checkOnce sync.Once
 	checkErr  error
@@ -101,6 +109,13 @@ func (p *Program) check(ctx context.Context) error {
 	// every later Factory is told.
 	p.checkOnce.Do(func() { p.checkErr = p.Check(context.WithoutCancel(ctx)) })
 	return p.checkErr
+}
+
+func (p *Program) startWait() time.Duration {
+	if p.StartWait > 0 {
+		return p.StartWait
+	}
+	return 30 * time.Second
 }
 
 func (p *Program) closeWait() time.Duration {
@@ -304,11 +319,12 @@ func (l *Locker) setHeld(g *locks.Grant) {
 	l.mu.Unlock()
 }
 
-// process returns the running process, starting one if there is none.
+// process returns the running process, starting one if there is none
+// (and, for a Ready program, waiting for it to say so).
 func (l *Locker) process(ctx context.Context) (*process, error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.closed {
+		l.mu.Unlock()
 		return nil, fmt.Errorf("adapter %s (client %s): closed", l.prog.Name, l.client)
 	}
 	if l.proc != nil {
@@ -319,15 +335,36 @@ func (l *Locker) process(ctx context.Context) (*process, error) {
 			l.proc.kill()
 			l.proc, l.held = nil, nil
 		default:
-			return l.proc, nil
+			p := l.proc
+			l.mu.Unlock()
+			return p, nil
 		}
 	}
 	p, err := startProcess(l.prog.Command, l.env)
 	if err != nil {
+		l.mu.Unlock()
 		return nil, fmt.Errorf("adapter %s (client %s): %w: %w", l.prog.Name, l.client, ErrProcess, err)
 	}
 	l.proc = p
-	return p, nil
+	l.mu.Unlock()
+	if !l.prog.Ready {
+		return p, nil
+	}
+	// Outside the lock: a crash fault may Kill it meanwhile.
+	wait := time.NewTimer(l.prog.startWait())
+	defer wait.Stop()
+	select {
+	case <-p.ready:
+		return p, nil
+	case <-p.exited:
+		err = p.endErr()
+	case <-wait.C:
+		err = fmt.Errorf("not ready after %s", l.prog.startWait())
+	case <-ctx.Done():
+		err = fmt.Errorf("not ready before the context ended (%w)", ctx.Err())
+	}
+	l.discard(p)
+	return nil, l.fail(p, "start", err)
 }
 
 // discard kills and reaps p if it is still the current process: after a
@@ -401,6 +438,7 @@ type process struct {
 	stderr  *tail
 	replies chan message  // the reply to the request in flight
 	exited  chan struct{} // closed when stdout ended (the process group exited or was killed)
+	ready   chan struct{} // closed on the adapter's ready event
 	readErr error         // why reading ended, set before exited closes
 	last    atomic.Value  // the last request, for errors
 	once    sync.Once
@@ -426,7 +464,7 @@ func startProcess(command []string, env []string) (*process, error) {
 		return nil, fmt.Errorf("stdout pipe: %w", err)
 	}
 	cmd.Stdout = w
-	p := &process{cmd: cmd, stdout: r, stderr: &tail{}, replies: make(chan message, 1), exited: make(chan struct{}), reaped: make(chan struct{})}
+	p := &process{cmd: cmd, stdout: r, stderr: &tail{}, replies: make(chan message, 1), exited: make(chan struct{}), ready: make(chan struct{}), reaped: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -473,6 +511,13 @@ func (p *process) readLines() {
 		switch {
 		case m.Event == "lost":
 			endGrant()
+			continue
+		case m.Event == "ready":
+			select {
+			case <-p.ready:
+			default:
+				close(p.ready)
+			}
 			continue
 		case m.Event != "":
 			// Unknown events are ignored: a newer adapter may say more.

@@ -1,0 +1,172 @@
+"""lockbench adapter (docs/adapters.md) for `etcdctl lock NAME`.
+
+etcd's lock as people use it from a shell: per lock request it starts
+
+    ETCDCTL --endpoints=LOCKBENCH_ENDPOINTS -w json lock --ttl=LOCKBENCH_TTL LOCKBENCH_LOCK
+
+(ETCDCTL is argv[1]) and holds the lock as long as that process runs.
+etcdctl lock (ctlv3/command/lock_command.go, lockUntilSignal) makes a
+concurrency.Session with the TTL, takes a concurrency.Mutex on the name,
+reads its key back and prints that Get response (with -w json: the key,
+its create revision and its lease, which are the grant: nothing else is
+read from etcd), then waits for SIGINT or SIGTERM, on which it unlocks
+and exits 0, or for its session to end, on which it exits 1 with
+"session expired". It ignores its stdin.
+
+So: a grant is the first line etcdctl prints; unlock is Ctrl-C (SIGINT)
+and waiting for it to exit; an etcdctl that exits while it holds has lost
+the lock ({"event":"lost"}); a lock with a timeout is Ctrl-C at the
+timeout, as `timeout -s INT` would do.
+
+Each etcdctl dies with this process (PR_SET_PDEATHSIG), which dies with
+lockbench, and is in lockbench's process group for its kills and pauses.
+"""
+import base64
+import ctypes
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+
+ETCDCTL = sys.argv[1]
+ENDPOINTS = os.environ["LOCKBENCH_ENDPOINTS"]
+TTL = int(os.environ["LOCKBENCH_TTL"])
+NAME = os.environ["LOCKBENCH_LOCK"]
+
+libc = ctypes.CDLL(None, use_errno=True)
+out_lock = threading.Lock()
+
+
+def send(msg):
+    with out_lock:
+        sys.stdout.write(json.dumps(msg) + "\n")
+        sys.stdout.flush()
+
+
+def error(outcome, err):
+    send({"reply": "error", "outcome": outcome, "error": err})
+
+
+def die_with_parent():
+    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+class Etcdctl:
+    """One `etcdctl lock` process: its first stdout line, its exit."""
+
+    def __init__(self):
+        self.proc = subprocess.Popen(
+            [ETCDCTL, "--endpoints=" + ENDPOINTS, "-w", "json", "lock", "--ttl=%d" % TTL, NAME],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            preexec_fn=die_with_parent)
+        self.lines = queue.Queue()
+        self.stderr = b""
+        self.held = False  # granted and not being released: its exit is a loss
+        self.ended = False  # interrupted and reaped
+        threading.Thread(target=self._stderr, daemon=True).start()
+        threading.Thread(target=self._stdout, daemon=True).start()
+
+    def _stderr(self):
+        self.stderr = self.proc.stderr.read()
+
+    def _stdout(self):
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.proc.wait()
+        with out_lock:
+            if self.held:
+                self.held = False
+                sys.stdout.write(json.dumps({"event": "lost"}) + "\n")
+                sys.stdout.flush()
+        self.lines.put(None)
+
+    def why(self):
+        return "etcdctl exited %s: %s" % (self.proc.returncode, self.stderr.decode(errors="replace").strip())
+
+    def interrupt(self):
+        """Ctrl-C, and wait for the exit; True if etcdctl exited 0."""
+        with out_lock:
+            self.held = False
+        if self.ended:
+            return self.proc.returncode == 0
+        self.ended = True
+        try:
+            self.proc.send_signal(signal.SIGINT)
+        except ProcessLookupError:
+            pass
+        rc = self.proc.wait()
+        while self.lines.get() is not None:
+            pass  # the reader's end: stderr read
+        return rc == 0
+
+
+def lock(req):
+    """Starts etcdctl and answers with its grant; returns it if granted."""
+    e = Etcdctl()
+    timeout = req.get("timeout_ms")
+    try:
+        line = e.lines.get(timeout=None if timeout is None else timeout / 1000.0)
+    except queue.Empty:
+        # The Mutex's Lock is cancelled; it deletes its key on the way out,
+        # but whether that delete went through is not printed.
+        e.interrupt()
+        error("unknown", "lock: timed out, etcdctl interrupted: " + e.why())
+        return None
+    if line is None:
+        # Exited before a grant: its session's lease is no longer kept alive,
+        # and a key it may have put expires with it.
+        error("unknown", "lock: " + e.why())
+        return None
+    try:
+        kv = json.loads(line)["kvs"][0]
+        grant = {"reply": "granted", "token": kv["create_revision"],
+                 "key": base64.b64decode(kv["key"]).decode(), "lease": format(kv["lease"], "x")}
+    except (ValueError, KeyError, IndexError, TypeError) as err:
+        e.interrupt()
+        error("unknown", "lock: etcdctl printed %r: %r" % (line, err))
+        return None
+    with out_lock:
+        e.held = True
+    send(grant)
+    return e
+
+
+def unlock(e):
+    if e is None:
+        error("certain", "unlock: not held")
+        return
+    if e.proc.poll() is not None:
+        e.interrupt()
+        error("certain", "unlock: etcdctl had already exited, its lease gone: " + e.why())
+        return
+    if e.interrupt():
+        send({"reply": "released"})
+    else:
+        error("unknown", "unlock: " + e.why())
+
+
+def main():
+    held = None
+    send({"event": "ready"})  # start-up is over (each lock still starts an etcdctl)
+    for line in sys.stdin:
+        op = json.loads(line).get("op")
+        if op == "lock":
+            held = lock(json.loads(line))
+        elif op == "unlock":
+            unlock(held)
+            held = None
+        elif op == "close":
+            if held is not None:
+                held.interrupt()
+            send({"reply": "closed"})
+            return
+        else:
+            sys.stderr.write("etcdctl adapter: unknown op %r\n" % op)
+            sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()
