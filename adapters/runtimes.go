@@ -102,9 +102,11 @@ func (r *installed) factory(ctx context.Context, cli *clientv3.Client, opts lock
 }
 
 var (
-	nodeEtcd3  = &installed{find: findNodeEtcd3}
-	etcdctl37  = &installed{find: func() (*Program, error) { return findEtcdctl("etcdctl", etcdctlBuilt, etcdVersion()) }}
-	etcdctl34  = &installed{find: func() (*Program, error) { return findEtcdctl("etcdctl-3.4", func() (string, error) { return DebianEtcdctl, nil }, "3.4.") }}
+	nodeEtcd3 = &installed{find: findNodeEtcd3}
+	etcdctl37 = &installed{find: func() (*Program, error) { return findEtcdctl("etcdctl", etcdctlBuilt, etcdVersion()) }}
+	etcdctl34 = &installed{find: func() (*Program, error) {
+		return findEtcdctl("etcdctl-3.4", func() (string, error) { return DebianEtcdctl, nil }, "3.4.")
+	}}
 )
 
 // needsSetup is the one command that installs every adapter's runtime.
