@@ -52,6 +52,13 @@ type Program struct {
 	Ready bool
 	// StartWait bounds the wait for ready (default 30 s).
 	StartWait time.Duration
+	// Cancel says that the adapter takes {"op":"cancel"} while a lock is
+	// in flight, and answers that lock as its library answers a cancelled
+	// wait: a Lock whose context ends then cancels it instead of killing
+	// the process, so the library's own clean-up runs (etcdctl deletes
+	// its waiting key on Ctrl-C; a killed one leaves it to its TTL) and
+	// the next Lock needs no new process.
+	Cancel bool
 
 	checkOnce sync.Once
 	checkErr  error
@@ -390,6 +397,24 @@ func (l *Locker) roundTrip(ctx context.Context, p *process, req request) (messag
 		l.discard(p)
 		return message{}, l.fail(p, req.Op, fmt.Errorf("write request: %w", err))
 	}
+	m, err := l.wait(p, req.Op, ctx.Done())
+	switch {
+	case !errors.Is(err, errEnded):
+		return m, err
+	case req.Op == "lock" && l.prog.Cancel:
+		return l.cancel(p, ctx.Err())
+	}
+	l.discard(p)
+	return message{}, l.fail(p, req.Op, fmt.Errorf("no answer before the context ended (%w); process killed", ctx.Err()))
+}
+
+// errEnded is wait's error when end closed before the answer.
+var errEnded = errors.New("ended before the answer")
+
+// wait waits for the reply to op until end closes (errEnded, the process
+// left running). A process that exits first is killed and reaped: a
+// failure naming op.
+func (l *Locker) wait(p *process, op string, end <-chan struct{}) (message, error) {
 	select {
 	case m := <-p.replies:
 		return m, nil
@@ -401,11 +426,48 @@ func (l *Locker) roundTrip(ctx context.Context, p *process, req request) (messag
 		default:
 		}
 		l.discard(p)
-		return message{}, l.fail(p, req.Op, p.endErr())
-	case <-ctx.Done():
-		l.discard(p)
-		return message{}, l.fail(p, req.Op, fmt.Errorf("no answer before the context ended (%w); process killed", ctx.Err()))
+		return message{}, l.fail(p, op, p.endErr())
+	case <-end:
+		return message{}, errEnded
 	}
+}
+
+// cancel sends cancel for the lock in flight and waits (CloseWait) for
+// that lock's answer: an error, annotated with why it was cancelled, or a
+// grant that won the race, which is released at once and reported as a
+// certain error, as a cancelled Lock must not hold. An adapter that does
+// not answer in time is killed, as without Cancel.
+func (l *Locker) cancel(p *process, why error) (message, error) {
+	wctx, done := context.WithTimeout(context.Background(), l.prog.closeWait())
+	defer done()
+	p.last.Store(`{"op":"cancel"}`)
+	if _, err := p.stdin.Write([]byte("{\"op\":\"cancel\"}\n")); err != nil {
+		l.discard(p)
+		return message{}, l.fail(p, "lock", fmt.Errorf("the context ended (%w); write cancel: %w", why, err))
+	}
+	m, err := l.wait(p, "lock", wctx.Done())
+	if errors.Is(err, errEnded) {
+		l.discard(p)
+		return message{}, l.fail(p, "lock", fmt.Errorf("the context ended (%w); no answer to cancel within %s; process killed", why, l.prog.closeWait()))
+	}
+	if err != nil {
+		return message{}, err
+	}
+	switch m.Reply {
+	case "error":
+		m.Error = fmt.Sprintf("cancelled (%v): %s", why, m.Error)
+		return m, nil
+	case "granted":
+		r, err := l.roundTrip(wctx, p, request{Op: "unlock"})
+		if err != nil {
+			return message{}, fmt.Errorf("the context ended (%w) as the lock was granted; its unlock: %w", why, err)
+		}
+		if r.Reply != "released" {
+			return message{Reply: "error", Outcome: "unknown", Error: fmt.Sprintf("cancelled (%v) as it was granted; unlock answered %s: %s", why, r.Reply, r.Error)}, nil
+		}
+		return message{Reply: "error", Outcome: "certain", Error: fmt.Sprintf("cancelled (%v) as it was granted; released", why)}, nil
+	}
+	return m, nil
 }
 
 // fail is a process failure during op: it names the adapter, the client,

@@ -29,10 +29,14 @@ const Node = "/usr/bin/node"
 // DebianEtcdctl is Debian's etcd-client 3.4, for the etcdctl-3.4 adapter.
 const DebianEtcdctl = "/usr/bin/etcdctl"
 
+// checkoutMark is a file only a lockbench checkout has at its root: a
+// parent that lacks it is not searched (/bin/etcdctl is Debian's).
+const checkoutMark = "adapters/install-deps.sh"
+
 // repoFile finds rel (slash-separated, e.g. "bin/etcdctl") in the
 // lockbench checkout: under $LOCKBENCH_REPO if set, else under the
 // executable's directory or the working directory or one of their
-// parents. The error says where it looked.
+// parents that is a checkout. The error says where it looked.
 func repoFile(rel string) (string, error) {
 	var roots []string
 	if r := os.Getenv(RepoEnv); r != "" {
@@ -46,6 +50,9 @@ func repoFile(rel string) (string, error) {
 		}
 	}
 	for _, r := range roots {
+		if _, err := os.Stat(filepath.Join(r, checkoutMark)); err != nil {
+			continue
+		}
 		p := filepath.Join(r, filepath.FromSlash(rel))
 		if _, err := os.Stat(p); err == nil {
 			return p, nil
@@ -153,7 +160,7 @@ func findEtcdctl(name string, where func() (string, error), version string) (*Pr
 	if err != nil {
 		return nil, fmt.Errorf("adapter %s: needs etcdctl %s (%s): %w", name, strings.TrimSuffix(version, "."), needsSetup, err)
 	}
-	return &Program{Name: name, Command: []string{Python, "-c", etcdctlLock, bin}, Ready: true}, nil
+	return &Program{Name: name, Command: []string{Python, "-c", etcdctlLock, bin}, Ready: true, Cancel: true}, nil
 }
 
 // etcdctlVersion checks that bin says "etcdctl version: " + version….

@@ -16,7 +16,8 @@ and exits 0, or for its session to end, on which it exits 1 with
 So: a grant is the first line etcdctl prints; unlock is Ctrl-C (SIGINT)
 and waiting for it to exit; an etcdctl that exits while it holds has lost
 the lock ({"event":"lost"}); a lock with a timeout is Ctrl-C at the
-timeout, as `timeout -s INT` would do.
+timeout, as `timeout -s INT` would do, and so is a cancel (a user giving
+up on the wait): etcdctl's Mutex.Lock then deletes its waiting key.
 
 Each etcdctl dies with this process (PR_SET_PDEATHSIG), which dies with
 lockbench, and is in lockbench's process group for its kills and pauses.
@@ -103,17 +104,32 @@ class Etcdctl:
         return rc == 0
 
 
+# waiting is the line queue of the etcdctl a lock waits on, where the
+# stdin reader puts a cancel; None when no lock is in flight.
+waiting = None
+waiting_lock = threading.Lock()
+
+
 def lock(req):
     """Starts etcdctl and answers with its grant; returns it if granted."""
+    global waiting
     e = Etcdctl()
+    with waiting_lock:
+        waiting = e.lines
     timeout = req.get("timeout_ms")
     try:
         line = e.lines.get(timeout=None if timeout is None else timeout / 1000.0)
     except queue.Empty:
-        # The Mutex's Lock is cancelled; it deletes its key on the way out,
-        # but whether that delete went through is not printed.
-        e.interrupt()
-        error("unknown", "lock: timed out, etcdctl interrupted: " + e.why())
+        line = "timed out"
+    finally:
+        with waiting_lock:
+            waiting = None
+    if line in ("timed out", "cancelled"):
+        # Ctrl-C. Exit 0: it had got the lock and released it. Otherwise its
+        # Mutex.Lock was cancelled and deleted its waiting key on the way
+        # out, but whether that delete went through is not printed.
+        outcome = "certain" if e.interrupt() else "unknown"
+        error(outcome, "lock: %s, etcdctl interrupted: %s" % (line, e.why()))
         return None
     if line is None:
         # Exited before a grant: its session's lease is no longer kept alive,
@@ -148,13 +164,29 @@ def unlock(e):
         error("unknown", "unlock: " + e.why())
 
 
+def read_requests(requests):
+    """Reads stdin: a cancel goes to the lock in flight (or nowhere), the
+    rest to requests; None at the end."""
+    for line in sys.stdin:
+        req = json.loads(line)
+        if req.get("op") == "cancel":
+            with waiting_lock:
+                if waiting is not None:
+                    waiting.put("cancelled")
+            continue
+        requests.put(req)
+    requests.put(None)
+
+
 def main():
     held = None
+    requests = queue.Queue()
+    threading.Thread(target=read_requests, args=(requests,), daemon=True).start()
     send({"event": "ready"})  # start-up is over (each lock still starts an etcdctl)
-    for line in sys.stdin:
-        op = json.loads(line).get("op")
+    for req in iter(requests.get, None):
+        op = req.get("op")
         if op == "lock":
-            held = lock(json.loads(line))
+            held = lock(req)
         elif op == "unlock":
             unlock(held)
             held = None
