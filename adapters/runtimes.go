@@ -141,7 +141,7 @@ func findNodeEtcd3() (*Program, error) {
 	if _, err := os.Stat(filepath.Join(filepath.Dir(script), "node_modules", "etcd3", "package.json")); err != nil {
 		return nil, fmt.Errorf("adapter node-etcd3: the etcd3 package is not installed beside %s (%s, or npm ci in its folder)", script, needsSetup)
 	}
-	return &Program{Name: "node-etcd3", Command: []string{Node, script}, Ready: true}, nil
+	return &Program{Name: "node-etcd3", Command: []string{Node, script}, Ready: true, Cancel: true}, nil
 }
 
 // etcdctlBuilt is bin/etcdctl in the checkout.

@@ -14,6 +14,10 @@
 // - the lease is kept alive by the library's Lease (every TTL/3), and the
 //   Lock does not say when it is lost: no "lost" event is sent.
 // - release() revokes the lease, so it deletes only the key on it.
+// - acquire() cannot be interrupted: a cancel (or a timeout_ms that
+//   passes) is answered once it settles, and a lock it took then, or a
+//   failure other than EtcdLockFailedError, is released as lock.do()
+//   does, which makes the outcome certain once the revoke is confirmed.
 //
 // Two things are lockbench's: the key is LOCKBENCH_LOCK (the client's
 // namespace is empty, so the name is the key), and after acquire() the
@@ -35,41 +39,48 @@ function error(outcome, err) {
   send({ reply: 'error', outcome, error: String(err && err.stack ? err.message : err) });
 }
 
-class Timeout extends Error {}
-
-// acquire is lock.acquire(), bounded by timeoutMs when given.
-function acquire(lock, timeoutMs) {
-  if (!timeoutMs) {
-    return lock.acquire();
-  }
-  let timer;
-  const expired = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Timeout('acquire: timed out')), timeoutMs);
-  });
-  return Promise.race([lock.acquire(), expired]).finally(() => clearTimeout(timer));
-}
-
+// cancelled is set by a cancel request while a lock is in flight (the
+// library's acquire cannot be interrupted: its answer is awaited).
+let inFlight = false;
+let cancelled = false;
 let held = null;
+
+// settle gives up a lock acquire() may have taken, as the library's own
+// lock.do() does after a failure: release() revokes the lease, and with
+// it any key on it. Certain once the revoke is confirmed.
+async function settle(l, why) {
+  try {
+    await l.release();
+  } catch (e) {
+    error('unknown', why + '; revoke: ' + e.message);
+    return;
+  }
+  error('certain', why + '; its lease revoked');
+}
 
 async function lock(req) {
   const l = client.lock(key).ttl(ttl);
+  const deadline = req.timeout_ms ? Date.now() + req.timeout_ms : Infinity;
+  let err = null;
+  inFlight = true;
+  cancelled = false;
   try {
-    await acquire(l, req.timeout_ms);
+    await l.acquire();
   } catch (e) {
-    if (e instanceof EtcdLockFailedError) {
-      // The txn found the key and the library revoked its lease.
-      error('certain', e);
-      return;
-    }
-    if (e instanceof Timeout) {
-      // The acquire is still in flight and may yet succeed, with a lease
-      // kept alive: only the end of this process ends it.
-      error('unknown', e);
-      process.exit(1);
-    }
-    // As the library's own lock.do() does after a failed acquire.
-    await l.release().catch(() => undefined);
-    error('unknown', e);
+    err = e;
+  }
+  inFlight = false;
+  if (err instanceof EtcdLockFailedError) {
+    // The txn found the key and the library revoked its lease.
+    error('certain', err);
+    return;
+  }
+  if (err) {
+    await settle(l, 'acquire: ' + err.message);
+    return;
+  }
+  if (cancelled || Date.now() > deadline) {
+    await settle(l, cancelled ? 'cancelled: acquired, and released' : 'timed out: acquired late, and released');
     return;
   }
   let kv;
@@ -77,14 +88,12 @@ async function lock(req) {
     const res = await client.get(key).exec();
     kv = res.kvs[0];
   } catch (e) {
-    await l.release().catch(() => undefined);
-    error('unknown', 'read the lock key: ' + e.message);
+    await settle(l, 'read the lock key: ' + e.message);
     return;
   }
   const lease = await l.leaseId();
   if (!kv || kv.lease !== lease) {
-    await l.release().catch(() => undefined);
-    error('certain', 'acquired, but the key was gone at once');
+    await settle(l, 'acquired, but the key was gone at once');
     return;
   }
   held = l;
@@ -107,32 +116,46 @@ async function unlock() {
   send({ reply: 'released' });
 }
 
-async function main() {
-  const lines = readline.createInterface({ input: process.stdin });
-  send({ event: 'ready' }); // the library is loaded: start-up is over
-  for await (const line of lines) {
-    const req = JSON.parse(line);
-    switch (req.op) {
-      case 'lock':
-        await lock(req);
-        break;
-      case 'unlock':
-        await unlock();
-        break;
-      case 'close':
-        if (held) {
-          await held.release().catch(() => undefined); // else it expires within its TTL
-        }
-        client.close();
-        send({ reply: 'closed' });
-        process.exit(0);
-        break;
-      default:
-        process.stderr.write('node-etcd3 adapter: unknown op ' + req.op + '\n');
-        process.exit(2);
-    }
+async function handle(req) {
+  switch (req.op) {
+    case 'lock':
+      await lock(req);
+      break;
+    case 'unlock':
+      await unlock();
+      break;
+    case 'close':
+      if (held) {
+        await held.release().catch(() => undefined); // else it expires within its TTL
+      }
+      client.close();
+      send({ reply: 'closed' });
+      process.exit(0);
+      break;
+    default:
+      process.stderr.write('node-etcd3 adapter: unknown op ' + req.op + '\n');
+      process.exit(2);
   }
-  process.exit(0);
 }
 
-main();
+// Requests run one after the other; a cancel acts on the lock in flight
+// at once (and on nothing when none is).
+let chain = Promise.resolve();
+const lines = readline.createInterface({ input: process.stdin });
+lines.on('line', line => {
+  const req = JSON.parse(line);
+  if (req.op === 'cancel') {
+    cancelled = inFlight;
+    return;
+  }
+  chain = chain.then(() => handle(req));
+});
+lines.on('close', () => chain.then(() => process.exit(0)));
+// Start-up is over once the library is loaded and has a connection: the
+// first call of a process dials (a second or more on a loaded machine),
+// which a long-running program does once, not per lock.
+client
+  .get(key)
+  .exec()
+  .catch(() => undefined)
+  .then(() => send({ event: 'ready' }));
