@@ -199,3 +199,59 @@ func TestReadyIsWaitedFor(t *testing.T) {
 		t.Errorf("the adapter that never said ready was left running: %v", left)
 	}
 }
+
+// canceller waits in lock for the next line: cancel answers error (or,
+// with GRANT set, a grant that raced it); unlock answers released.
+const canceller = `echo '{"event":"ready"}'
+while read -r line; do
+  case "$line" in
+  *'"lock"'*) read -r next; case "$next" in
+    *'"cancel"'*) if [ -n "$GRANT" ]; then echo "{\"reply\":\"granted\",\"token\":3,\"key\":\"$LOCKBENCH_LOCK\",\"lease\":\"1\"}"; else echo '{"reply":"error","outcome":"certain","error":"gave up"}'; fi ;;
+    esac ;;
+  *'"unlock"'*) echo '{"reply":"released"}'; echo unlocked >&2 ;;
+  *'"close"'*) echo '{"reply":"closed"}'; exit 0 ;;
+  esac
+done`
+
+func TestCancelInsteadOfKill(t *testing.T) {
+	noneLeft(t)
+	for _, tc := range []struct {
+		name, env, want string
+	}{
+		{"refuses", "GRANT=", "cancelled (context deadline exceeded): gave up"},
+		{"raced", "GRANT=1", "cancelled (context deadline exceeded) as it was granted; released"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := sh("canceller", tc.env+"\n"+canceller)
+			p.Ready, p.Cancel = true, true
+			l := newLocker(t, p)
+			pid := pidOf(t, "lockbench-test-canceller")
+			for i := 0; i < 2; i++ {
+				ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+				_, err := l.Lock(ctx)
+				cancel()
+				if !errors.Is(err, locks.ErrNotAcquired) || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("Lock %d: %v, want a certain error saying %q", i, err, tc.want)
+				}
+			}
+			// The same process answered both: it was not killed.
+			if got := pidOf(t, "lockbench-test-canceller"); got != pid {
+				t.Errorf("the adapter was replaced (pid %d, then %d): cancel killed it", pid, got)
+			}
+		})
+	}
+	// An adapter that does not answer the cancel is killed after
+	// CloseWait, as one without Cancel is at once.
+	p := sh("deaf", `echo '{"event":"ready"}'; read -r line; sleep 987656`)
+	p.Ready, p.Cancel = true, true
+	l := newLocker(t, p)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := l.Lock(ctx)
+	if err == nil || errors.Is(err, locks.ErrNotAcquired) || !strings.Contains(err.Error(), "no answer to cancel within 300ms; process killed") {
+		t.Errorf("Lock of an adapter deaf to cancel: %v, want an unknown outcome saying it was killed", err)
+	}
+	if left := withMarker("987656"); len(left) > 0 {
+		t.Errorf("the adapter deaf to cancel was left running: %v", left)
+	}
+}
