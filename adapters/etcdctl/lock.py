@@ -125,10 +125,13 @@ def lock(req):
         with waiting_lock:
             waiting = None
     if line in ("timed out", "cancelled"):
-        # Ctrl-C. Exit 0: it had got the lock and released it. Otherwise its
+        # Ctrl-C. Exit 0: it had got the lock and released it. Killed by the
+        # SIGINT itself: it came before etcdctl installed its handler, which
+        # it does before Mutex.Lock, so no key was written. Otherwise its
         # Mutex.Lock was cancelled and deleted its waiting key on the way
         # out, but whether that delete went through is not printed.
-        outcome = "certain" if e.interrupt() else "unknown"
+        released = e.interrupt()
+        outcome = "certain" if released or e.proc.returncode == -signal.SIGINT else "unknown"
         error(outcome, "lock: %s, etcdctl interrupted: %s" % (line, e.why()))
         return None
     if line is None:
