@@ -187,7 +187,8 @@ func (l *Locker) Lock(ctx context.Context) (*locks.Grant, error) {
 	}
 	// Step 3: the request, with the deadline the adapter may wait until.
 	req := request{Op: "lock"}
-	if d, ok := ctx.Deadline(); ok {
+	// An adapter that takes cancel is told at the deadline itself.
+	if d, ok := ctx.Deadline(); ok && !l.prog.Cancel {
 		left := time.Until(d)
 		left -= min(left/3, time.Second)
 		if left <= 0 {

@@ -67,7 +67,8 @@ class Etcdctl:
         self.stderr = b""
         self.held = False  # granted and not being released: its exit is a loss
         self.ended = False  # interrupted and reaped
-        threading.Thread(target=self._stderr, daemon=True).start()
+        self.stderr_reader = threading.Thread(target=self._stderr, daemon=True)
+        self.stderr_reader.start()
         threading.Thread(target=self._stdout, daemon=True).start()
 
     def _stderr(self):
@@ -100,7 +101,8 @@ class Etcdctl:
             pass
         rc = self.proc.wait()
         while self.lines.get() is not None:
-            pass  # the reader's end: stderr read
+            pass  # the stdout reader's end
+        self.stderr_reader.join()
         return rc == 0
 
 
