@@ -51,9 +51,9 @@ func pythonModule(module, pkg string) func(context.Context) error {
 }
 
 // The shipped adapters are Hidden: they need runtimes lockbench does not
-// bring (the default suite must run on a machine with Go alone), and their
-// verdicts against the built-in scenarios' expectations are not yet
-// recorded. run, suite and bench find them by name.
+// bring (the default suite must run on a machine with Go alone). run,
+// suite and bench find them by name; their known failures are their
+// Expect (expect.go).
 func init() {
 	locks.Register(locks.Strategy{
 		Name:        "python-etcd3",
@@ -63,6 +63,7 @@ func init() {
 		// own lease: --keepalive does not apply.
 		OwnLease: true,
 		Hidden:   true,
+		Expect:   pythonEtcd3Expect(),
 		New:      PythonEtcd3.Factory(),
 	})
 	locks.Register(locks.Strategy{
@@ -71,6 +72,7 @@ func init() {
 		Origin:      "npm etcd3 1.1.2 on Debian's Node, adapters/node-etcd3",
 		OwnLease:    true,
 		Hidden:      true,
+		Expect:      nodeEtcd3Expect(),
 		New:         nodeEtcd3.factory,
 	})
 	locks.Register(locks.Strategy{
@@ -79,6 +81,7 @@ func init() {
 		Origin:      "etcdctl v3.7 built from the etcd module (make adapter-deps), adapters/etcdctl",
 		OwnLease:    true,
 		Hidden:      true,
+		Expect:      etcdctlExpect(),
 		New:         etcdctl37.factory,
 	})
 	locks.Register(locks.Strategy{
@@ -87,6 +90,7 @@ func init() {
 		Origin:      "Debian etcd-client 3.4.23 (/usr/bin/etcdctl), adapters/etcdctl",
 		OwnLease:    true,
 		Hidden:      true,
+		Expect:      etcdctlExpect(),
 		New:         etcdctl34.factory,
 	})
 	locks.Register(locks.Strategy{
