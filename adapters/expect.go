@@ -6,7 +6,7 @@ import "github.com/lockbench/lockbench/verdict"
 // (locks.Strategy.Expect, over each scenario's own), from `lockbench suite
 // --locks python-etcd3,node-etcd3,etcdctl,etcdctl-3.4 --seeds 3` on the
 // project's loaded 2-core machine; docs/clients.md has the figures and
-// the library code behind each. Fail: the library's bug, in every seed.
+// the library code behind each. Fail: the library's behaviour, in every seed.
 // Any: its behaviour, or this machine's capacity, makes the check a race.
 
 // builtinScenarios names every built-in scenario (python-etcd3's Debian
@@ -64,9 +64,11 @@ func pythonEtcd3Expect() map[string]map[string]verdict.Verdict {
 	var es []expectation
 	// Debian 12's python3-etcd3 0.12.0 passes tenacity 8.2 a wait callback
 	// of the old form: Lock.acquire raises TypeError whenever the lock is
-	// held, so most acquires are of unknown outcome in every scenario.
+	// held, an acquire of unknown outcome. Progress fails when those
+	// outnumber the grants: in every cell of the 3-seed suite (2 s for the
+	// fault-free ones), not in a 3 s contention (160 grants, 112 unknown).
 	for _, sc := range builtinScenarios {
-		es = append(es, expectation{sc, verdict.Progress, verdict.Fail})
+		es = append(es, expectation{sc, verdict.Progress, verdict.Any})
 	}
 	es = append(es, leaseExpiryRace()...)
 	// Lock does not refresh its lease (etcd3/locks.py): a holder that

@@ -56,8 +56,8 @@ var shipped = []struct {
 }
 
 // TestShippedAdaptersMeetExpectations runs each shipped adapter under
-// contention (3 s) and holder-crash on the package's cluster, as a suite
-// cell does: every check the cell judges (the scenario's expectations
+// contention and holder-crash on the package's cluster, as a suite cell
+// does (a fault-free scenario capped at harness.DefaultQuickDuration): every check the cell judges (the scenario's expectations
 // with the strategy's own, harness.ExpectationsFor) has its expected
 // verdict, and exclusion and liveness are among them.
 func TestShippedAdaptersMeetExpectations(t *testing.T) {
@@ -72,7 +72,7 @@ func TestShippedAdaptersMeetExpectations(t *testing.T) {
 					t.Fatal(err)
 				}
 				if len(sc.Steps) == 0 {
-					sc.Duration = scenarios.Duration(3 * time.Second)
+					sc.Duration = scenarios.Duration(harness.DefaultQuickDuration)
 				}
 				res, err := harness.RunOn(context.Background(), clus, harness.RunSpec{Lock: a.lock, Scenario: sc, Seed: 1, Out: t.TempDir()})
 				if err != nil {
