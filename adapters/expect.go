@@ -1,6 +1,10 @@
 package adapters
 
-import "github.com/lockbench/lockbench/verdict"
+import (
+	"github.com/lockbench/lockbench/chaos"
+	"github.com/lockbench/lockbench/scenarios"
+	"github.com/lockbench/lockbench/verdict"
+)
 
 // What the shipped adapters are known to do in the built-in scenarios
 // (locks.Strategy.Expect, over each scenario's own), from `lockbench suite
@@ -9,12 +13,23 @@ import "github.com/lockbench/lockbench/verdict"
 // the library code behind each. Fail: the library's behaviour, in every seed.
 // Any: its behaviour, or this machine's capacity, makes the check a race.
 
-// builtinScenarios names every built-in scenario (python-etcd3's Debian
-// bug shows in each).
-var builtinScenarios = []string{
-	"cancel-waiters", "client-isolation", "contention", "herd", "herd-hold", "holder-crash",
-	"late-unlock", "leader-kill", "leader-kill-holder-crash", "lease-expiry", "lease-expiry-fenced",
-	"partition-leader", "slow-clients", "waiter-crash", "waiter-isolation", "waiter-revoke",
+// cancelling names the built-in scenarios that cancel every waiter
+// (a step whose fault costs chaos.CostCancelledWaits).
+func cancelling() []string {
+	var out []string
+	for _, n := range scenarios.Names() {
+		sc, err := scenarios.Lookup(n)
+		if err != nil {
+			continue
+		}
+		for _, st := range sc.Steps {
+			if f, err := chaos.Lookup(st.Fault); err == nil && f.Cost() == chaos.CostCancelledWaits {
+				out = append(out, n)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // expectations builds a Strategy.Expect from (scenario, check, verdict)
@@ -67,7 +82,7 @@ func pythonEtcd3Expect() map[string]map[string]verdict.Verdict {
 	// held, an acquire of unknown outcome. Progress fails when those
 	// outnumber the grants: in every cell of the 3-seed suite (2 s for the
 	// fault-free ones), not in a 3 s contention (160 grants, 112 unknown).
-	for _, sc := range builtinScenarios {
+	for _, sc := range scenarios.Names() {
 		es = append(es, expectation{sc, verdict.Progress, verdict.Any})
 	}
 	es = append(es, leaseExpiryRace()...)
@@ -99,11 +114,13 @@ func nodeEtcd3Expect() map[string]map[string]verdict.Verdict {
 
 func etcdctlExpect() map[string]map[string]verdict.Verdict {
 	es := append(leaseExpiryRace(), crowded()...)
+	// A process, a connection and a session per grant: hundreds of
+	// milliseconds under load, against a cancel of every waiter every
+	// 800 ms (cancel-waiters).
+	for _, sc := range cancelling() {
+		es = append(es, expectation{sc, verdict.Liveness, verdict.Any}, expectation{sc, verdict.Progress, verdict.Any})
+	}
 	es = append(es,
-		// A process, a connection and a session per grant: hundreds of
-		// milliseconds under load, against a cancel every 800 ms.
-		expectation{"cancel-waiters", verdict.Liveness, verdict.Any},
-		expectation{"cancel-waiters", verdict.Progress, verdict.Any},
 		// The woken holder's etcdctl may report the loss before its
 		// worker's write (as in lease-expiry).
 		expectation{"lease-expiry-fenced", verdict.Exclusion, verdict.Any},

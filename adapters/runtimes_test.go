@@ -6,12 +6,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockbench/lockbench/adapters"
+	"github.com/lockbench/lockbench/chaos"
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/scenarios"
@@ -253,5 +255,43 @@ func TestCancelInsteadOfKill(t *testing.T) {
 	}
 	if left := withMarker("987656"); len(left) > 0 {
 		t.Errorf("the adapter deaf to cancel was left running: %v", left)
+	}
+}
+
+// TestExpectNamesRealScenariosAndChecks: the shipped strategies' Expect
+// names built-in scenarios and checks (a typo would expect nothing), and
+// etcdctl's covers the scenario that cancels every waiter.
+func TestExpectNamesRealScenariosAndChecks(t *testing.T) {
+	for _, a := range shipped {
+		st, err := locks.Lookup(a.lock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(st.Expect) == 0 {
+			t.Errorf("%s: no Expect", a.lock)
+		}
+		for sc, checks := range st.Expect {
+			if _, err := scenarios.Lookup(sc); err != nil {
+				t.Errorf("%s: Expect names %v", a.lock, err)
+			}
+			for c := range checks {
+				if !slices.Contains(verdict.CheckNames, c) {
+					t.Errorf("%s: Expect[%s] names check %q, not one of %v", a.lock, sc, c, verdict.CheckNames)
+				}
+			}
+		}
+	}
+	st, _ := locks.Lookup("etcdctl")
+	found := false
+	for sc := range st.Expect {
+		s, _ := scenarios.Lookup(sc)
+		for _, step := range s.Steps {
+			if f, err := chaos.Lookup(step.Fault); err == nil && f.Cost() == chaos.CostCancelledWaits {
+				found = found || st.Expect[sc][verdict.Liveness] == verdict.Any
+			}
+		}
+	}
+	if !found {
+		t.Error("etcdctl's Expect does not un-assert liveness where every waiter is cancelled")
 	}
 }
