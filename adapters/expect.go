@@ -87,10 +87,14 @@ func pythonEtcd3Expect() map[string]map[string]verdict.Verdict {
 	}
 	es = append(es, leaseExpiryRace()...)
 	// Lock does not refresh its lease (etcd3/locks.py): a holder that
-	// holds past its TTL loses the key with no fault on it.
+	// holds past its TTL loses the key with no fault on it, and another
+	// client takes the lock before the adapter's is_acquired() poll
+	// (every TTL/10) reports the loss, or after (waiter-crash's 2.5 s
+	// holds on a 1 s TTL: exclusion failed in 2 of seeds 4-6, 0 of 1-3).
 	es = append(es,
 		expectation{"client-isolation", verdict.Lease, verdict.Fail},
 		expectation{"waiter-crash", verdict.Lease, verdict.Fail},
+		expectation{"waiter-crash", verdict.Exclusion, verdict.Any},
 	)
 	return expectations(es...)
 }
@@ -100,8 +104,9 @@ func nodeEtcd3Expect() map[string]map[string]verdict.Verdict {
 	es = append(es,
 		// No call has a deadline (the Lock's options() is not set, as in
 		// its documentation): an acquire sent to the killed leader waits
-		// out the crash, and then some (docs/clients.md).
-		expectation{"leader-kill", verdict.Progress, verdict.Fail},
+		// out the crash, and then some (docs/clients.md): progress failed
+		// in seeds 1-3, not 4-6.
+		expectation{"leader-kill", verdict.Progress, verdict.Any},
 		expectation{"leader-kill-holder-crash", verdict.Liveness, verdict.Any},
 		expectation{"partition-leader", verdict.Progress, verdict.Any},
 		// acquire() resolves however late its txn's answer arrives: a
