@@ -129,6 +129,11 @@ func etcdctlExpect() map[string]map[string]verdict.Verdict {
 		// The woken holder's etcdctl may report the loss before its
 		// worker's write (as in lease-expiry).
 		expectation{"lease-expiry-fenced", verdict.Exclusion, verdict.Any},
+		// A grant etcdctl printed just before the process group was
+		// frozen is read and relayed only after the thaw, when its lease
+		// has lapsed: lockbench records it then, beside the next holder,
+		// and the loss a moment later (1 of seeds 4-6; docs/clients.md).
+		expectation{"waiter-isolation", verdict.Exclusion, verdict.Any},
 		// Few grants, and a waiter interrupted at the run's end by its
 		// timeout is of unknown outcome: etcdctl does not say whether its
 		// clean-up delete went through.
