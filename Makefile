@@ -5,7 +5,9 @@ OUT     := results/runs
 
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-ADAPTER_DEPS := python3-etcd3
+# The shipped adapters' Debian packages (adapters/install-deps.sh checks
+# and installs them, then node-etcd3's npm package and bin/etcdctl).
+ADAPTER_DEPS := python3-etcd3 nodejs npm etcd-client etcd-server
 
 .PHONY: adapter-deps build run run-one test test-short verify mutants bench regress regress-baseline baseline repro-etcd-20716 repro-etcd-11456 repro-election-split-brain repro-etcd-21128 measure-etcd-20273 vet fmt clean
 
@@ -13,12 +15,12 @@ build:
 	$(GO) build -o $(BIN) ./cmd/lockbench
 
 # What the shipped adapters need (docs/adapters.md) on a fresh Debian or
-# Ubuntu machine: Debian's python3-etcd3 for /usr/bin/python3. Installs as
-# root; otherwise says what to run.
+# Ubuntu machine: the Debian packages above (as root, no service started),
+# the npm package etcd3 into adapters/node-etcd3/node_modules (npm ci), and
+# bin/etcdctl built from go.mod's etcd release. Idempotent; says what it
+# found or did.
 adapter-deps:
-	@if /usr/bin/python3 -c 'import etcd3' 2>/dev/null; then echo "adapter-deps: /usr/bin/python3 has etcd3"; \
-	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(ADAPTER_DEPS) >/dev/null; \
-	else echo "adapter-deps: run as root, or: sudo apt-get install -y $(ADAPTER_DEPS)"; exit 1; fi
+	@GO=$(GO) sh adapters/install-deps.sh
 
 # The main job: the default suite (every strategy × every built-in scenario,
 # seed 1) on an embedded 3-member etcd cluster. Exit 1 if any verdict

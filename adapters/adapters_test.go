@@ -68,8 +68,8 @@ func endpoints(t *testing.T) []string {
 }
 
 // procs lists the live processes (pid and command line) that keep
-// accepts, given the ppid and the command line.
-func procs(keep func(ppid, cmd string) bool) []string {
+// accepts, given the pid, the ppid and the command line.
+func procs(keep func(pid, ppid, cmd string) bool) []string {
 	dirs, _ := os.ReadDir("/proc")
 	var out []string
 	for _, d := range dirs {
@@ -84,7 +84,7 @@ func procs(keep func(ppid, cmd string) bool) []string {
 		// pid (comm) state ppid ...: comm may hold spaces, so split after ')'.
 		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
 		cmd := strings.ReplaceAll(string(raw), "\x00", " ")
-		if len(f) > 1 && keep(f[1], cmd) {
+		if len(f) > 1 && keep(d.Name(), f[1], cmd) {
 			out = append(out, d.Name()+" "+cmd)
 		}
 	}
@@ -95,13 +95,13 @@ func procs(keep func(ppid, cmd string) bool) []string {
 // test, an adapter left behind is one of them.
 func children() []string {
 	me := strconv.Itoa(os.Getpid())
-	return procs(func(ppid, _ string) bool { return ppid == me })
+	return procs(func(_, ppid, _ string) bool { return ppid == me })
 }
 
 // withMarker lists the live processes whose command line holds marker:
 // a grandchild of the test, whose parent is not the test.
 func withMarker(marker string) []string {
-	return procs(func(_, cmd string) bool { return strings.Contains(cmd, marker) })
+	return procs(func(_, _, cmd string) bool { return strings.Contains(cmd, marker) })
 }
 
 // noneLeft fails t, at its end, if an adapter process remains.
@@ -111,6 +111,15 @@ func noneLeft(t *testing.T) {
 			t.Errorf("adapter processes left behind: %v", kids)
 		}
 	})
+}
+
+// goTool is the go command: on PATH under go test, else the toolchain's
+// usual place.
+func goTool() string {
+	if gobin, err := exec.LookPath("go"); err == nil {
+		return gobin
+	}
+	return "/usr/local/go/bin/go"
 }
 
 var (
@@ -129,12 +138,7 @@ func goAdapter(t *testing.T) *adapters.Program {
 			return
 		}
 		goAdapterBin = filepath.Join(goAdapterDir, "go-mutex")
-		// go test runs with go on PATH; else the toolchain's usual place.
-		gobin, err := exec.LookPath("go")
-		if err != nil {
-			gobin = "/usr/local/go/bin/go"
-		}
-		out, err := exec.Command(gobin, "build", "-o", goAdapterBin, "./go-mutex").CombinedOutput()
+		out, err := exec.Command(goTool(), "build", "-o", goAdapterBin, "./go-mutex").CombinedOutput()
 		if err != nil {
 			goAdapterErr = errors.New("go build ./go-mutex: " + err.Error() + ": " + string(out))
 		}
@@ -155,9 +159,7 @@ func TestGoAdapterConformance(t *testing.T) {
 func TestPythonEtcd3Conformance(t *testing.T) {
 	eps := endpoints(t)
 	noneLeft(t)
-	if err := adapters.PythonEtcd3.Check(context.Background()); err != nil {
-		t.Skipf("python-etcd3 adapter: %v", err)
-	}
+	needs(t, python)
 	failures := locktest.Check(adapters.PythonEtcd3.Factory(), locktest.Env{Endpoints: eps, Timeout: 40 * time.Second})
 	// Debian's python3-etcd3 0.12.0 passes tenacity (8.2 in bookworm) a
 	// wait callback of the old two-argument form, so Lock.acquire raises

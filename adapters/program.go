@@ -44,6 +44,21 @@ type Program struct {
 	// CloseWait bounds how long Close waits for the process to answer
 	// close and exit before it kills it (default 2 s).
 	CloseWait time.Duration
+	// Ready says that the adapter prints {"event":"ready"} once it has
+	// loaded its library and is about to read requests: a process then
+	// counts as started only when it says so (within StartWait), so that
+	// an interpreter's start-up is not measured as the first Lock's wait
+	// (eight Node processes take seconds to start on two cores).
+	Ready bool
+	// StartWait bounds the wait for ready (default 30 s).
+	StartWait time.Duration
+	// Cancel says that the adapter takes {"op":"cancel"} while a lock is
+	// in flight, and answers that lock as its library answers a cancelled
+	// wait: a Lock whose context ends then cancels it instead of killing
+	// the process, so the library's own clean-up runs (etcdctl deletes
+	// its waiting key on Ctrl-C; a killed one leaves it to its TTL) and
+	// the next Lock needs no new process.
+	Cancel bool
 
 	checkOnce sync.Once
 	checkErr  error
@@ -101,6 +116,13 @@ func (p *Program) check(ctx context.Context) error {
 	// every later Factory is told.
 	p.checkOnce.Do(func() { p.checkErr = p.Check(context.WithoutCancel(ctx)) })
 	return p.checkErr
+}
+
+func (p *Program) startWait() time.Duration {
+	if p.StartWait > 0 {
+		return p.StartWait
+	}
+	return 30 * time.Second
 }
 
 func (p *Program) closeWait() time.Duration {
@@ -165,7 +187,8 @@ func (l *Locker) Lock(ctx context.Context) (*locks.Grant, error) {
 	}
 	// Step 3: the request, with the deadline the adapter may wait until.
 	req := request{Op: "lock"}
-	if d, ok := ctx.Deadline(); ok {
+	// An adapter that takes cancel is told at the deadline itself.
+	if d, ok := ctx.Deadline(); ok && !l.prog.Cancel {
 		left := time.Until(d)
 		left -= min(left/3, time.Second)
 		if left <= 0 {
@@ -304,11 +327,12 @@ func (l *Locker) setHeld(g *locks.Grant) {
 	l.mu.Unlock()
 }
 
-// process returns the running process, starting one if there is none.
+// process returns the running process, starting one if there is none
+// (and, for a Ready program, waiting for it to say so).
 func (l *Locker) process(ctx context.Context) (*process, error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.closed {
+		l.mu.Unlock()
 		return nil, fmt.Errorf("adapter %s (client %s): closed", l.prog.Name, l.client)
 	}
 	if l.proc != nil {
@@ -319,15 +343,36 @@ func (l *Locker) process(ctx context.Context) (*process, error) {
 			l.proc.kill()
 			l.proc, l.held = nil, nil
 		default:
-			return l.proc, nil
+			p := l.proc
+			l.mu.Unlock()
+			return p, nil
 		}
 	}
 	p, err := startProcess(l.prog.Command, l.env)
 	if err != nil {
+		l.mu.Unlock()
 		return nil, fmt.Errorf("adapter %s (client %s): %w: %w", l.prog.Name, l.client, ErrProcess, err)
 	}
 	l.proc = p
-	return p, nil
+	l.mu.Unlock()
+	if !l.prog.Ready {
+		return p, nil
+	}
+	// Outside the lock: a crash fault may Kill it meanwhile.
+	wait := time.NewTimer(l.prog.startWait())
+	defer wait.Stop()
+	select {
+	case <-p.ready:
+		return p, nil
+	case <-p.exited:
+		err = p.endErr()
+	case <-wait.C:
+		err = fmt.Errorf("not ready after %s", l.prog.startWait())
+	case <-ctx.Done():
+		err = fmt.Errorf("not ready before the context ended (%w)", ctx.Err())
+	}
+	l.discard(p)
+	return nil, l.fail(p, "start", err)
 }
 
 // discard kills and reaps p if it is still the current process: after a
@@ -353,6 +398,24 @@ func (l *Locker) roundTrip(ctx context.Context, p *process, req request) (messag
 		l.discard(p)
 		return message{}, l.fail(p, req.Op, fmt.Errorf("write request: %w", err))
 	}
+	m, err := l.wait(p, req.Op, ctx.Done())
+	switch {
+	case !errors.Is(err, errEnded):
+		return m, err
+	case req.Op == "lock" && l.prog.Cancel:
+		return l.cancel(p, ctx.Err())
+	}
+	l.discard(p)
+	return message{}, l.fail(p, req.Op, fmt.Errorf("no answer before the context ended (%w); process killed", ctx.Err()))
+}
+
+// errEnded is wait's error when end closed before the answer.
+var errEnded = errors.New("ended before the answer")
+
+// wait waits for the reply to op until end closes (errEnded, the process
+// left running). A process that exits first is killed and reaped: a
+// failure naming op.
+func (l *Locker) wait(p *process, op string, end <-chan struct{}) (message, error) {
 	select {
 	case m := <-p.replies:
 		return m, nil
@@ -364,11 +427,48 @@ func (l *Locker) roundTrip(ctx context.Context, p *process, req request) (messag
 		default:
 		}
 		l.discard(p)
-		return message{}, l.fail(p, req.Op, p.endErr())
-	case <-ctx.Done():
-		l.discard(p)
-		return message{}, l.fail(p, req.Op, fmt.Errorf("no answer before the context ended (%w); process killed", ctx.Err()))
+		return message{}, l.fail(p, op, p.endErr())
+	case <-end:
+		return message{}, errEnded
 	}
+}
+
+// cancel sends cancel for the lock in flight and waits (CloseWait) for
+// that lock's answer: an error, annotated with why it was cancelled, or a
+// grant that won the race, which is released at once and reported as a
+// certain error, as a cancelled Lock must not hold. An adapter that does
+// not answer in time is killed, as without Cancel.
+func (l *Locker) cancel(p *process, why error) (message, error) {
+	wctx, done := context.WithTimeout(context.Background(), l.prog.closeWait())
+	defer done()
+	p.last.Store(`{"op":"cancel"}`)
+	if _, err := p.stdin.Write([]byte("{\"op\":\"cancel\"}\n")); err != nil {
+		l.discard(p)
+		return message{}, l.fail(p, "lock", fmt.Errorf("the context ended (%w); write cancel: %w", why, err))
+	}
+	m, err := l.wait(p, "lock", wctx.Done())
+	if errors.Is(err, errEnded) {
+		l.discard(p)
+		return message{}, l.fail(p, "lock", fmt.Errorf("the context ended (%w); no answer to cancel within %s; process killed", why, l.prog.closeWait()))
+	}
+	if err != nil {
+		return message{}, err
+	}
+	switch m.Reply {
+	case "error":
+		m.Error = fmt.Sprintf("cancelled (%v): %s", why, m.Error)
+		return m, nil
+	case "granted":
+		r, err := l.roundTrip(wctx, p, request{Op: "unlock"})
+		if err != nil {
+			return message{}, fmt.Errorf("the context ended (%w) as the lock was granted; its unlock: %w", why, err)
+		}
+		if r.Reply != "released" {
+			return message{Reply: "error", Outcome: "unknown", Error: fmt.Sprintf("cancelled (%v) as it was granted; unlock answered %s: %s", why, r.Reply, r.Error)}, nil
+		}
+		return message{Reply: "error", Outcome: "certain", Error: fmt.Sprintf("cancelled (%v) as it was granted; released", why)}, nil
+	}
+	return m, nil
 }
 
 // fail is a process failure during op: it names the adapter, the client,
@@ -401,6 +501,7 @@ type process struct {
 	stderr  *tail
 	replies chan message  // the reply to the request in flight
 	exited  chan struct{} // closed when stdout ended (the process group exited or was killed)
+	ready   chan struct{} // closed on the adapter's ready event
 	readErr error         // why reading ended, set before exited closes
 	last    atomic.Value  // the last request, for errors
 	once    sync.Once
@@ -426,7 +527,7 @@ func startProcess(command []string, env []string) (*process, error) {
 		return nil, fmt.Errorf("stdout pipe: %w", err)
 	}
 	cmd.Stdout = w
-	p := &process{cmd: cmd, stdout: r, stderr: &tail{}, replies: make(chan message, 1), exited: make(chan struct{}), reaped: make(chan struct{})}
+	p := &process{cmd: cmd, stdout: r, stderr: &tail{}, replies: make(chan message, 1), exited: make(chan struct{}), ready: make(chan struct{}), reaped: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -473,6 +574,13 @@ func (p *process) readLines() {
 		switch {
 		case m.Event == "lost":
 			endGrant()
+			continue
+		case m.Event == "ready":
+			select {
+			case <-p.ready:
+			default:
+				close(p.ready)
+			}
 			continue
 		case m.Event != "":
 			// Unknown events are ignored: a newer adapter may say more.

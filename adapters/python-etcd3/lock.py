@@ -73,6 +73,7 @@ def main():
     client = etcd3.client(host=ep.hostname, port=ep.port)
     lock = client.lock(key.rsplit("/", 1)[-1], ttl=ttl)
     lock.key = key
+    send({"event": "ready"})  # the library is loaded: start-up is over
     watcher = None
     for line in sys.stdin:
         req = json.loads(line)
