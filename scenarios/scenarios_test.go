@@ -145,7 +145,7 @@ func TestParseErrorsNameFileLineAndChoices(t *testing.T) {
 		{"every for a fault that does not repeat", "name: x\nclients: 2\nduration: 5s\nworkload: {kind: hold}\nsteps:\n  - {at: 1s, fault: compact, every: 50ms}\n",
 			[]string{"bad.yaml:6", "every applies only to compact-loop"}},
 		{"delay for compact-loop", "name: x\nclients: 2\nduration: 5s\nworkload: {kind: hold}\nsteps:\n  - {at: 1s, fault: compact-loop, for: 1s, delay: 50ms}\n",
-			[]string{"bad.yaml:6", "delay applies only to delay-client"}},
+			[]string{"bad.yaml:6", "delay applies only to delay-answers, delay-client"}},
 		{"nemesis without faults", "name: x\nclients: 2\nduration: 5s\nworkload: {kind: hold}\nnemesis: {every: 1s, for: 500ms}\n",
 			[]string{"bad.yaml: nemesis: faults", "crash-member"}},
 		{"nemesis faults overlap", "name: x\nclients: 2\nduration: 5s\nworkload: {kind: hold}\nnemesis: {faults: [compact], every: 1s, for: 1s}\n",
