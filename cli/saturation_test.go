@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,23 +42,18 @@ func TestSaturatedHarness(t *testing.T) {
 		}
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	stop := make(chan struct{})
+	// 64 goroutines that only spin take the one CPU from the run.
+	var stop atomic.Bool
 	for range 64 {
 		go func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
+			for !stop.Load() {
 			}
 		}()
 	}
-	spin := time.AfterFunc(3*time.Second, func() { close(stop) })
+	spin := time.AfterFunc(3*time.Second, func() { stop.Store(true) })
 	code := <-done
-	if spin.Stop() {
-		close(stop)
-	}
+	spin.Stop()
+	stop.Store(true)
 	runs, _ := os.ReadDir(out)
 	if len(runs) != 1 {
 		t.Fatalf("exit %d, run folders %v\n%s%s", code, runs, stdout.String(), stderr.String())
