@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lockbench/lockbench/check"
+	"github.com/lockbench/lockbench/cluster"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/scenarios"
@@ -78,6 +79,28 @@ func TestPausedSafeHolderKeepsItsConnection(t *testing.T) {
 	}
 }
 
+// proxiedClient is runner client 0 with its fault proxies in front of the
+// cluster's first member, and an etcd client that reaches it through them;
+// both are closed when the test ends.
+func proxiedClient(t *testing.T, c *cluster.Cluster) (*client, *clientv3.Client) {
+	t.Helper()
+	r := &runner{cfg: Config{Endpoints: c.DirectEndpoints()[:1], DialTimeout: 5 * time.Second}, rec: history.NewRecorder(0)}
+	cl := &client{id: 0, r: r}
+	if err := cl.startProxies(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		closeProxies(&r.closing, cl.conn.proxies)
+		r.closing.Wait()
+	})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://" + strings.TrimPrefix(cl.conn.proxies[0].From(), "tcp://")}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cl, cli
+}
+
 // TestOverlappingCutsHoldUntilTheLast: a client paused while isolated
 // stays cut when it resumes, until the isolation ends too; then the
 // requests held meanwhile complete on the same connection. (The proxy's
@@ -85,20 +108,7 @@ func TestPausedSafeHolderKeepsItsConnection(t *testing.T) {
 // a second Pause would strand the first's held bytes for good.)
 func TestOverlappingCutsHoldUntilTheLast(t *testing.T) {
 	c := startCluster(t)
-	r := &runner{cfg: Config{Endpoints: c.DirectEndpoints()[:1], DialTimeout: 5 * time.Second}, rec: history.NewRecorder(0)}
-	cl := &client{id: 0, r: r}
-	if err := cl.startProxies(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		closeProxies(&r.closing, cl.conn.proxies)
-		r.closing.Wait()
-	}()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://" + strings.TrimPrefix(cl.conn.proxies[0].From(), "tcp://")}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
+	cl, cli := proxiedClient(t, c)
 	// Bounds a broken run, not a figure: a correct one takes well under it.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -144,20 +154,7 @@ func TestOverlappingCutsHoldUntilTheLast(t *testing.T) {
 // answers at once again.
 func TestLateAnswersCommitUnseen(t *testing.T) {
 	c := startCluster(t)
-	r := &runner{cfg: Config{Endpoints: c.DirectEndpoints()[:1], DialTimeout: 5 * time.Second}, rec: history.NewRecorder(0)}
-	cl := &client{id: 0, r: r}
-	if err := cl.startProxies(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		closeProxies(&r.closing, cl.conn.proxies)
-		r.closing.Wait()
-	}()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://" + strings.TrimPrefix(cl.conn.proxies[0].From(), "tcp://")}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
+	cl, cli := proxiedClient(t, c)
 	direct, err := clientv3.New(clientv3.Config{Endpoints: c.DirectEndpoints()[:1], DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
