@@ -90,8 +90,8 @@ const (
 	// CostElection: a member fault; the cluster may need an election when
 	// it strikes and again when it is undone.
 	CostElection
-	// CostLease: a client fault (crash, pause, isolation, revoked lease);
-	// the client's lease must expire, or be revoked, before the lock moves.
+	// CostLease: a client fault (crash, pause, isolation); the client's
+	// lease must expire before the lock moves.
 	CostLease
 	// CostSlowdown: every step of the client is slower while it lasts.
 	CostSlowdown
@@ -103,6 +103,14 @@ const (
 	// (ErrCompacted) and must start again from a fresh read. No lease or
 	// member is touched, so a correct lock must move on at once.
 	CostWatchRestart
+	// CostRevoke: the client's lease is revoked by an operator. Its keys
+	// go at once and the lock may move on, while the client hears of it
+	// only from its next keepalive answer: a holder revoked can hold
+	// beside its successor for up to its keepalive policy's overrun,
+	// which no lock can prevent. The checks weigh it as a client fault
+	// (CostLease) and excuse that overlap from exclusion; the lease check
+	// judges how long it lasted.
+	CostRevoke
 )
 
 // CostOf is the cost of the fault of that name, CostUnknown for a name

@@ -26,7 +26,7 @@ func init() {
 	register(spec{"delay-client", ClientTarget, Needs{ClientProxy: true, Arg: ArgDelay}, CostSlowdown}, delayClient)
 	register(spec{"delay-answers", ClientTarget, Needs{ClientProxy: true, Arg: ArgDelay}, CostSlowdown}, delayAnswers)
 	register(spec{"cancel-waiters", NoTarget, Needs{}, CostCancelledWaits}, cancelWaiters)
-	register(spec{"revoke-lease", ClientTarget, Needs{}, CostLease}, revokeLease)
+	register(spec{"revoke-lease", ClientTarget, Needs{}, CostRevoke}, revokeLease)
 }
 
 // spec is what a fault says of itself; every property a scenario, a

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lockbench/lockbench/chaos"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/verdict"
 )
@@ -165,8 +166,18 @@ func (p *prepared) mergePossible(out [][]ivRec) [][]ivRec {
 // grant at t do not overlap. Possible (info) intervals never make a
 // violation; they are counted in the note.
 //
+// An overlap that began after an operator revoked the earlier holder's
+// lease (a chaos.CostRevoke fault on its process, while it held and before
+// the later grant), whose key the harness saw go with the lease, is
+// excused when that holder stopped within Options.OverrunBound of it: the
+// revoke ends the lease on the server at once and the holder can learn of
+// it only from its next keepalive answer, so no lock can avoid it. The
+// lease check judges that overrun; a holder told later, or never, is not
+// excused.
+//
 // Metrics: holds (certain intervals), possible_holds, overlaps (= Count),
-// possible_overlaps.
+// possible_overlaps, and revoked_overlaps (excused) when the history has
+// revokes.
 func CheckExclusion(events []history.Event, opts Options) Result {
 	return prepare(events).exclusion(opts.WithDefaults())
 }
@@ -245,6 +256,8 @@ func (p *prepared) exclusion(opts Options) Result {
 	possible := &ivHeap{cnt: make([]int32, len(p.procs))}
 	var others []int32
 	var gone grantedGone
+	revoked := p.revokeExcuses(opts)
+	excused := 0
 	for _, l := range p.lockOrder() {
 		ivs := all[l]
 		if len(ivs) == 0 {
@@ -266,7 +279,7 @@ func (p *prepared) exclusion(opts Options) Result {
 			}
 			holds++
 			possibleOverlaps += otherPossible
-			if otherCertain > 0 && len(res.Violations) < opts.MaxViolations {
+			if otherCertain > 0 {
 				others = others[:0]
 				for _, y := range certain.idx {
 					if ivs[y].pi != iv.pi {
@@ -279,6 +292,10 @@ func (p *prepared) exclusion(opts Options) Result {
 				}
 				for _, y := range others {
 					a := &ivs[y]
+					if revoked.excuses(a.Holder, iv.Holder) {
+						excused++
+						continue
+					}
 					res.add(Violation{
 						Check:   verdict.Exclusion,
 						Lock:    lock,
@@ -287,8 +304,6 @@ func (p *prepared) exclusion(opts Options) Result {
 						Lines:   lines(a.FromLine, iv.FromLine),
 					}, opts.MaxViolations)
 				}
-			} else {
-				res.Count += otherCertain
 			}
 			certain.push(int32(x))
 		}
@@ -296,14 +311,72 @@ func (p *prepared) exclusion(opts Options) Result {
 		possible.clear()
 	}
 	res.finish()
+	var notes []string
 	if possibleOverlaps > 0 {
-		res.Note = fmt.Sprintf("%s involve an acquire of unknown outcome (info) and are not counted", count(possibleOverlaps, "overlap", "overlaps"))
+		notes = append(notes, fmt.Sprintf("%s involve an acquire of unknown outcome (info) and are not counted", count(possibleOverlaps, "overlap", "overlaps")))
 	}
+	if excused > 0 {
+		notes = append(notes, fmt.Sprintf("%s began after an operator revoked the earlier holder's lease, which no lock can foresee, and ended within the overrun its keepalive policy allows: excused (the lease check judges the overrun)", count(excused, "overlap", "overlaps")))
+	}
+	res.Note = strings.Join(notes, "; ")
 	res.metric("holds", float64(holds))
 	res.metric("possible_holds", float64(possibleHolds))
 	res.metric("overlaps", float64(res.Count))
 	res.metric("possible_overlaps", float64(possibleOverlaps))
+	if len(revoked.revokes) > 0 {
+		res.metric("revoked_overlaps", float64(excused))
+	}
 	return res
+}
+
+// revokeExcuses finds what excuses an overlap that a revoke made: an
+// operator's revoke (chaos.CostRevoke) ends a lease on the server at once,
+// its key goes and the lock moves on, while the holder hears of it only
+// from its next keepalive answer.
+type revokeExcuses struct {
+	revokes map[int][]int64 // per process: when a revoke of its lease began
+	lost    map[int64]int64 // per token: when the harness saw its key go with its lease while held
+	pauses  []Span
+	bound   int64 // the overrun allowed; negative: any
+}
+
+func (p *prepared) revokeExcuses(opts Options) revokeExcuses {
+	r := revokeExcuses{revokes: map[int][]int64{}, lost: map[int64]int64{}, bound: int64(opts.OverrunBound)}
+	fo := p.faultOps()
+	r.pauses = fo.Pauses
+	for _, f := range faultEffects(fo) {
+		if f.cost == chaos.CostRevoke && f.process >= 0 {
+			r.revokes[f.process] = append(r.revokes[f.process], f.from)
+		}
+	}
+	if len(r.revokes) == 0 {
+		return r
+	}
+	dels, _ := p.deletionsUnderHolders()
+	for _, d := range dels {
+		if t, seen := r.lost[d.hold.Token]; d.cause == history.CauseLease && (!seen || d.time < t) {
+			r.lost[d.hold.Token] = d.time
+		}
+	}
+	return r
+}
+
+// excuses says whether the overlap of a, the earlier holder, with b is a
+// revoke's: a's lease was revoked while it held and before b's grant, the
+// harness saw a's key go with its lease, and a stopped believing within
+// the overrun its policy allows (time paused not counted, as the lease
+// check counts it). A holder revoked and told too late, or never, is not
+// excused; nor is a grant after a revoke of the grantee's own lease
+// (etcd's Campaign, docs/clients.md).
+func (r revokeExcuses) excuses(a, b Holder) bool {
+	gone, ok := r.lost[a.Token]
+	if !ok || a.Token == 0 || a.To < 0 {
+		return false
+	}
+	if !slices.ContainsFunc(r.revokes[a.Process], func(t int64) bool { return a.From <= t && t <= b.From }) {
+		return false
+	}
+	return r.bound < 0 || a.To-gone-pausedWithin(r.pauses, a.Process, gone, a.To) <= r.bound
 }
 
 // grantedGone maps a grant's token to the harness's key-deleted event that

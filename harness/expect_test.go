@@ -85,14 +85,15 @@ func TestOwnLeaseIsNeverJudgedByAPolicy(t *testing.T) {
 
 // TestAnyReasonsComeFromTheScenario: a check a built-in scenario does not
 // judge carries the comment above the entry that says "any" (queue-naive's
-// exclusion in contention, late-unlock's, auto's and election's in
+// exclusion in contention, election's fencing in waiter-revoke, auto's and election's in
 // client-isolation); a judged check, or an entry without a comment,
 // carries none.
 func TestAnyReasonsComeFromTheScenario(t *testing.T) {
 	for _, tc := range []struct {
 		scenario, lock, keepalive, check, want string
 	}{
-		{"late-unlock", "queue", "safe", verdict.Exclusion, "exclusion is reported, not judged"},
+		{"late-unlock", "queue", "safe", verdict.Exclusion, ""},
+		{"waiter-revoke", "election", "own", verdict.Fencing, "token order is not asserted"},
 		{"contention", "queue-naive", "auto", verdict.Exclusion, "its exclusion is a race here"},
 		{"client-isolation", "queue", "auto", verdict.Exclusion, "the lease check judges the overrun instead"},
 		{"client-isolation", "election", "own", verdict.Exclusion, "auto's keepalive: the same race"},
