@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"math"
 	"os"
@@ -185,10 +186,9 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 			return nil, err
 		}
 	}
-	id := "suite-" + time.Now().UTC().Format("20060102T150405.000Z")
-	dir := filepath.Join(spec.Out, id)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create suite folder: %w", err)
+	dir, err := makeSuiteDir(spec.Out)
+	if err != nil {
+		return nil, err
 	}
 	r := &suiteRun{spec: spec, dir: dir, bins: bins,
 		res:   &SuiteResult{Dir: dir, Header: spec.header(bins)},
@@ -210,6 +210,30 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 		}
 	}
 	return r.res, r.finish(ctx.Err() != nil, runErr)
+}
+
+// makeSuiteDir creates OUT/suite-<time>/ under a name no other suite has:
+// suites started in the same millisecond (several at once, e.g. shards of
+// one matrix) each get a folder of their own, "-2" and on after the time,
+// instead of writing their cells and suite.json into one.
+func makeSuiteDir(out string) (string, error) {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return "", fmt.Errorf("create suite folder: %w", err)
+	}
+	id := "suite-" + time.Now().UTC().Format("20060102T150405.000Z")
+	for n := 1; ; n++ {
+		dir := filepath.Join(out, id)
+		if n > 1 {
+			dir = fmt.Sprintf("%s-%d", dir, n)
+		}
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			return dir, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("create suite folder: %w", err)
+		}
+	}
 }
 
 // finish writes suite.json and the matrix report.html for the cells that

@@ -65,3 +65,24 @@ func TestDefaultKeepAliveAgrees(t *testing.T) {
 		t.Fatalf("locks.KeepAliveOwn %q, report.OwnKeepAlive %q", locks.KeepAliveOwn, report.OwnKeepAlive)
 	}
 }
+
+// TestSuitesStartedTogetherGetTheirOwnFolders: suites started in the same
+// millisecond (shards launched together) must not share a folder, where
+// the last to finish would overwrite the others' suite.json.
+func TestSuitesStartedTogetherGetTheirOwnFolders(t *testing.T) {
+	out := t.TempDir()
+	seen := map[string]bool{}
+	for range 50 {
+		dir, err := makeSuiteDir(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[dir] {
+			t.Fatalf("two suites were given %s", dir)
+		}
+		seen[dir] = true
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 50 {
+		t.Errorf("%d folders, want 50", len(entries))
+	}
+}
