@@ -64,6 +64,7 @@ func init() {
 		OwnLease: true,
 		Hidden:   true,
 		Expect:   pythonEtcd3Expect(),
+		Runtime:  PythonEtcd3.check,
 		New:      PythonEtcd3.Factory(),
 	})
 	locks.Register(locks.Strategy{
@@ -73,6 +74,7 @@ func init() {
 		OwnLease:    true,
 		Hidden:      true,
 		Expect:      nodeEtcd3Expect(),
+		Runtime:     nodeEtcd3.ready,
 		New:         nodeEtcd3.factory,
 	})
 	locks.Register(locks.Strategy{
@@ -82,6 +84,7 @@ func init() {
 		OwnLease:    true,
 		Hidden:      true,
 		Expect:      etcdctlExpect(),
+		Runtime:     etcdctl37.ready,
 		New:         etcdctl37.factory,
 	})
 	locks.Register(locks.Strategy{
@@ -91,6 +94,7 @@ func init() {
 		OwnLease:    true,
 		Hidden:      true,
 		Expect:      etcdctlExpect(),
+		Runtime:     etcdctl34.ready,
 		New:         etcdctl34.factory,
 	})
 	locks.Register(locks.Strategy{
@@ -100,6 +104,7 @@ func init() {
 		// The program keeps its own lease.
 		OwnLease: true,
 		Hidden:   true,
+		Runtime:  commandSet,
 		New:      fromEnv,
 	})
 }
@@ -109,6 +114,15 @@ func init() {
 // of Go.
 const CommandEnv = "LOCKBENCH_ADAPTER"
 
+// commandSet is the "adapter" strategy's Runtime: its program is named
+// by the environment.
+func commandSet(context.Context) error {
+	if strings.TrimSpace(os.Getenv(CommandEnv)) == "" {
+		return fmt.Errorf("set %s to the adapter's command (docs/adapters.md)", CommandEnv)
+	}
+	return nil
+}
+
 var (
 	fromEnvMu sync.Mutex
 	fromEnvs  = map[string]*Program{}
@@ -117,11 +131,11 @@ var (
 // fromEnv is the "adapter" strategy's Factory: one Program per command,
 // so that its clients' ids are distinct.
 func fromEnv(ctx context.Context, cli *clientv3.Client, opts locks.Options) (locks.Locker, error) {
+	if err := commandSet(ctx); err != nil {
+		return nil, fmt.Errorf("adapter: %w", err)
+	}
 	command := os.Getenv(CommandEnv)
 	args := strings.Fields(command)
-	if len(args) == 0 {
-		return nil, fmt.Errorf("adapter: set %s to the adapter's command (docs/adapters.md)", CommandEnv)
-	}
 	fromEnvMu.Lock()
 	p, ok := fromEnvs[command]
 	if !ok {

@@ -99,6 +99,16 @@ func (r *installed) program() (*Program, error) {
 	return r.prog, r.err
 }
 
+// ready is the adapter's locks.Strategy.Runtime: whether its Program is
+// found, and its check passes.
+func (r *installed) ready(ctx context.Context) error {
+	p, err := r.program()
+	if err != nil {
+		return err
+	}
+	return p.check(ctx)
+}
+
 // factory is the locks.Factory of the Program, once found.
 func (r *installed) factory(ctx context.Context, cli *clientv3.Client, opts locks.Options) (locks.Locker, error) {
 	p, err := r.program()

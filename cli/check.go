@@ -130,8 +130,9 @@ func printReport(w io.Writer, file string, n int, rep check.Report) {
 }
 
 // listCommand is `lockbench list`: every registered strategy (a program
-// built on Main lists its own too) and every built-in scenario.
-func listCommand(_ context.Context, e *env, args []string) error {
+// built on Main lists its own too), the lock clients run by name, and
+// every built-in scenario.
+func listCommand(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "list", "list")
 	if err := fs.parse(args); err != nil {
 		return err
@@ -147,6 +148,12 @@ func listCommand(_ context.Context, e *env, args []string) error {
 			name += " (known-buggy)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", name, s.Description, s.Origin)
+	}
+	if clients := locks.HiddenWithRuntime(); len(clients) > 0 {
+		fmt.Fprintln(tw, "\nLOCK CLIENT (by name, not in the default suite)\tRUNTIME\tDESCRIPTION")
+		for _, s := range clients {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, runtimeStatus(ctx, s), s.Description)
+		}
 	}
 	fmt.Fprintln(tw, "\nSCENARIO\tDESCRIPTION\t")
 	for _, n := range scenarios.Names() {

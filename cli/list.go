@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"strings"
 
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/scenarios"
@@ -12,7 +13,32 @@ import (
 // contract, like the run folder's.
 type listEntries struct {
 	Strategies []listStrategy `json:"strategies"`
-	Scenarios  []listScenario `json:"scenarios"`
+	// LockClients are the hidden strategies that need a runtime (the
+	// shipped adapters): run by name, never in the default matrix, so
+	// apart from Strategies, which scripts build that matrix from.
+	LockClients []listClient   `json:"lock_clients"`
+	Scenarios   []listScenario `json:"scenarios"`
+}
+
+// listClient is one lock client run by name, and whether this machine
+// has what it runs on.
+type listClient struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Origin      string `json:"origin"`
+	// Runtime is "ready", or what is missing and how to install it.
+	Runtime string `json:"runtime"`
+}
+
+// runtimeStatus is "ready" when s's runtime is installed, else the first
+// line of what is missing.
+func runtimeStatus(ctx context.Context, s locks.Strategy) string {
+	err := s.Runtime(ctx)
+	if err == nil {
+		return "ready"
+	}
+	first, _, _ := strings.Cut(err.Error(), "\n")
+	return "missing: " + first
 }
 
 // listStrategy is one registered strategy (locks.Strategy).
@@ -36,7 +62,8 @@ type listScenario struct {
 }
 
 // listCmd is `lockbench list [--json]`: every registered strategy (a
-// program built on Main lists its own too) and every built-in scenario,
+// program built on Main lists its own too), the lock clients run by name
+// with whether their runtime is installed, and every built-in scenario,
 // as a table (listCommand) or, with --json, as listEntries.
 func listCmd(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "list", "list [--json]")
@@ -50,9 +77,12 @@ func listCmd(ctx context.Context, e *env, args []string) error {
 	if !*asJSON {
 		return listCommand(ctx, e, nil)
 	}
-	out := listEntries{Strategies: []listStrategy{}, Scenarios: []listScenario{}}
+	out := listEntries{Strategies: []listStrategy{}, LockClients: []listClient{}, Scenarios: []listScenario{}}
 	for _, s := range locks.All() {
 		out.Strategies = append(out.Strategies, listStrategy{Name: s.Name, Description: s.Description, Origin: s.Origin, Buggy: s.Buggy, OwnLease: s.OwnLease})
+	}
+	for _, s := range locks.HiddenWithRuntime() {
+		out.LockClients = append(out.LockClients, listClient{Name: s.Name, Description: s.Description, Origin: s.Origin, Runtime: runtimeStatus(ctx, s)})
 	}
 	for _, n := range scenarios.Names() {
 		sc, err := scenarios.Lookup(n)

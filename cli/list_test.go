@@ -61,3 +61,52 @@ func TestListJSON(t *testing.T) {
 		t.Errorf("list: exit %d, stdout %q; want the table", code, stdout)
 	}
 }
+
+// TestListShowsLockClients: the shipped adapters are hidden from the
+// default matrix (strategies) but listed apart, each with whether its
+// runtime is installed; the generic adapter is ready only once its
+// command is set.
+func TestListShowsLockClients(t *testing.T) {
+	clients := func() map[string]string {
+		code, stdout, stderr := runCLI(t, "list", "--json")
+		if code != ExitPass {
+			t.Fatalf("exit %d, stderr %q", code, stderr)
+		}
+		var got struct {
+			Strategies  []map[string]any `json:"strategies"`
+			LockClients []struct {
+				Name, Runtime string
+			} `json:"lock_clients"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, c := range got.LockClients {
+			out[c.Name] = c.Runtime
+		}
+		for _, s := range got.Strategies {
+			if _, dup := out[s["name"].(string)]; dup {
+				t.Errorf("%s is both a default strategy and a lock client", s["name"])
+			}
+		}
+		return out
+	}
+	t.Setenv("LOCKBENCH_ADAPTER", "")
+	got := clients()
+	for _, name := range []string{"python-etcd3", "node-etcd3", "etcdctl", "etcdctl-3.4", "adapter"} {
+		if rt, ok := got[name]; !ok || rt != "ready" && !strings.HasPrefix(rt, "missing: ") {
+			t.Errorf("lock client %s: runtime %q (listed %v), want ready or missing: …", name, rt, ok)
+		}
+	}
+	if !strings.Contains(got["adapter"], "LOCKBENCH_ADAPTER") {
+		t.Errorf("adapter without its command: %q, want what to set", got["adapter"])
+	}
+	t.Setenv("LOCKBENCH_ADAPTER", "/bin/true")
+	if rt := clients()["adapter"]; rt != "ready" {
+		t.Errorf("adapter with its command set: %q, want ready", rt)
+	}
+	if _, stdout, _ := runCLI(t, "list"); !strings.Contains(stdout, "LOCK CLIENT") || !strings.Contains(stdout, "python-etcd3") {
+		t.Errorf("list's table has no lock clients:\n%s", stdout)
+	}
+}

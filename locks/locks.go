@@ -260,6 +260,12 @@ type Strategy struct {
 	// server bug (rpc-trusting), whose verdicts elsewhere would mean
 	// nothing.
 	Hidden bool
+	// Runtime, for a strategy that runs on something lockbench does not
+	// bring (an adapter's interpreter or binary), says whether that is
+	// installed here: nil, or an error naming what to install. `lockbench
+	// list` shows every hidden strategy that has one, with its answer, so
+	// that the lock clients one can run are found without reading docs.
+	Runtime func(context.Context) error
 	// OwnLease marks a strategy that keeps its lease itself (e.g. with
 	// etcd's concurrency.Session) instead of through the shared keeper, so
 	// it ignores Options.KeepAlive: a harness runs it once whatever
@@ -322,6 +328,21 @@ func Lookup(name string) (Strategy, error) {
 		return Strategy{}, fmt.Errorf("unknown lock %q: valid locks are %s", name, strings.Join(Names(), ", "))
 	}
 	return s, nil
+}
+
+// HiddenWithRuntime returns the hidden strategies that need a runtime
+// (Strategy.Runtime), by name: the lock clients run by name.
+func HiddenWithRuntime() []Strategy {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	var out []Strategy
+	for _, s := range registry {
+		if s.Hidden && s.Runtime != nil {
+			out = append(out, s)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 // All returns every registered strategy, by name.
