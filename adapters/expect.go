@@ -8,8 +8,8 @@ import (
 
 // What the shipped adapters are known to do in the built-in scenarios
 // (locks.Strategy.Expect, over each scenario's own), from `lockbench suite
-// --locks python-etcd3,node-etcd3,etcdctl,etcdctl-3.4 --seeds 3` on the
-// project's loaded 2-core machine; docs/clients.md has the figures and
+// --locks python-etcd3,node-etcd3,etcdctl,etcdctl-3.4 --seeds 10` (over
+// three runs) on the project's loaded 2-core machine; docs/clients.md has the figures and
 // the library code behind each. Fail: the library's behaviour, in every seed.
 // Any: its behaviour, or this machine's capacity, makes the check a race.
 
@@ -95,6 +95,10 @@ func pythonEtcd3Expect() map[string]map[string]verdict.Verdict {
 		expectation{"client-isolation", verdict.Lease, verdict.Fail},
 		expectation{"waiter-crash", verdict.Lease, verdict.Fail},
 		expectation{"waiter-crash", verdict.Exclusion, verdict.Any},
+		// Its waiters raise instead of waiting (above): whether one asks
+		// while the frozen holder sleeps is a race (exclusion passed in 1
+		// of seeds 7-10).
+		expectation{"lease-expiry-fenced", verdict.Exclusion, verdict.Any},
 	)
 	return expectations(es...)
 }
@@ -113,6 +117,16 @@ func nodeEtcd3Expect() map[string]map[string]verdict.Verdict {
 		// client cut off after its put, whose lease lapsed meanwhile, is
 		// told it holds beside the next holder (1 of 3 seeds).
 		expectation{"waiter-isolation", verdict.Exclusion, verdict.Any},
+		// Its Lock tells a holder nothing when its lease is lost: a holder
+		// cut off past its TTL believes until its hold ends, and the lease
+		// check fails it whenever that is later than its bound after the
+		// key went (3 of seeds 7-10; the one that passed was granted just
+		// before its release).
+		expectation{"client-isolation", verdict.Lease, verdict.Any},
+		// A try-lock's waiters may all be backing off while the frozen
+		// holder sleeps (as in lease-expiry): exclusion passed in 1 of
+		// seeds 7-10.
+		expectation{"lease-expiry-fenced", verdict.Exclusion, verdict.Any},
 	)
 	return expectations(es...)
 }
@@ -138,6 +152,14 @@ func etcdctlExpect() map[string]map[string]verdict.Verdict {
 		// timeout is of unknown outcome: etcdctl does not say whether its
 		// clean-up delete went through.
 		expectation{"waiter-crash", verdict.Progress, verdict.Any},
+		// etcdctl lock releases with Unlock(context.TODO()): a release
+		// sent as the leader crashes is stranded and waits out etcd's own
+		// request timeout (5 s + 2 elections), the key held all the while,
+		// so no grant follows the crash in the run's 5 s; progress fails
+		// when none came before it either, i.e. when starting six etcdctl
+		// processes took the first second (3 of 20 cells in seeds 7-10,
+		// under load; docs/clients.md).
+		expectation{"leader-kill", verdict.Progress, verdict.Any},
 	)
 	return expectations(es...)
 }
