@@ -203,10 +203,11 @@ repro-etcd-18082: build
 # predecessor releases. Prints, per strategy, "waiting after lease loss"
 # (the lease check's waiting_after_lease_loss_ms_max: from the harness
 # seeing a waiter's key go with its lease to its acquire returning) in
+# examples/etcd-19597.yaml (a waiter's lease revoked early in a 2 s hold),
 # waiter-revoke and waiter-isolation; docs/leases.md has the table.
 MEASURE_19597_LOCKS ?= queue mutex rpc txn election election-rpc
 measure-etcd-19597: build
-	@for l in $(MEASURE_19597_LOCKS); do for sc in waiter-revoke waiter-isolation; do for s in $(REPRO_SEEDS); do \
+	@for l in $(MEASURE_19597_LOCKS); do for sc in examples/etcd-19597.yaml waiter-revoke waiter-isolation; do for s in $(REPRO_SEEDS); do \
 		out=$$(./$(BIN) run --lock $$l --scenario $$sc --seed $$s --out $(OUT) 2>&1); rc=$$?; \
 		dir=$$(echo "$$out" | sed -n 's/^run folder: //p'); \
 		n=$$(sed -n 's/.*"waiter_lease_losses": *\([0-9]*\).*/\1/p' "$$dir/summary.json"); \
