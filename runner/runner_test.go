@@ -194,8 +194,8 @@ steps:
 			t.Errorf("%s %s: %+v", name, r.Verdict, r)
 		}
 	}
-	if n := rep.Checks[verdict.Cancel].Metrics["cancelled"]; n != 5 {
-		t.Errorf("the cancel check judged %v cancelled acquires, want the 5 waiters", n)
+	if n := rep.Checks[verdict.Cancel].Metrics["cancelled"]; n < float64(cancelled) || n == 0 {
+		t.Errorf("the cancel check judged %v cancelled acquires, fewer than the %d that failed \"canceled\" right after the fault", n, cancelled)
 	}
 }
 
@@ -209,10 +209,12 @@ func TestWaiterLeaseLossRecorded(t *testing.T) {
 name: waiter-lease
 clients: 3
 lease_ttl: 2s
-duration: 4s
+duration: 4500ms
 workload: {kind: hold, hold: 1s, stagger: 20ms}
 steps:
-  - {at: 2300ms, fault: revoke-lease, target: "waiter:0"}
+  # clients 0, 1, 2 hold 1 s each in turn; in 2's hold the oldest waiter
+  # is 0, on its first grant's lease (a late first grant shifts it all)
+  - {at: 2600ms, fault: revoke-lease, target: "waiter:0"}
 `))
 	if err != nil {
 		t.Fatal(err)
