@@ -9,7 +9,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # and installs them, then node-etcd3's npm package and bin/etcdctl).
 ADAPTER_DEPS := python3-etcd3 nodejs npm etcd-client etcd-server
 
-.PHONY: adapter-deps build run run-one test test-short verify mutants bench regress regress-baseline baseline repro-etcd-20716 repro-etcd-11456 repro-election-split-brain repro-etcd-21128 measure-etcd-20273 vet fmt clean
+.PHONY: adapter-deps build run run-one test test-short verify mutants bench regress regress-baseline baseline repro-etcd-20716 repro-etcd-11456 repro-election-split-brain repro-etcd-21128 measure-etcd-20273 repro-etcd-18082 measure-etcd-19597 vet fmt clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/lockbench
@@ -176,6 +176,45 @@ measure-etcd-20273: build
 	done; done
 	@out=$$($(GO) test -count=1 -run TestEtcd20273 -v ./cluster 2>&1); rc=$$?; \
 	echo "$$out" | grep -E 'lease checkpoint|^(ok|FAIL|--- )'; exit $$rc
+
+# etcd #18082 (present in v3.7.3): concurrency.Mutex.Lock, its wait
+# cancelled, deletes its key with the client's context, so while the
+# members are unreachable it returns only when they come back.
+# examples/etcd-18082.yaml cuts the oldest waiter off for 7 s and cancels
+# every waiting Lock 300 ms in; without a per-request deadline
+# (--rpc-timeout 0, as etcd's client ships) mutex must fail the cancel
+# check (a cancelled Lock returned later than its bound, 5 s) in every
+# seed, and queue must pass the same seeds. election (Campaign's Resign)
+# has the same fault: docs/checker.md.
+REPRO_18082 = ./$(BIN) run --scenario examples/etcd-18082.yaml --rpc-timeout 0 --out $(OUT)
+repro-etcd-18082: build
+	@ok=1; took() { sed -n 's/.*"cancel_return_ms_max": *\([0-9]*\).*/\1/p' "$$1/summary.json"; }; \
+	for s in $(REPRO_SEEDS); do \
+		out=$$($(REPRO_18082) --lock mutex --seed $$s 2>&1); dir=$$(echo "$$out" | sed -n 's/^run folder: //p'); bug=$$(took "$$dir"); \
+		late=$$(echo "$$out" | grep -c 'a cancelled call may take to return'); \
+		out=$$($(REPRO_18082) --lock queue --seed $$s 2>&1); rc=$$?; dir=$$(echo "$$out" | sed -n 's/^run folder: //p'); ctl=$$(took "$$dir"); \
+		echo "seed $$s: mutex: $$late cancelled Lock(s) past the bound, the slowest returned $${bug} ms after its cancel; queue: exit $$rc, slowest $${ctl} ms (bound 5000 ms)"; \
+		if [ "$$late" = 0 ] || [ -z "$$bug" ] || [ $$bug -le 5000 ] || [ $$rc != 0 ] || [ -z "$$ctl" ] || [ $$ctl -gt 5000 ]; then ok=0; fi; \
+	done; \
+	if [ $$ok = 1 ]; then echo "Successful reproduction of etcd #18082: etcd's Mutex.Lock, cancelled while cut off from every member, returned only when the network came back; queue returned within the bound on the same seeds"; \
+	else echo "Failed to reproduce"; exit 1; fi
+
+# etcd #19597: a waiter whose lease ended goes on waiting until its
+# predecessor releases. Prints, per strategy, "waiting after lease loss"
+# (the lease check's waiting_after_lease_loss_ms_max: from the harness
+# seeing a waiter's key go with its lease to its acquire returning) in
+# examples/etcd-19597.yaml (a waiter's lease revoked early in a 2 s hold),
+# waiter-revoke and waiter-isolation; docs/leases.md has the table.
+MEASURE_19597_LOCKS ?= queue mutex rpc txn election election-rpc
+measure-etcd-19597: build
+	@for l in $(MEASURE_19597_LOCKS); do for sc in examples/etcd-19597.yaml waiter-revoke waiter-isolation; do for s in $(REPRO_SEEDS); do \
+		out=$$(./$(BIN) run --lock $$l --scenario $$sc --seed $$s --out $(OUT) 2>&1); rc=$$?; \
+		dir=$$(echo "$$out" | sed -n 's/^run folder: //p'); \
+		n=$$(sed -n 's/.*"waiter_lease_losses": *\([0-9]*\).*/\1/p' "$$dir/summary.json"); \
+		max=$$(sed -n 's/.*"waiting_after_lease_loss_ms_max": *\([0-9.]*\).*/\1/p' "$$dir/summary.json"); \
+		p50=$$(sed -n 's/.*"waiting_after_lease_loss_ms_p50": *\([0-9.]*\).*/\1/p' "$$dir/summary.json"); \
+		echo "$$l $$sc seed $$s: exit $$rc, $${n:-0} waiter lease loss(es) seen, waiting after lease loss max $${max:--} ms, p50 $${p50:--} ms"; \
+	done; done; done
 
 vet:
 	$(GO) vet ./...

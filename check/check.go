@@ -2,7 +2,7 @@
 // function of the events: no etcd, no clock, no I/O, so a history from any
 // client or tool is checked the same way (docs/design.md §4).
 //
-// Check runs nine checks, each giving one Result, and returns them with
+// Check runs ten checks, each giving one Result, and returns them with
 // the history paired into operations (Checked), which the summary and the
 // report read instead of pairing it again:
 //
@@ -22,6 +22,8 @@
 //   - lease: a lease lost with no fault to explain it, or a holder told
 //     of its lost lease later than its keepalive policy allows, or never
 //     (CheckLease).
+//   - cancel: a Lock whose context was cancelled that did not return
+//     within a bound (CheckCancel).
 //
 // Every check reads only the contract fields of docs/design.md §3 (never Key or
 // Lease), tolerates any input without panicking, and runs in time linear in
@@ -154,6 +156,11 @@ type Options struct {
 	// DefaultOverrunBound; negative turns these violations off (the
 	// figures are still reported).
 	OverrunBound time.Duration
+	// CancelBound is how long after its context is cancelled a Lock may
+	// take to return (CheckCancel). 0 means CancelSlack + CancelCleanups ×
+	// the longer of RequestTimeout and CleanupTimeout; negative turns these
+	// violations off (the figures are still reported).
+	CancelBound time.Duration
 }
 
 // WithDefaults returns o with every zero field set to its default, as the
@@ -186,6 +193,9 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.OverrunBound == 0 {
 		o.OverrunBound = DefaultOverrunBound
+	}
+	if o.CancelBound == 0 {
+		o.CancelBound = cancelBoundOf(o.RequestTimeout)
 	}
 	return o
 }
@@ -275,6 +285,7 @@ func Check(events []history.Event, opts Options) Checked {
 	r.Checks[verdict.Progress] = p.progress(opts)
 	r.Checks[verdict.Symmetry] = p.symmetry(opts)
 	r.Checks[verdict.Lease] = p.lease(opts)
+	r.Checks[verdict.Cancel] = p.cancel(opts)
 	r.Verdict = verdict.Pass
 	for _, c := range r.Checks {
 		r.Verdict = verdict.Worst(r.Verdict, c.Verdict)

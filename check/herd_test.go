@@ -101,7 +101,8 @@ func TestCheckComposes(t *testing.T) {
 func TestOptionsWithDefaults(t *testing.T) {
 	o := Options{}.WithDefaults()
 	want := Options{MaxViolations: 100, LivenessBound: DefaultLivenessBound, StarvationMin: 2 * DefaultLivenessBound, StarvationGrants: 10, RecoverySlack: DefaultRecoverySlack,
-		ElectionTimeout: DefaultElectionTimeout, RequestTimeout: DefaultRequestTimeout, OverrunBound: DefaultOverrunBound}
+		ElectionTimeout: DefaultElectionTimeout, RequestTimeout: DefaultRequestTimeout, OverrunBound: DefaultOverrunBound,
+		CancelBound: 5 * time.Second} // 1 s + 2 cleanups × max(1 s deadline, 2 s)
 	if o != want {
 		t.Errorf("defaults = %+v, want %+v", o, want)
 	}

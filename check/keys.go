@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/lockbench/lockbench/history"
@@ -51,6 +52,16 @@ func CheckSymmetry(events []history.Event, opts Options) Result {
 // the harness saw expire: the time from the expiry to the moment the
 // holder stopped (its lease-lost, release or crash; the end of the history
 // if it never did). Negative means the client gave up first.
+//
+// And "waiting after lease loss" (etcd #19597), figures only: for every
+// waiter whose queue key the harness saw go with its lease while its
+// acquire was pending (a key-deleted event naming the waiter,
+// history.KeyDeletion.Waiter), how long that acquire went on — to its
+// completion, its process's crash or the history's end — not counting
+// time paused: waiter_lease_losses, waiting_after_lease_loss_ms_max and
+// waiting_after_lease_loss_ms_p50. A lock whose waiter learns of it
+// returns at once; one that waits for its predecessor to release first
+// (the bug) goes on for the rest of that hold.
 func CheckLease(events []history.Event, opts Options) Result {
 	return prepare(events).lease(opts.WithDefaults())
 }
@@ -192,6 +203,7 @@ func (p *prepared) releasesWithoutGrant(res *Result, opts Options) {
 
 func (p *prepared) lease(opts Options) Result {
 	res := Result{Verdict: verdict.Pass}
+	p.waitingAfterLoss(&res)
 	dels, _ := p.deletionsUnderHolders()
 	if len(dels) == 0 && !p.has(opLeaseLost) {
 		res.metric("losses", 0)
@@ -288,4 +300,54 @@ func pausedWithin(pauses []Span, process int, from, to int64) int64 {
 		}
 	}
 	return sum
+}
+
+// waitingAfterLoss sets the "waiting after lease loss" figures (see
+// CheckLease).
+func (p *prepared) waitingAfterLoss(res *Result) {
+	var byProc map[int][]Op
+	var took []int64
+	for k := range p.n() {
+		i := p.at(k)
+		if p.op(i) != opKeyDeleted {
+			continue
+		}
+		var d history.KeyDeletion
+		if json.Unmarshal(p.ev[i].Value, &d) != nil || d.Waiter == nil || d.Cause != history.CauseLease {
+			continue
+		}
+		if byProc == nil {
+			byProc = acquiresByProcess(p.ops())
+		}
+		t := p.ev[i].Time
+		as := byProc[*d.Waiter]
+		// the waiter's last acquire invoked by t: the one it was in
+		j := sort.Search(len(as), func(j int) bool { return as[j].From > t }) - 1
+		if j < 0 {
+			continue
+		}
+		stop := as[j].To
+		if stop < 0 {
+			stop = p.endTime
+		}
+		took = append(took, max(stop-t-pausedWithin(p.ops().Pauses, *d.Waiter, t, stop), 0))
+	}
+	if len(took) == 0 {
+		return
+	}
+	slices.Sort(took)
+	res.metric("waiter_lease_losses", float64(len(took)))
+	res.metric("waiting_after_lease_loss_ms_max", ms(took[len(took)-1]))
+	res.metric("waiting_after_lease_loss_ms_p50", ms(Percentile(took, 0.5)))
+}
+
+// acquiresByProcess lists each process's acquires, by invoke time.
+func acquiresByProcess(o *Ops) map[int][]Op {
+	out := map[int][]Op{}
+	for _, a := range o.Acquires {
+		if a.Invoke >= 0 {
+			out[a.Process] = append(out[a.Process], a)
+		}
+	}
+	return out
 }

@@ -81,6 +81,13 @@ type KeyDeletion struct {
 	// delete. Absent: the delete came after the grant, or its order is
 	// unknown.
 	BeforeGrant bool `json:"before_grant,omitempty"`
+	// Waiter, when set, is the client process that was waiting for the
+	// lock under the deleted key's lease (its key in the queue), not a
+	// holder: the event's token is then 0 (the key's create revision is
+	// not known) and only the lease check's "waiting after lease loss"
+	// reads it (etcd #19597: a waiter whose lease ended should stop
+	// waiting). Absent: the key was a holder's.
+	Waiter *int `json:"waiter,omitempty"`
 }
 
 // NemesisProcess is the process id of fault events.

@@ -21,6 +21,10 @@
 //     A's Unlock of its lost grant leaves B's key in place.
 //   - Cancel: a Lock whose context ends while it waits returns an error
 //     wrapping locks.ErrNotAcquired and leaves no key under Options.Key().
+//   - CancelCutOff (with Env.CutOff): a Lock cancelled, and an Unlock whose
+//     context ends, while the client is cut off from every member return
+//     within the cancel check's bound (check.Options.CancelBound), not when
+//     the network comes back (etcd #18082).
 //   - Lost: a grant's Lost channel closes when its lease is revoked, and the
 //     next Lock works on a new lease.
 //   - TryLock (for a locks.TryLocker): fails at once with locks.ErrLocked
@@ -78,6 +82,12 @@ type Env struct {
 	// suite runs: the whole-keyspace watch is then skipped (the request and
 	// sibling-key checks still run).
 	SharedCluster bool
+	// CutOff runs CancelCutOff, which relays a client's connections through
+	// the suite's own TCP relays to cut it off. Off by default: etcd's own
+	// concurrency.Mutex and Election fail it (etcd #18082), so a strategy
+	// built on them does too, and a suite run should say so only when
+	// asked.
+	CutOff bool
 }
 
 func (e Env) withDefaults() Env {
@@ -139,6 +149,7 @@ var subtests = []struct {
 	{"Tokens", (*suite).tokens},
 	{"StaleUnlock", (*suite).staleUnlock},
 	{"Cancel", (*suite).cancel},
+	{"CancelCutOff", (*suite).cancelCutOff},
 	{"Lost", (*suite).lost},
 	{"TryLock", (*suite).tryLock},
 }
@@ -166,6 +177,8 @@ type suite struct {
 	mu      sync.Mutex
 	lockers []locks.Locker
 	clients []*clientv3.Client
+	// closers run after the clients are closed (the relays they dial).
+	closers []func()
 	wakeups atomic.Int64
 }
 
@@ -217,7 +230,13 @@ func randomID() string {
 // dial connects a client; w, when set, inspects its requests.
 func (s *suite) dial(w *wireCheck) *clientv3.Client {
 	s.t.Helper()
-	cfg := clientv3.Config{Endpoints: s.env.Endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
+	return s.dialTo(s.env.Endpoints, w)
+}
+
+// dialTo connects a client to endpoints; w, when set, inspects its requests.
+func (s *suite) dialTo(endpoints []string, w *wireCheck) *clientv3.Client {
+	s.t.Helper()
+	cfg := clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
 	if w != nil {
 		cfg.DialOptions = w.dialOptions()
 	}
@@ -262,6 +281,9 @@ func (s *suite) finish() {
 		}
 		for _, c := range s.clients {
 			c.Close()
+		}
+		for _, f := range s.closers {
+			f()
 		}
 	}()
 

@@ -89,6 +89,32 @@ type position struct {
 	lastLease clientv3.LeaseID
 	// cancelLock cancels the pending Lock call while the client waits.
 	cancelLock context.CancelFunc
+	// lease is the latest lease the client's own connection was granted
+	// (leaseGranted), whichever strategy asked for it.
+	lease clientv3.LeaseID
+	// last is the key of the client's last grant and whether the observer
+	// has seen it deleted since; wait is what the observer saw of the
+	// current wait (see runner.waiterLost).
+	last lastGrant
+	wait waitSeen
+}
+
+// lastGrant is a client's last grant's key: the first delete of that name
+// after its token is the grant's own (its release, its lease's end), so
+// not a later waiter key's.
+type lastGrant struct {
+	key   string
+	token int64
+	gone  bool
+}
+
+// waitSeen is what the observer saw of a client's current wait.
+type waitSeen struct {
+	// cancelled: cancel-waiters cancelled it, so a delete of its key is
+	// its own cleanup.
+	cancelled bool
+	// lost: its key's lease was seen to end, and recorded.
+	lost bool
 }
 
 // connect opens the client's etcd connection (or takes its shared one)
@@ -99,7 +125,7 @@ func (c *client) connect(ctx context.Context) error {
 		cli = c.r.shared[c.id%n].cli
 	} else {
 		var err error
-		if cli, err = c.r.newEtcdClient(c.endpoints(), &c.conn.rpcs); err != nil {
+		if cli, err = c.r.newEtcdClient(c.endpoints(), &c.conn.rpcs, leaseGrants(c.leaseGranted)); err != nil {
 			return fmt.Errorf("client %d: connect: %w", c.id, err)
 		}
 	}
@@ -123,6 +149,17 @@ func (c *client) connect(ctx context.Context) error {
 	c.conn.cli, c.conn.locker = cli, locker
 	c.mu.Unlock()
 	return nil
+}
+
+// leaseGranted notes a lease the client's connection was granted: its
+// lock keys are under it from now on (see runner.waiterLost).
+func (c *client) leaseGranted(id clientv3.LeaseID) {
+	c.mu.Lock()
+	old := c.queue.lease
+	c.queue.lease = id
+	c.mu.Unlock()
+	c.r.owners.Delete(old)
+	c.r.owners.Store(id, c)
 }
 
 // endpoints are where the client dials: its proxies when it has them, so
@@ -215,9 +252,11 @@ func (c *client) setState(gen int, s clientState, g *locks.Grant, t int64) {
 	switch s {
 	case waiting:
 		c.queue.seq = c.r.nextSeq()
+		c.queue.wait = waitSeen{}
 	case holding:
 		c.queue.heldSince = t
 		c.queue.lastLease = g.Lease
+		c.queue.last = lastGrant{key: g.Key, token: g.Token}
 	}
 }
 

@@ -1,11 +1,14 @@
 package runner
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/scenarios"
@@ -13,8 +16,9 @@ import (
 
 // newEtcdClient connects a client. A lock client (counter not nil) has its
 // RPCs counted and its unary requests bounded by Config.RPCTimeout; the
-// admin client bounds its own operations (opTimeout).
-func (r *runner) newEtcdClient(endpoints []string, counter *locks.RPCCounter) (*clientv3.Client, error) {
+// admin client bounds its own operations (opTimeout). extra are further
+// dial options.
+func (r *runner) newEtcdClient(endpoints []string, counter *locks.RPCCounter, extra ...grpc.DialOption) (*clientv3.Client, error) {
 	cc := r.cfg.ClientConfig
 	cc.Endpoints = endpoints
 	cc.DialTimeout = r.cfg.DialTimeout
@@ -23,7 +27,21 @@ func (r *runner) newEtcdClient(endpoints []string, counter *locks.RPCCounter) (*
 		cc.DialOptions = append(slices.Clip(cc.DialOptions), counter.DialOptions()...)
 		cc.DialOptions = append(cc.DialOptions, locks.RPCDeadline(locks.RPCTimeoutOf(r.cfg.RPCTimeout))...)
 	}
+	cc.DialOptions = append(slices.Clip(cc.DialOptions), extra...)
 	return clientv3.New(cc)
+}
+
+// leaseGrants is a dial option that tells onGrant the ID of every lease
+// the connection is granted: the runner learns a waiter's lease before any
+// grant of the lock names it.
+func leaseGrants(onGrant func(clientv3.LeaseID)) grpc.DialOption {
+	return grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		if g, ok := reply.(*etcdserverpb.LeaseGrantResponse); ok && err == nil && g.ID != 0 {
+			onGrant(clientv3.LeaseID(g.ID))
+		}
+		return err
+	})
 }
 
 // sharedConn is an etcd connection several lock clients use

@@ -2,7 +2,9 @@ package runner
 
 import (
 	"context"
+	"path"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -140,6 +142,7 @@ func (r *runner) observe(ctx context.Context, from int64) {
 				for _, g := range r.held.takeDeleted(string(ev.Kv.Key), ev.Kv.ModRevision, r.rec.Now()) {
 					r.recordDeletion(ctx, g, history.KeyDeletion{Revision: ev.Kv.ModRevision})
 				}
+				r.waiterLost(ctx, string(ev.Kv.Key), ev.Kv.ModRevision)
 			}
 		}
 		Sleep(ctx, 50*time.Millisecond)
@@ -164,4 +167,58 @@ func (r *runner) recordDeletion(ctx context.Context, g *locks.Grant, d history.K
 	}
 	r.record(history.Event{Process: history.NemesisProcess, Type: history.OK, F: history.FKeyDeleted, Lock: locks.DefaultName,
 		Token: g.Token, Key: g.Key, Value: history.DeletionValue(d)})
+}
+
+// waiterLost records, as a key-deleted event naming the waiter
+// (history.KeyDeletion.Waiter), a delete of a waiting client's queue key
+// that its lease's end caused: how long the client's Lock goes on after
+// that is the lease check's "waiting after lease loss" (etcd #19597).
+//
+// Every key-per-waiter strategy names a waiter's key by its lease ID in
+// hex under the lock's prefix (etcd's Mutex, Election, lock service, and
+// queue), and the runner learns each client's latest lease from its
+// connection (leaseGrants), so a waiter's key is named by its client's
+// lease. The first delete of that name after the client's last grant is
+// the grant's own (its release), and a wait that cancel-waiters cancelled
+// deletes its own key: neither asks etcd anything. Only the rest (rare)
+// cost one TimeToLive. A strategy with no key per waiter (txn) gives no
+// such event.
+func (r *runner) waiterLost(ctx context.Context, key string, rev int64) {
+	id, err := strconv.ParseInt(path.Base(key), 16, 64)
+	if err != nil {
+		return
+	}
+	lease := clientv3.LeaseID(id)
+	v, ok := r.owners.Load(lease)
+	if !ok {
+		return
+	}
+	c := v.(*client)
+	c.mu.Lock()
+	q := &c.queue
+	if q.last.key == key && !q.last.gone && q.last.token < rev {
+		q.last.gone = true
+		c.mu.Unlock()
+		return
+	}
+	mine := q.state == waiting && !c.faults.crashed && !q.wait.cancelled && !q.wait.lost && q.lease == lease
+	c.mu.Unlock()
+	if !mine {
+		return
+	}
+	tctx, cancel := context.WithTimeout(ctx, opTimeout)
+	ttl, err := r.admin.TimeToLive(tctx, lease)
+	cancel()
+	if err != nil || ttl.TTL > 0 {
+		return
+	}
+	c.mu.Lock()
+	still := q.state == waiting && !q.wait.lost
+	q.wait.lost = true
+	c.mu.Unlock()
+	if still {
+		waiter := c.id
+		r.record(history.Event{Process: history.NemesisProcess, Type: history.OK, F: history.FKeyDeleted, Lock: locks.DefaultName,
+			Key: key, Value: history.DeletionValue(history.KeyDeletion{Revision: rev, Cause: history.CauseLease, Waiter: &waiter})})
+	}
 }

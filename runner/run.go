@@ -185,6 +185,9 @@ type runner struct {
 	acquisitions atomic.Int64
 	// held are the grants the observer watches over.
 	held heldGrants
+	// owners maps the lease of each client's last grant to the client
+	// (clientv3.LeaseID → *client), for the observer's waiterLost.
+	owners sync.Map
 	// stuck are the clients whose worker did not return in time (see
 	// waitWorkers); they are not waited for again.
 	stuck []string

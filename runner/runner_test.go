@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -188,10 +189,58 @@ steps:
 		t.Errorf("%d grants after the fault, want ≥ 2", grantsAfter)
 	}
 	rep := check.Check(out.Events, check.Options{LivenessBound: sc.TTL() + c.Election()})
-	for _, name := range []string{verdict.Exclusion, verdict.Liveness} {
+	for _, name := range []string{verdict.Exclusion, verdict.Liveness, verdict.Cancel} {
 		if r := rep.Checks[name]; r.Verdict != verdict.Pass {
 			t.Errorf("%s %s: %+v", name, r.Verdict, r)
 		}
+	}
+	if n := rep.Checks[verdict.Cancel].Metrics["cancelled"]; n < float64(cancelled) || n == 0 {
+		t.Errorf("the cancel check judged %v cancelled acquires, fewer than the %d that failed \"canceled\" right after the fault", n, cancelled)
+	}
+}
+
+// TestWaiterLeaseLossRecorded revokes the lease of a waiter that waits on
+// its first grant's lease: the observer records its key's delete as a
+// key-deleted event naming the waiter (cause lease), once, and the lease
+// check measures how long its acquire went on.
+func TestWaiterLeaseLossRecorded(t *testing.T) {
+	c := startCluster(t)
+	sc, err := scenarios.Parse("waiter-lease.yaml", strings.NewReader(`
+name: waiter-lease
+clients: 3
+lease_ttl: 2s
+duration: 4500ms
+workload: {kind: hold, hold: 1s, stagger: 20ms}
+steps:
+  # clients 0, 1, 2 hold 1 s each in turn; in 2's hold the oldest waiter
+  # is 0, on its first grant's lease (a late first grant shifts it all)
+  - {at: 2600ms, fault: revoke-lease, target: "waiter:0"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Run(context.Background(), Config{Scenario: sc, Lock: "queue", Seed: 1, Prefix: "/lockbench/test-waiter-lease/",
+		Endpoints: c.Endpoints(), Cluster: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	revoked, seen := "", []string{}
+	for _, e := range out.Events {
+		var f history.Fault
+		var d history.KeyDeletion
+		switch {
+		case e.F == history.FFault && e.Type == history.OK && json.Unmarshal(e.Value, &f) == nil:
+			revoked = f.Resolved
+		case e.F == history.FKeyDeleted && json.Unmarshal(e.Value, &d) == nil && d.Waiter != nil:
+			seen = append(seen, fmt.Sprintf("client:%d %s", *d.Waiter, d.Cause))
+		}
+	}
+	if revoked == "" || len(seen) != 1 || seen[0] != revoked+" lease" {
+		t.Fatalf("revoked %q; waiter key deletions seen %v, want one of %s with cause lease", revoked, seen, revoked)
+	}
+	m := check.Check(out.Events, check.Options{}).Checks[verdict.Lease].Metrics
+	if m["waiter_lease_losses"] != 1 {
+		t.Errorf("lease metrics %v: want one waiter lease loss", m)
 	}
 }
 

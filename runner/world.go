@@ -100,6 +100,7 @@ func (r *runner) CancelWaiting() int {
 		c.mu.Lock()
 		if c.queue.state == waiting && !c.faults.crashed && c.queue.cancelLock != nil {
 			cancels = append(cancels, c.queue.cancelLock)
+			c.queue.wait.cancelled = true
 		}
 		c.mu.Unlock()
 	}

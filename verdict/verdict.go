@@ -59,16 +59,19 @@ const (
 	Progress  = "progress"
 	Symmetry  = "symmetry"
 	Lease     = "lease"
+	Cancel    = "cancel"
 )
 
 // CheckNames lists every check the checker runs, in a stable order.
-var CheckNames = []string{Exclusion, Resource, Fencing, Fairness, Liveness, Herd, Progress, Symmetry, Lease}
+var CheckNames = []string{Exclusion, Resource, Fencing, Fairness, Liveness, Herd, Progress, Symmetry, Lease, Cancel}
 
 // Baseline is what every scenario expects of every strategy unless it says
 // otherwise: a lock must serve its clients (progress), only a holder may
-// release its lock (symmetry), and a lease is not lost without a fault
-// (lease). A scenario overrides an entry like any other.
-var Baseline = map[string]Verdict{Progress: Pass, Symmetry: Pass, Lease: Pass}
+// release its lock (symmetry), a lease is not lost without a fault
+// (lease), and a caller that gives up gets its call back (cancel: a
+// scenario that cancels nothing passes it with a note). A scenario
+// overrides an entry like any other.
+var Baseline = map[string]Verdict{Progress: Pass, Symmetry: Pass, Lease: Pass, Cancel: Pass}
 
 // DefaultKey is the Expectations key whose entries apply to every strategy.
 const DefaultKey = "default"
