@@ -306,7 +306,7 @@ func TestReportSuiteFolder(t *testing.T) {
 // built-in scenario whose expectations the run recorded.
 func TestReportSuiteAnyReasons(t *testing.T) {
 	dir := sampleSuite(t, "pass")
-	sc, err := scenarios.Lookup("late-unlock")
+	sc, err := scenarios.Lookup("contention")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +316,8 @@ func TestReportSuiteAnyReasons(t *testing.T) {
 	if err := json.Unmarshal(b, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	cfg["scenario"] = map[string]any{"name": "late-unlock", "clients": 8, "expect": sc.Expect}
+	cfg["lock"] = "queue-naive"
+	cfg["scenario"] = map[string]any{"name": "contention", "clients": 8, "expect": sc.Expect}
 	if err := rundir.WriteJSON(filepath.Join(run, rundir.ConfigFile), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -326,8 +327,9 @@ func TestReportSuiteAnyReasons(t *testing.T) {
 		t.Fatal(err)
 	}
 	suite["cells"] = suite["cells"].([]any)[:1]
-	suite["cells"].([]any)[0].(map[string]any)["scenario"] = "late-unlock"
-	suite["expected"] = map[string]any{"queue/late-unlock": suiteExpectations(sc)}
+	cell := suite["cells"].([]any)[0].(map[string]any)
+	cell["scenario"], cell["lock"] = "contention", "queue-naive"
+	suite["expected"] = map[string]any{"queue-naive/contention": suiteExpectations(sc, "queue-naive")}
 	if err := rundir.WriteJSON(filepath.Join(dir, rundir.SuiteFile), suite); err != nil {
 		t.Fatal(err)
 	}
@@ -335,11 +337,11 @@ func TestReportSuiteAnyReasons(t *testing.T) {
 	if code == ExitUsage || code == ExitHarness {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
-	reason := sc.AnyReason("queue", "", verdict.Exclusion)
+	reason := sc.AnyReason("queue-naive", "", verdict.Exclusion)
 	if len(reason) < 20 {
-		t.Fatalf("late-unlock gives no reason for exclusion: any (%q)", reason)
+		t.Fatalf("contention gives queue-naive no reason for exclusion: any (%q)", reason)
 	}
-	if why := "exclusion: any in queue × late-unlock: " + reason[:20]; !strings.Contains(stdout, why) {
+	if why := "exclusion: any in queue-naive × contention: " + reason[:20]; !strings.Contains(stdout, why) {
 		t.Errorf("the table does not say why exclusion is any (%q):\n%s", why, stdout)
 	}
 	page, _ := os.ReadFile(filepath.Join(dir, rundir.HTMLFile))
@@ -348,11 +350,11 @@ func TestReportSuiteAnyReasons(t *testing.T) {
 	}
 }
 
-// suiteExpectations is what a suite records for queue in sc: the checks
+// suiteExpectations is what a suite records for lock in sc: the checks
 // it judges (not the "any" ones).
-func suiteExpectations(sc scenarios.Scenario) map[string]string {
+func suiteExpectations(sc scenarios.Scenario, lock string) map[string]string {
 	out := map[string]string{}
-	for k, v := range sc.Expect.For("queue", "auto") {
+	for k, v := range sc.Expect.For(lock, "auto") {
 		if v != "any" {
 			out[k] = string(v)
 		}
