@@ -159,10 +159,28 @@ func TestShardedSuiteMerges(t *testing.T) {
 	if got, want := cellIDs(merged.Cells), cellIDs(whole.Cells); !slices.Equal(got, want) {
 		t.Fatalf("merged cells %v, want the whole suite's %v", got, want)
 	}
+	var fromShards []report.Cell
+	for _, sf := range loaded {
+		for _, sum := range sf.Suite.Cells {
+			fromShards = append(fromShards, report.Cell{Summary: sum})
+		}
+	}
 	for i, c := range merged.Cells {
 		w := whole.Cells[i]
-		if c.Summary.Verdict != w.Summary.Verdict || c.Matches != w.Matches {
-			t.Errorf("%s: merged %s (matches %v, %s), whole %s (matches %v, %s)", c.Summary.Key(), c.Summary.Verdict, c.Matches, c.Note, w.Summary.Verdict, w.Matches, w.Note)
+		// The merge judges exactly as the shard did.
+		j := slices.IndexFunc(fromShards, func(x report.Cell) bool { return x.Summary.RunID == c.Summary.RunID })
+		if j < 0 || fromShards[j].Summary.Verdict != c.Summary.Verdict {
+			t.Errorf("%s: merged cell %s not its shard's", c.Summary.Key(), c.Summary.RunID)
+		}
+		// Two runs of one cell agree on a machine that kept up; a
+		// saturated run is no evidence (docs/design.md §9).
+		if c.Matches != w.Matches || c.Summary.Verdict != w.Summary.Verdict {
+			msg := fmt.Sprintf("%s seed %d: merged %s (matches %v, %s), whole %s (matches %v, %s)", c.Summary.Key(), c.Summary.Seed, c.Summary.Verdict, c.Matches, c.Note, w.Summary.Verdict, w.Matches, w.Note)
+			if c.Summary.Saturated() || w.Summary.Saturated() {
+				t.Log("saturated: " + msg)
+				continue
+			}
+			t.Error(msg)
 		}
 	}
 	re, err := RecheckSuite(dir)
@@ -194,9 +212,12 @@ func TestParallelSuiteInOrder(t *testing.T) {
 	if got := cellIDs(res.Cells); !slices.Equal(got, want) {
 		t.Errorf("cells %v, want the serial order %v", got, want)
 	}
+	if res.Mismatches != 0 {
+		t.Errorf("%d cells not as expected on a harness that kept up", res.Mismatches)
+	}
 	for _, c := range res.Cells {
 		if !c.Matches {
-			t.Errorf("%s seed %d: %s", c.Summary.Key(), c.Summary.Seed, c.Note)
+			t.Logf("%s seed %d: %s", c.Summary.Key(), c.Summary.Seed, c.Note)
 		}
 	}
 	if res.Header.Floor == nil {
@@ -208,7 +229,8 @@ func TestParallelSuiteInOrder(t *testing.T) {
 	}
 }
 
-// tinyMatrix is 2 strategies × 2 short scenarios × 2 seeds.
+// tinyMatrix is 2 strategies × 2 short scenarios × 2 seeds, at the
+// quick cap a suite runs them with.
 func tinyMatrix(t *testing.T) SuiteSpec {
 	t.Helper()
 	var scs []scenarios.Scenario
@@ -219,7 +241,7 @@ func tinyMatrix(t *testing.T) SuiteSpec {
 		}
 		scs = append(scs, sc)
 	}
-	return SuiteSpec{Locks: []string{"queue", "mutex"}, Scenarios: scs, Seeds: 2, Out: t.TempDir(), QuickDuration: 500 * time.Millisecond}
+	return SuiteSpec{Locks: []string{"queue", "mutex"}, Scenarios: scs, Seeds: 2, Out: t.TempDir()}
 }
 
 // cellIDs are the cells as key and seed, in order.
