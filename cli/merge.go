@@ -18,7 +18,6 @@ func mergeCommand(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "merge", "merge SHARD_DIR... [--out DIR] [--junit FILE]")
 	out := fs.String("out", harness.DefaultOut, "parent folder: the merged suite is written to OUT/suite-<time>-merged/ (its cells' run folders stay in the shards' folders)")
 	junit := fs.String("junit", "", "also write the merged suite as JUnit XML to this file, - for stdout (as suite's --junit)")
-	quiet := fs.Bool("quiet", false, "print only the folder line, not the table")
 	pos, err := fs.parseInterspersed(args)
 	if err != nil {
 		return err
@@ -38,18 +37,18 @@ func mergeCommand(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return badInput(err)
 	}
-	return runMerge(ctx, e, shards, *out, *junit, *quiet)
+	return runMerge(ctx, e, shards, *out, *junit)
 }
 
 // runMerge writes the merged suite and prints it. A shard missing or one
 // that stopped early exits 1: the merged suite is incomplete, as compare
 // would find it.
-func runMerge(_ context.Context, e *env, shards []harness.ShardFolder, out, junit string, quiet bool) error {
+func runMerge(_ context.Context, e *env, shards []harness.ShardFolder, out, junit string) error {
 	dir, m, err := harness.WriteMerged(out, shards)
 	if err != nil {
 		return err
 	}
-	if !quiet && len(m.Cells) > 0 {
+	if len(m.Cells) > 0 {
 		if err := report.SuiteTable(e.stdout, m.Cells); err != nil {
 			return fmt.Errorf("print the suite's table: %w", err)
 		}
