@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -59,7 +60,7 @@ func runMerge(_ context.Context, e *env, shards []harness.ShardFolder, out, juni
 		m.LongestWall.Round(time.Second), m.SumWall.Round(time.Second))
 	if junit != "" {
 		err := writeOutput(e, "junit", junit, func(w io.Writer) error {
-			return report.WriteJUnit(w, "merged", dir, m.Cells, m.Header.NotRun)
+			return report.WriteJUnit(w, filepath.Base(dir), dir, m.Cells, m.Header.NotRun)
 		})
 		if err != nil {
 			return err
