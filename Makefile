@@ -26,11 +26,10 @@ adapter-deps:
 # seed 1) on embedded 3-member etcd clusters, SUITE_PARALLEL cells at a
 # time (each on its own cluster; suite.json as a serial run's). Exit 1 if
 # any verdict differs from its scenario's expectation. Measured on the
-# 2-core machine (144 cells): serial 9m44s (load ~1); --parallel 2 6m19s
-# (load 10-16 from other work: 3 not as expected, 17 saturated), 5m9s (load
-# 3-15: 2 not as expected, 0 saturated), 5m1s (see docs/scale.md); the
-# departures were expected races that did not happen under load, as
-# serial runs under the same load show (docs/scale.md).
+# 2-core machine (144 cells): serial 9m44s; --parallel 2, while other
+# work kept the load average at 3-19, 6m19s, 5m9s and 5m54s (3, 2 and 2
+# not as expected, all expected races that did not happen, as serial runs
+# show under the same load; 17, 0 and 15 cells saturated). docs/scale.md.
 SUITE_PARALLEL ?= 2
 run: build
 	./$(BIN) suite --parallel $(SUITE_PARALLEL) --out $(OUT)
