@@ -252,3 +252,76 @@ func cellIDs(cells []report.Cell) []string {
 	}
 	return out
 }
+
+// TestParallelSuiteInterrupted: a suite of two workers cancelled as its
+// third cell starts (as SIGINT does) writes suite.json with every key
+// either in its cells or not run, and closes every worker's cluster.
+func TestParallelSuiteInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd clusters")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	spec := tinyMatrix(t)
+	spec.Parallel = 2
+	spec.Cluster.DataParent = t.TempDir()
+	spec.Progress = func(done, _ int, _ string) {
+		if done == 2 {
+			cancel()
+		}
+	}
+	res, err := Suite(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := res.Header
+	if !res.Written || !h.Interrupted || len(h.NotRun) == 0 {
+		t.Fatalf("written %v, interrupted %v, not run %v: want suite.json marking the suite interrupted", res.Written, h.Interrupted, h.NotRun)
+	}
+	ran := map[string]bool{}
+	for _, c := range res.Cells {
+		ran[c.Summary.Key()] = true
+	}
+	for _, k := range h.Matrix.Keys {
+		if ran[k] == slices.Contains(h.NotRun, k) {
+			t.Errorf("%s: in the cells %v, not run %v: want exactly one", k, ran[k], slices.Contains(h.NotRun, k))
+		}
+	}
+	left, err := os.ReadDir(spec.Cluster.DataParent)
+	if err != nil || len(left) > 0 {
+		t.Errorf("data parent holds %v (%v): want every cluster's data removed", left, err)
+	}
+}
+
+// TestShardHeader: a shard's suite.json records the whole matrix (the
+// same id for every shard, another for another matrix) and its own keys,
+// and an interrupted shard lists only its own keys as not run.
+func TestShardHeader(t *testing.T) {
+	bins := []suiteBin{{}}
+	var ids []string
+	var all []string
+	for i := 1; i <= 2; i++ {
+		s := metaSpec(t)
+		s.Shard = ShardSpec{i, 2}
+		h := s.header(bins)
+		if h.Shard == nil || h.Shard.Index != i || h.Shard.Count != 2 || len(h.Shard.Keys) != 2 {
+			t.Fatalf("shard %d: %+v, want 2 of the 4 keys", i, h.Shard)
+		}
+		ids = append(ids, h.Matrix.ID)
+		all = append(all, h.Shard.Keys...)
+		r := &SuiteResult{Header: h}
+		r.markInterrupted(s, bins, map[string]bool{h.Shard.Keys[0]: true, h.Shard.Keys[1]: true})
+		if !slices.Equal(r.Header.NotRun, h.Shard.Keys) {
+			t.Errorf("shard %d: not run %v, want its own keys %v", i, r.Header.NotRun, h.Shard.Keys)
+		}
+	}
+	slices.Sort(all)
+	if ids[0] != ids[1] || !slices.Equal(all, []string{"queue/contention", "queue/holder-crash", "txn/contention", "txn/holder-crash"}) {
+		t.Errorf("matrix ids %v, keys %v: want one id and every key once", ids, all)
+	}
+	other := metaSpec(t)
+	other.Seeds = 2
+	if other.header(bins).Matrix.ID == ids[0] {
+		t.Error("two seeds and one seed: the same matrix id")
+	}
+}
