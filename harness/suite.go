@@ -158,15 +158,6 @@ func (s SuiteSpec) keepAlivesFor(lock string) []locks.KeepAlive {
 	return s.keepAlives()
 }
 
-// runsPerBinary is how many runs the suite makes on each binary.
-func (s SuiteSpec) runsPerBinary() int {
-	n := 0
-	for _, l := range s.Locks {
-		n += len(s.keepAlivesFor(l))
-	}
-	return n * len(s.Scenarios) * s.Seeds * max(s.Reps, 1)
-}
-
 // keepAlives is KeepAlives, or the default policy alone.
 func (s SuiteSpec) keepAlives() []locks.KeepAlive {
 	if len(s.KeepAlives) == 0 {
