@@ -44,7 +44,7 @@ func suiteCommand(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "suite", "suite [--locks a,b] [--scenarios x,y] [--seeds N] [--etcd-bin self,PATH] [flags]")
 	o := suiteOptions{inject: injectDelayFlag{}}
 	fs.StringVar(&o.shard, "shard", "", "run only shard I of N of the matrix (I/N, e.g. 2/4): its cells balanced by expected time, the same on every machine; lockbench merge joins the shards' folders")
-	fs.IntVar(&o.workers, "parallel", 1, "run N cells at a time, each on its own embedded cluster (cells gathered back in matrix order)")
+	fs.IntVar(&o.workers, "parallel", 1, "run N cells at a time, each worker on its own cluster (with --endpoints, all on that one); cells gathered back in matrix order, the commit floor measured once, on the first")
 	fs.IntVar(&o.reps, "reps", 1, "run every seed of every cell N times: the samples compare tests (≥4 a side for timings to gate)")
 	fs.Var(o.inject, "inject-delay", injectUsage)
 	fs.StringVar(&o.locks, "locks", strings.Join(locks.Names(), ","), "comma-separated lock strategies")
