@@ -13,8 +13,8 @@ import (
 
 // mergeData is a literal shard folder under testdata/merge: a 2 × 2
 // matrix (queue, mutex × contention, holder-crash) split in two shards,
-// and copies of shard 2 from another build, another matrix and a split
-// into three.
+// and copies of shard 2 from another build, another matrix, a split into
+// three and one that claims a key of shard 1.
 func mergeData(name string) string { return filepath.Join("testdata", "merge", name) }
 
 // TestMergeJoinsShards: two shards merge into the unsharded suite's
@@ -64,6 +64,7 @@ func TestMergeRefuses(t *testing.T) {
 		{"matrix", []string{"shard1of2", "shard2of2-other-matrix"}, []string{"shard2of2-other-matrix", "different matrices"}},
 		{"count", []string{"shard1of2", "shard2of3"}, []string{"shard2of3", "different shard counts (2, 3)"}},
 		{"twice", []string{"shard1of2", "shard2of2", "shard1of2"}, []string{"both shard 1/2"}},
+		{"a key twice", []string{"shard1of2", "shard2of2-overlapping"}, []string{"shard1of2 and", "shard2of2-overlapping both ran mutex/contention"}},
 		{"not a shard", []string{"whole", "shard1of2"}, []string{"whole is not a shard"}},
 	}
 	for _, tt := range tests {

@@ -62,7 +62,30 @@ func LoadShards(paths []string) ([]ShardFolder, error) {
 			return nil, fmt.Errorf("%s and %s are both shard %d/%d: give each shard once", out[i-1].Dir, out[i].Dir, out[i].Suite.Shard.Index, out[i].Suite.Shard.Count)
 		}
 	}
+	if err := checkShardKeys(out); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// checkShardKeys refuses shards whose cells are not their own keys, or
+// that claim a key another shard claims: a merge would count it twice.
+func checkShardKeys(shards []ShardFolder) error {
+	owner := map[string]string{}
+	for _, f := range shards {
+		for _, k := range f.Suite.Shard.Keys {
+			if prev, ok := owner[k]; ok {
+				return fmt.Errorf("%s and %s both ran %s: merge shards of one assignment", prev, f.Dir, k)
+			}
+			owner[k] = f.Dir
+		}
+		for _, c := range f.Suite.Cells {
+			if owner[c.Key()] != f.Dir {
+				return fmt.Errorf("%s holds a cell of %s, which is not among its shard's keys", f.Dir, c.Key())
+			}
+		}
+	}
+	return nil
 }
 
 // MergedSuite is shards joined into one suite: suite.json's header and

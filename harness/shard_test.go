@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/scenarios"
 )
 
@@ -323,5 +325,20 @@ func TestShardHeader(t *testing.T) {
 	other.Seeds = 2
 	if other.header(bins).Matrix.ID == ids[0] {
 		t.Error("two seeds and one seed: the same matrix id")
+	}
+}
+
+// TestEmptyShard: a shard of a matrix with fewer keys than shards runs
+// nothing (no cluster) and still writes a suite.json that reads back.
+func TestEmptyShard(t *testing.T) {
+	spec := tinyMatrix(t)
+	spec.Shard = ShardSpec{5, 5}
+	res, err := Suite(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := report.ReadSuiteFile(filepath.Join(res.Dir, rundir.SuiteFile))
+	if err != nil || len(s.Cells) != 0 || s.Shard == nil || len(s.Shard.Keys) != 0 {
+		t.Fatalf("suite.json of an empty shard: %v, %+v", err, s.Shard)
 	}
 }

@@ -200,9 +200,10 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 		return nil, fmt.Errorf("create suite folder: %w", err)
 	}
 	r := &suiteRun{spec: spec, dir: dir, bins: bins, res: &SuiteResult{Dir: dir, Header: spec.header(bins)}, ids: map[string]bool{}}
-	if keys := spec.shardKeys(bins); keys != nil {
+	if spec.Shard.sharded() {
+		// A shard may be empty (more shards than keys): it runs nothing.
 		r.keys = map[string]bool{}
-		for _, k := range keys {
+		for _, k := range spec.shardKeys(bins) {
 			r.keys[k] = true
 		}
 	}
@@ -527,7 +528,8 @@ func judge(sum report.Summary, expect map[string]verdict.Verdict) report.Cell {
 
 func writeSuite(dir string, res *SuiteResult) error {
 	s := res.Header
-	s.Cells = nil
+	// [] when no cell ran (an empty shard): "cells": null is no suite.
+	s.Cells = []report.Summary{}
 	for _, c := range res.Cells {
 		sum := c.Summary
 		sum.SuiteFloor = s.Floor
