@@ -34,6 +34,8 @@ type suiteOptions struct {
 	set     map[string]bool
 	reps    int
 	inject  injectDelayFlag
+	shard   string
+	workers int
 }
 
 // suiteCommand is `lockbench suite`: the strategy × scenario × seed
@@ -41,6 +43,8 @@ type suiteOptions struct {
 func suiteCommand(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "suite", "suite [--locks a,b] [--scenarios x,y] [--seeds N] [--etcd-bin self,PATH] [flags]")
 	o := suiteOptions{inject: injectDelayFlag{}}
+	fs.StringVar(&o.shard, "shard", "", "run only shard I of N of the matrix (I/N, e.g. 2/4): its cells balanced by expected time, the same on every machine; lockbench merge joins the shards' folders")
+	fs.IntVar(&o.workers, "parallel", 1, "run N cells at a time, each worker on its own cluster (with --endpoints, all on that one); cells gathered back in matrix order, the commit floor measured once, on the first")
 	fs.IntVar(&o.reps, "reps", 1, "run every seed of every cell N times: the samples compare tests (≥4 a side for timings to gate)")
 	fs.Var(o.inject, "inject-delay", injectUsage)
 	fs.StringVar(&o.locks, "locks", strings.Join(locks.Names(), ","), "comma-separated lock strategies")
@@ -117,10 +121,19 @@ func (o *suiteOptions) spec(ctx context.Context) (harness.SuiteSpec, error) {
 	if o.firstSeed < 1 {
 		return harness.SuiteSpec{}, badInputf("--first-seed %d: must be ≥1", o.firstSeed)
 	}
+	if o.workers < 1 {
+		return harness.SuiteSpec{}, badInputf("--parallel %d: must be ≥1 (cells at a time)", o.workers)
+	}
+	var shard harness.ShardSpec
+	if o.set["shard"] {
+		if shard, err = harness.ParseShard(o.shard); err != nil {
+			return harness.SuiteSpec{}, badInputf("--shard %w", err)
+		}
+	}
 	spec := harness.SuiteSpec{
 		Locks: lockNames, Seeds: o.seeds, FirstSeed: o.firstSeed, KeepAlives: kas, RPCTimeout: rpcT, Out: o.out,
 		Cluster: cl, QuickDuration: o.quick,
-		Reps: o.reps, InjectDelay: o.inject, External: ext,
+		Reps: o.reps, InjectDelay: o.inject, External: ext, Shard: shard, Parallel: o.workers,
 	}
 	if o.quick == 0 {
 		spec.QuickDuration = -1
@@ -136,7 +149,7 @@ func (o *suiteOptions) spec(ctx context.Context) (harness.SuiteSpec, error) {
 		return spec, err
 	}
 	if err := spec.Validate(); err != nil {
-		return spec, badInput(flagError(err, map[string]string{"Seeds": "seeds", "FirstSeed": "first-seed", "Reps": "reps", "InjectDelay": "inject-delay"}))
+		return spec, badInput(flagError(err, map[string]string{"Seeds": "seeds", "FirstSeed": "first-seed", "Reps": "reps", "InjectDelay": "inject-delay", "Parallel": "parallel", "Shard": "shard"}))
 	}
 	if err := checkOutputs(o.out, o.benchOut); err != nil {
 		return spec, err

@@ -62,7 +62,7 @@ func TestOwnLeaseIsNeverJudgedByAPolicy(t *testing.T) {
 	if n := len(spec.keepAlivesFor("test-own-lease")); n != 1 {
 		t.Errorf("own-lease strategy runs under %d policies, want 1", n)
 	}
-	if n := spec.runsPerBinary(); n != (2+1)*2 {
+	if n := len((&suiteRun{spec: spec}).jobs(suiteBin{})); n != (2+1)*2 {
 		t.Errorf("runs per binary = %d, want (2 policies for queue + 1) × 2 seeds = 6", n)
 	}
 	keys := map[string]bool{}

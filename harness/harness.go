@@ -51,6 +51,9 @@ type RunSpec struct {
 	// such as shared connections picked because a connection per client
 	// would not fit the open-file limit: they change what is measured.
 	Notice func(msg string)
+	// runID, when set, names the run (default NewRunID): a suite running
+	// cells in parallel issues ids that no two of its runs share.
+	runID string
 }
 
 // Validate checks everything that can be checked before a cluster starts,
@@ -231,7 +234,7 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 // identify is the run's id and key prefix: the target's, else a new id
 // and PARENT<run-id>/ (PARENT /lockbench/ unless the target names one).
 func (t target) identify(spec RunSpec) (runID, prefix string) {
-	runID, prefix = t.runID, t.prefix
+	runID, prefix = cmp.Or(t.runID, spec.runID), t.prefix
 	if runID == "" {
 		runID = NewRunID(spec.Lock, spec.Scenario.Name, spec.Seed)
 	}

@@ -34,7 +34,7 @@ func TestSuiteMetaKeysByBinary(t *testing.T) {
 	for range 3 {
 		r.Cells = append(r.Cells, report.Cell{Summary: report.Summary{Run: rundir.Run{Lock: "queue", Etcd: "self", EtcdVersion: "3.7.3"}, Scenario: "contention"}})
 	}
-	r.markInterrupted(s, bins)
+	r.markInterrupted(s, bins, nil)
 	if slices.Contains(r.Header.NotRun, "queue/contention/etcd=3.7.3") || !slices.Contains(r.Header.NotRun, "queue/contention/etcd=3.4.23") {
 		t.Errorf("not run %v: want queue/contention done on 3.7.3 only", r.Header.NotRun)
 	}

@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockbench/lockbench/cluster"
@@ -72,6 +72,12 @@ type SuiteSpec struct {
 	// FloorDuration is how long the suite measures the commit floor on its
 	// cluster before the first cell (0: DefaultSuiteFloor; < 0: not at all).
 	FloorDuration time.Duration
+	// Shard, when set, runs only that part of the matrix (AssignShards);
+	// suite.json records it and the whole matrix, for lockbench merge.
+	Shard ShardSpec
+	// Parallel is how many cells run at a time (0: 1), each worker on its
+	// own cluster: cells are gathered back in matrix order.
+	Parallel int
 	// External, when set, is the cluster every cell runs on (RunExternal),
 	// each under its own prefix PARENT<run-id>/ (External.Parent); Cluster
 	// and EtcdBins are then unused, cells whose scenario needs member
@@ -117,6 +123,12 @@ func (s SuiteSpec) Validate() error {
 	if s.Reps < 0 {
 		return fieldErr("Reps", s.Reps, "must be ≥1")
 	}
+	if s.Parallel < 0 {
+		return fieldErr("Parallel", s.Parallel, "must be ≥1")
+	}
+	if sh := s.Shard; sh.sharded() && (sh.Index < 1 || sh.Index > sh.Count) {
+		return fieldErr("Shard", fmt.Sprintf("%d/%d", sh.Index, sh.Count), "must be I/N with 1 ≤ I ≤ N")
+	}
 	for l, d := range s.InjectDelay {
 		if !slices.Contains(s.Locks, l) {
 			return fieldErr("InjectDelay", l, "names a lock the suite does not run")
@@ -147,15 +159,6 @@ func (s SuiteSpec) keepAlivesFor(lock string) []locks.KeepAlive {
 	return s.keepAlives()
 }
 
-// runsPerBinary is how many runs the suite makes on each binary.
-func (s SuiteSpec) runsPerBinary() int {
-	n := 0
-	for _, l := range s.Locks {
-		n += len(s.keepAlivesFor(l))
-	}
-	return n * len(s.Scenarios) * s.Seeds * max(s.Reps, 1)
-}
-
 // keepAlives is KeepAlives, or the default policy alone.
 func (s SuiteSpec) keepAlives() []locks.KeepAlive {
 	if len(s.KeepAlives) == 0 {
@@ -164,10 +167,11 @@ func (s SuiteSpec) keepAlives() []locks.KeepAlive {
 	return s.KeepAlives
 }
 
-// Suite runs every cell on one cluster (restarted only when a cell leaves
-// it unhealthy), on each binary of EtcdBins in turn, writes a run folder
-// per cell and suite.json, and compares each cell's verdicts with its
-// scenario's expectations.
+// Suite runs every cell (of its shard, SuiteSpec.Shard) on one cluster
+// per worker (Parallel workers, each cluster restarted only when a cell
+// leaves it unhealthy), on each binary of EtcdBins in turn, writes a run
+// folder per cell and suite.json with the cells in matrix order, and
+// compares each cell's verdicts with its scenario's expectations.
 func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
@@ -186,41 +190,57 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 			return nil, err
 		}
 	}
-	dir, err := makeSuiteDir(spec.Out)
+	start := time.Now()
+	name := ""
+	if spec.Shard.sharded() {
+		// Named for the shard, so that a folder says which it holds.
+		name = fmt.Sprintf("-shard%dof%d", spec.Shard.Index, spec.Shard.Count)
+	}
+	dir, err := makeSuiteDir(spec.Out, start, name)
 	if err != nil {
 		return nil, err
 	}
-	r := &suiteRun{spec: spec, dir: dir, bins: bins,
-		res:   &SuiteResult{Dir: dir, Header: spec.header(bins)},
-		total: spec.runsPerBinary() * len(bins)}
-	defer func() {
-		if cerr := r.closeCluster(); cerr != nil && err == nil {
-			err = fmt.Errorf("close etcd cluster: %w", cerr)
-		}
-	}()
-	var runErr error
-	for _, b := range bins {
-		if runErr = r.runBinary(ctx, b); runErr != nil || ctx.Err() != nil {
-			break
-		}
-		// One cluster at a time: the next binary's members start on a
-		// machine the last one's have left.
-		if cerr := r.closeCluster(); cerr != nil {
-			r.res.Notes = append(r.res.Notes, fmt.Sprintf("close the etcd %s cluster: %v", b.label(), cerr))
+	r := &suiteRun{spec: spec, dir: dir, bins: bins, res: &SuiteResult{Dir: dir, Header: spec.header(bins)}, ids: map[string]bool{}}
+	if spec.Shard.sharded() {
+		// A shard may be empty (more shards than keys): it runs nothing.
+		r.keys = map[string]bool{}
+		for _, k := range spec.shardKeys(bins) {
+			r.keys[k] = true
 		}
 	}
-	return r.res, r.finish(ctx.Err() != nil, runErr)
+	for _, b := range bins {
+		r.total += len(r.jobs(b))
+	}
+	var runErr, closeErr error
+	for i, b := range bins {
+		runErr, closeErr = r.runBinary(ctx, b)
+		if runErr != nil || ctx.Err() != nil {
+			break
+		}
+		if closeErr != nil && i < len(bins)-1 {
+			r.res.Notes = append(r.res.Notes, fmt.Sprintf("close the etcd %s cluster: %v", b.label(), closeErr))
+			closeErr = nil
+		}
+	}
+	if sh := r.res.Header.Shard; sh != nil {
+		sh.WallS = time.Since(start).Seconds()
+	}
+	err = r.finish(ctx.Err() != nil, runErr)
+	if closeErr != nil && err == nil {
+		err = fmt.Errorf("close etcd cluster: %w", closeErr)
+	}
+	return r.res, err
 }
 
-// makeSuiteDir creates OUT/suite-<time>/ under a name no other suite has:
-// suites started in the same millisecond (several at once, e.g. shards of
-// one matrix) each get a folder of their own, "-2" and on after the time,
-// instead of writing their cells and suite.json into one.
-func makeSuiteDir(out string) (string, error) {
+// makeSuiteDir creates OUT/suite-<time><suffix>/ under a name no other
+// suite has: suites started in the same millisecond (several at once,
+// e.g. seeds split by hand) each get a folder of their own, "-2" and on
+// after it, instead of writing their cells and suite.json into one.
+func makeSuiteDir(out string, t time.Time, suffix string) (string, error) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return "", fmt.Errorf("create suite folder: %w", err)
 	}
-	id := "suite-" + time.Now().UTC().Format("20060102T150405.000Z")
+	id := "suite-" + t.UTC().Format("20060102T150405.000Z") + suffix
 	for n := 1; ; n++ {
 		dir := filepath.Join(out, id)
 		if n > 1 {
@@ -243,9 +263,9 @@ func makeSuiteDir(out string) (string, error) {
 // the folder says what it holds. It returns runErr (with a note when
 // suite.json could not be written either), else the write's error.
 func (r *suiteRun) finish(interrupted bool, runErr error) error {
-	r.sortCells()
+	slices.SortStableFunc(r.res.Cells, cellOrder(r.res.Header.Matrix))
 	if interrupted || runErr != nil {
-		r.res.markInterrupted(r.spec, r.bins)
+		r.res.markInterrupted(r.spec, r.bins, r.keys)
 		r.res.Header.Interrupted = interrupted
 	}
 	if runErr != nil {
@@ -303,95 +323,92 @@ func (s SuiteSpec) binaries(ctx context.Context) ([]suiteBin, error) {
 	return out, nil
 }
 
-// suiteRun is a suite under way: its cells so far and the cluster of the
-// binary being run.
+// suiteRun is a suite under way: its cells so far.
 type suiteRun struct {
-	spec  SuiteSpec
-	dir   string
-	bins  []suiteBin
-	res   *SuiteResult
-	c     cluster.Members
+	spec SuiteSpec
+	dir  string
+	bins []suiteBin
+	res  *SuiteResult
+	// keys are the cell keys of the suite's shard, nil for all.
+	keys  map[string]bool
 	total int
+	// mu guards started, ids and the floor's fields of res while workers
+	// run.
+	mu      sync.Mutex
+	started int
+	ids     map[string]bool
 }
 
-// closeCluster closes the current cluster, if any.
-func (r *suiteRun) closeCluster() error {
-	if r.c == nil {
-		return nil
-	}
-	err := r.c.Close()
-	r.c = nil
-	return err
+// suiteJob is one run of the suite: a cell's seed and repetition on a
+// binary.
+type suiteJob struct {
+	bin  suiteBin
+	sc   scenarios.Scenario
+	lock string
+	run  suiteCell
 }
 
-// runBinary runs every cell on binary b. It returns early, without error,
-// when ctx ends.
-func (r *suiteRun) runBinary(ctx context.Context, b suiteBin) error {
+// jobs are binary b's runs in the shard, in matrix order.
+func (r *suiteRun) jobs(b suiteBin) []suiteJob {
+	var out []suiteJob
 	for _, sc := range r.spec.Scenarios {
 		sc = r.spec.capped(sc)
 		for _, lock := range r.spec.Locks {
 			for run := range r.spec.cells(lock) {
-				if ctx.Err() != nil {
-					return nil
-				}
-				if err := r.runCell(ctx, b, sc, lock, run); err != nil || ctx.Err() != nil {
-					return err
+				key := report.Summary{Run: rundir.Run{Lock: lock, KeepAlive: string(locks.EffectiveKeepAlive(lock, run.keepAlive)), Etcd: b.etcd, EtcdVersion: b.version}, Scenario: sc.Name}.Key()
+				if r.keys == nil || r.keys[key] {
+					out = append(out, suiteJob{b, sc, lock, run})
 				}
 			}
 		}
 	}
-	return nil
+	return out
 }
 
-// runCell runs one cell on binary b's cluster, starting it when there is
-// none or the last cell left it unhealthy, and judges the cell.
-func (r *suiteRun) runCell(ctx context.Context, b suiteBin, sc scenarios.Scenario, lock string, run suiteCell) error {
-	spec, res := r.spec, r.res
-	name := fmt.Sprintf("%s × %s (keepalive %s) seed %d", lock, sc.Name, locks.EffectiveKeepAlive(lock, run.keepAlive), run.seed)
-	if max(spec.Reps, 1) > 1 {
-		name += fmt.Sprintf(" rep %d", run.rep)
+// name is the job as progress and notes say it.
+func (r *suiteRun) name(j suiteJob) string {
+	name := fmt.Sprintf("%s × %s (keepalive %s) seed %d", j.lock, j.sc.Name, locks.EffectiveKeepAlive(j.lock, j.run.keepAlive), j.run.seed)
+	if max(r.spec.Reps, 1) > 1 {
+		name += fmt.Sprintf(" rep %d", j.run.rep)
 	}
 	if len(r.bins) > 1 {
-		name += " on etcd " + b.label()
+		name += " on etcd " + j.bin.label()
 	}
-	if rerr := r.refused(b, sc); rerr != nil {
-		// A fault this cluster kind cannot do: skipped, said.
-		res.Notes = append(res.Notes, fmt.Sprintf("skipped %s: %v", name, rerr))
-		return nil
-	}
-	if spec.Progress != nil {
-		spec.Progress(len(res.Cells), r.total, name)
-	}
-	cellSpec := RunSpec{Lock: lock, Scenario: sc, Seed: run.seed, KeepAlive: run.keepAlive, RPCTimeout: spec.RPCTimeout, Cluster: b.opts, Out: r.dir,
-		InjectDelay: spec.InjectDelay[lock]}
-	out, err := r.run(ctx, b, cellSpec)
-	switch {
-	case err != nil:
-		return fmt.Errorf("%s: %w", name, err)
-	case out == nil:
-		return nil
-	}
-	cell := judge(out.Summary, ExpectationsFor(sc, lock, string(run.keepAlive)))
-	cell.AnyReasons = anyReasons(sc, lock, string(run.keepAlive), cell.ExpectedChecks)
-	cell.Dir, _ = filepath.Rel(r.dir, out.Dir)
-	if found, replace := checkLockService(ctx, r.c, lock); found != "" {
-		note := fmt.Sprintf("after %s: %s", name, found)
-		if replace {
-			note += "; the cluster was replaced"
-			if cerr := r.closeCluster(); cerr != nil {
-				note += fmt.Sprintf(" (close: %v)", cerr)
-			}
+	return name
+}
+
+// newRunID is a run id no other run of the suite has: two workers may
+// start two repetitions of one seed in the same millisecond.
+func (r *suiteRun) newRunID(j suiteJob) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for {
+		id := NewRunID(j.lock, j.sc.Name, j.run.seed)
+		if !r.ids[id] {
+			r.ids[id] = true
+			return id
 		}
-		res.Notes = append(res.Notes, note)
+		time.Sleep(time.Millisecond)
 	}
-	switch {
-	case cell.Saturated():
-		res.Saturated++
-	case !cell.Matches:
-		res.Mismatches++
+}
+
+// progress tells SuiteSpec.Progress that j starts.
+func (r *suiteRun) progress(j suiteJob) {
+	if r.spec.Progress == nil {
+		return
 	}
-	res.Cells = append(res.Cells, cell)
-	return nil
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.spec.Progress(r.started, r.total, r.name(j))
+	r.started++
+}
+
+// cellOutcome is what one job gave: its judged cell (nil when skipped or
+// cut short before it ran), notes, or the error that stops the suite.
+type cellOutcome struct {
+	cell  *report.Cell
+	notes []string
+	err   error
 }
 
 // refused says why the suite's cluster for binary b cannot run sc's
@@ -401,54 +418,6 @@ func (r *suiteRun) refused(b suiteBin, sc scenarios.Scenario) error {
 		return fmt.Errorf("scenario %s injects member faults (crash, partition), which an external cluster cannot take", sc.Name)
 	}
 	return refused(b.opts, sc)
-}
-
-// run runs one cell: on the external cluster, or on binary b's cluster,
-// started when there is none or the last cell left it unhealthy (the
-// first start measures the suite's commit floor). A nil result with a nil
-// error is a cluster start that ctx cut short.
-func (r *suiteRun) run(ctx context.Context, b suiteBin, spec RunSpec) (*Result, error) {
-	if r.spec.External != nil {
-		return RunExternal(ctx, *r.spec.External, spec)
-	}
-	if r.c == nil || !r.c.Healthy() {
-		r.closeCluster()
-		c, err := cluster.Open(ctx, b.opts)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, nil
-			}
-			return nil, fmt.Errorf("start etcd cluster (%s): %w", b.label(), err)
-		}
-		r.c = c
-		r.res.measureFloor(ctx, c, r.spec.FloorDuration)
-	}
-	return RunOn(ctx, r.c, spec)
-}
-
-// sortCells puts a version matrix's cells in the order one binary's would
-// run (scenario, strategy, keepalive policy, seed), each cell's binaries
-// side by side; a suite of one binary keeps its run order.
-func (r *suiteRun) sortCells() {
-	if len(r.bins) < 2 {
-		return
-	}
-	idx := func(names []string, n string) int { return slices.Index(names, n) }
-	scens := make([]string, len(r.spec.Scenarios))
-	for i, sc := range r.spec.Scenarios {
-		scens[i] = sc.Name
-	}
-	kas := make([]string, 0, len(r.spec.keepAlives()))
-	for _, ka := range r.spec.keepAlives() {
-		kas = append(kas, string(locks.KeepAliveOrDefault(ka)))
-	}
-	slices.SortStableFunc(r.res.Cells, func(a, b report.Cell) int {
-		x, y := a.Summary, b.Summary
-		return cmp.Or(cmp.Compare(idx(scens, x.Scenario), idx(scens, y.Scenario)),
-			cmp.Compare(idx(r.spec.Locks, x.Lock), idx(r.spec.Locks, y.Lock)),
-			cmp.Compare(idx(kas, x.KeepAlive), idx(kas, y.KeepAlive)),
-			cmp.Compare(x.Seed, y.Seed))
-	})
 }
 
 // suiteCell is one run of a strategy on a scenario.
@@ -584,7 +553,8 @@ func judge(sum report.Summary, expect map[string]verdict.Verdict) report.Cell {
 
 func writeSuite(dir string, res *SuiteResult) error {
 	s := res.Header
-	s.Cells = nil
+	// [] when no cell ran (an empty shard): "cells": null is no suite.
+	s.Cells = []report.Summary{}
 	for _, c := range res.Cells {
 		sum := c.Summary
 		sum.SuiteFloor = s.Floor

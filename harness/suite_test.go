@@ -73,7 +73,7 @@ func TestSuitesStartedTogetherGetTheirOwnFolders(t *testing.T) {
 	out := t.TempDir()
 	seen := map[string]bool{}
 	for range 50 {
-		dir, err := makeSuiteDir(out)
+		dir, err := makeSuiteDir(out, time.Now(), "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -50,6 +50,10 @@ func (s SuiteSpec) header(bins []suiteBin) report.Suite {
 		}
 		out.InjectDelay[l] = d.String()
 	}
+	out.Matrix = s.matrix(bins, out)
+	if s.Shard.sharded() {
+		out.Shard = &report.Shard{Index: s.Shard.Index, Count: s.Shard.Count, Keys: s.shardKeys(bins)}
+	}
 	return out
 }
 
@@ -96,11 +100,11 @@ func (s SuiteSpec) cellKeys(sc string, bins []suiteBin) []report.Summary {
 
 // markInterrupted records that the suite ended early and which cells
 // (by key: lock/scenario, with the keepalive policy and binary when not
-// the default) it never started: a comparison must say so rather than
+// the default) of its shard it never started: a comparison must say so rather than
 // compare what happened to run. A key with any run, even one cut short
 // (its summary interrupted), is in Cells and not here, so that each key
 // is in exactly one of the two lists.
-func (r *SuiteResult) markInterrupted(s SuiteSpec, bins []suiteBin) {
+func (r *SuiteResult) markInterrupted(s SuiteSpec, bins []suiteBin, shard map[string]bool) {
 	r.Header.Interrupted = true
 	r.Header.NotRun = nil
 	ran := map[string]bool{}
@@ -109,7 +113,7 @@ func (r *SuiteResult) markInterrupted(s SuiteSpec, bins []suiteBin) {
 	}
 	for _, sc := range s.Scenarios {
 		for _, key := range s.cellKeys(sc.Name, bins) {
-			if k := key.Key(); !ran[k] {
+			if k := key.Key(); !ran[k] && (shard == nil || shard[k]) {
 				r.Header.NotRun = append(r.Header.NotRun, k)
 			}
 		}

@@ -66,7 +66,7 @@ func TestSuiteMarkInterrupted(t *testing.T) {
 		r.Cells = append(r.Cells, sum("queue", "contention", false))
 	}
 	r.Cells = append(r.Cells, sum("txn", "contention", false), sum("txn", "contention", true))
-	r.markInterrupted(s, []suiteBin{{}})
+	r.markInterrupted(s, []suiteBin{{}}, nil)
 	// txn/contention ran (once whole, once cut short): it is in the cells,
 	// so not in not_run; each key is in exactly one list.
 	want := []string{"queue/holder-crash", "txn/holder-crash"}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
@@ -48,7 +49,11 @@ func RecheckSuite(dir string) (*RecheckedSuite, error) {
 	r.Header.Cells = nil
 	for _, saved := range s.Cells {
 		sum, sc := saved, scenarios.Scenario{}
-		rf, err := recheckCell(dir, saved.RunID)
+		folder, err := cellFolder(dir, s.Shards, saved)
+		var rf *Rechecked
+		if err == nil {
+			rf, err = recheckCell(folder, saved.RunID)
+		}
 		if err != nil {
 			r.Notes = append(r.Notes, fmt.Sprintf("%s: run folder not re-checked (%v): its recorded verdicts are shown", saved.RunID, err))
 		} else {
@@ -61,7 +66,7 @@ func RecheckSuite(dir string) (*RecheckedSuite, error) {
 		cell := judge(sum, s.Expected[sum.Key()])
 		cell.AnyReasons = anyReasons(sc, sum.Lock, sum.KeepAlive, cell.ExpectedChecks)
 		if rf != nil {
-			cell.Dir = saved.RunID
+			cell.Dir, _ = filepath.Rel(dir, filepath.Join(folder, saved.RunID))
 		}
 		switch {
 		case cell.Saturated():
@@ -83,6 +88,24 @@ func withReasons(sc scenarios.Scenario) scenarios.Scenario {
 		return b
 	}
 	return sc
+}
+
+// cellFolder is the folder that holds a cell's run folder: the suite's
+// own, or in a merged suite (lockbench merge) the folder of the shard that
+// ran the cell's key, which suite.json gives relative to dir.
+func cellFolder(dir string, shards []report.Shard, cell report.Summary) (string, error) {
+	if len(shards) == 0 {
+		return dir, nil
+	}
+	for _, sh := range shards {
+		if slices.Contains(sh.Keys, cell.Key()) {
+			if filepath.IsAbs(sh.Dir) {
+				return "", fmt.Errorf("shard %d/%d's folder %q is not relative to the merged suite", sh.Index, sh.Count, sh.Dir)
+			}
+			return filepath.Join(dir, sh.Dir), nil
+		}
+	}
+	return "", fmt.Errorf("no shard of the merged suite runs %s", cell.Key())
 }
 
 // recheckCell re-checks the run folder of a suite's cell, dir/runID: a

@@ -48,6 +48,49 @@ type Suite struct {
 	// InjectDelay is the test-only delay before every grant, by strategy
 	// (e.g. "queue": "2ms"): a suite with one is a deliberate regression.
 	InjectDelay map[string]string `json:"inject_delay,omitempty"`
+	// Matrix is the whole matrix the suite is part of (every shard of a
+	// sharded suite records the same one), so that lockbench merge joins
+	// only parts of one matrix, in its order.
+	Matrix *Matrix `json:"matrix,omitempty"`
+	// Shard is set in a shard's suite.json (suite --shard I/N): which part
+	// of Matrix it ran.
+	Shard *Shard `json:"shard,omitempty"`
+	// Shards is set in a merged suite.json (lockbench merge): the shards it
+	// joined, each with its folder; Error and NotRun then name a shard not
+	// given to the merge and its cells.
+	Shards []Shard `json:"shards,omitempty"`
+}
+
+// Matrix is a suite's matrix: its dimensions in run order and an id that
+// changes with anything that changes what its cells run.
+type Matrix struct {
+	// ID is a hash of the dimensions below with the scenario hashes, the
+	// expectations, the seeds and the options every cell runs with.
+	ID        string   `json:"id"`
+	Scenarios []string `json:"scenarios"`
+	Locks     []string `json:"locks"`
+	// KeepAlives are the policies (as keyed), Etcd the releases of a
+	// version matrix (none: one binary).
+	KeepAlives []string `json:"keepalives"`
+	Etcd       []string `json:"etcd,omitempty"`
+	Seeds      int      `json:"seeds"`
+	FirstSeed  int64    `json:"first_seed"`
+	// Keys are every cell key of the matrix, in run order.
+	Keys []string `json:"keys"`
+}
+
+// Shard is one part of a sharded suite.
+type Shard struct {
+	// Index is the shard, 1..Count.
+	Index int `json:"index"`
+	Count int `json:"count"`
+	// Keys are the matrix's cell keys this shard runs, in matrix order.
+	Keys []string `json:"keys"`
+	// WallS is how long the shard's suite took, in seconds.
+	WallS float64 `json:"wall_s,omitempty"`
+	// Dir, in a merged suite, is the shard's suite folder relative to the
+	// merged one: its cells' run folders are there.
+	Dir string `json:"dir,omitempty"`
 }
 
 // Host fingerprints a machine: two suites with equal Hosts ran on the

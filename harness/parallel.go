@@ -1,0 +1,200 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+
+	"github.com/lockbench/lockbench/cluster"
+)
+
+// runBinary runs binary b's cells, SuiteSpec.Parallel at a time, each
+// worker on its own cluster, and gathers them into the suite in matrix
+// order. The first worker measures the commit floor on its first cluster
+// while the others wait, so that no other cluster loads the machine then.
+// It stops handing out cells at the first error (runErr, the earliest
+// cell's) or when ctx ends, and returns once every worker has stopped and
+// closed its cluster (closeErr: what closing them failed with).
+func (r *suiteRun) runBinary(ctx context.Context, b suiteBin) (runErr, closeErr error) {
+	jobs := r.jobs(b)
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	outs := make([]cellOutcome, len(jobs))
+	workers := make([]*suiteWorker, min(max(r.spec.Parallel, 1), len(jobs)))
+	next, stop := make(chan int), make(chan struct{})
+	var stopOnce sync.Once
+	floor := newGate(r.res.Header.Floor != nil || r.spec.FloorDuration < 0 || r.spec.External != nil)
+	var wg sync.WaitGroup
+	for i := range workers {
+		w := &suiteWorker{r: r, measures: i == 0, floor: floor}
+		workers[i] = w
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if w.measures {
+				defer floor.open()
+			} else if !floor.wait(ctx) {
+				return
+			}
+			for j := range next {
+				outs[j] = w.runCell(ctx, jobs[j])
+				if outs[j].err != nil {
+					stopOnce.Do(func() { close(stop) })
+				}
+			}
+		}()
+	}
+feed:
+	for j := range jobs {
+		select {
+		case next <- j:
+		case <-stop:
+			break feed
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	var closeErrs []error
+	for _, w := range workers {
+		closeErrs = append(closeErrs, w.closeCluster())
+	}
+	for _, o := range outs {
+		r.res.Notes = append(r.res.Notes, o.notes...)
+		if runErr == nil {
+			runErr = o.err
+		}
+		if o.cell == nil {
+			continue
+		}
+		switch {
+		case o.cell.Saturated():
+			r.res.Saturated++
+		case !o.cell.Matches:
+			r.res.Mismatches++
+		}
+		r.res.Cells = append(r.res.Cells, *o.cell)
+	}
+	return runErr, errors.Join(closeErrs...)
+}
+
+// gate is closed once: the first worker's floor measured (or not to be).
+type gate struct {
+	ch   chan struct{}
+	once sync.Once
+}
+
+func newGate(open bool) *gate {
+	g := &gate{ch: make(chan struct{})}
+	if open {
+		g.open()
+	}
+	return g
+}
+
+func (g *gate) open() { g.once.Do(func() { close(g.ch) }) }
+
+// wait waits for the gate, false when ctx ended first.
+func (g *gate) wait(ctx context.Context) bool {
+	select {
+	case <-g.ch:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// suiteWorker runs cells one after the other on its own cluster.
+type suiteWorker struct {
+	r *suiteRun
+	c cluster.Members
+	// measures is set on the worker that measures the floor on its first
+	// cluster, then opens floor for the others.
+	measures bool
+	floor    *gate
+}
+
+// closeCluster closes the worker's cluster, if any.
+func (w *suiteWorker) closeCluster() error {
+	if w.c == nil {
+		return nil
+	}
+	err := w.c.Close()
+	w.c = nil
+	return err
+}
+
+// runCell runs one job on the worker's cluster and judges the cell.
+func (w *suiteWorker) runCell(ctx context.Context, j suiteJob) (out cellOutcome) {
+	r := w.r
+	if ctx.Err() != nil {
+		return out
+	}
+	name := r.name(j)
+	if rerr := r.refused(j.bin, j.sc); rerr != nil {
+		// A fault this cluster kind cannot do: skipped, said.
+		out.notes = append(out.notes, fmt.Sprintf("skipped %s: %v", name, rerr))
+		return out
+	}
+	r.progress(j)
+	cellSpec := RunSpec{Lock: j.lock, Scenario: j.sc, Seed: j.run.seed, KeepAlive: j.run.keepAlive, RPCTimeout: r.spec.RPCTimeout, Cluster: j.bin.opts, Out: r.dir,
+		InjectDelay: r.spec.InjectDelay[j.lock], runID: r.newRunID(j)}
+	res, err := w.run(ctx, j.bin, cellSpec)
+	switch {
+	case err != nil:
+		out.err = fmt.Errorf("%s: %w", name, err)
+		return out
+	case res == nil:
+		return out
+	}
+	ka := string(j.run.keepAlive)
+	cell := judge(res.Summary, ExpectationsFor(j.sc, j.lock, ka))
+	cell.AnyReasons = anyReasons(j.sc, j.lock, ka, cell.ExpectedChecks)
+	cell.Dir, _ = filepath.Rel(r.dir, res.Dir)
+	if found, replace := checkLockService(ctx, w.c, j.lock); found != "" {
+		note := fmt.Sprintf("after %s: %s", name, found)
+		if replace {
+			note += "; the cluster was replaced"
+			if cerr := w.closeCluster(); cerr != nil {
+				note += fmt.Sprintf(" (close: %v)", cerr)
+			}
+		}
+		out.notes = append(out.notes, note)
+	}
+	out.cell = &cell
+	return out
+}
+
+// run runs one cell: on the external cluster, or on the worker's cluster
+// of binary b, started when there is none or the last cell left it
+// unhealthy (the measuring worker's first start measures the suite's
+// commit floor). A nil result with a nil error is a cluster start that
+// ctx cut short.
+func (w *suiteWorker) run(ctx context.Context, b suiteBin, spec RunSpec) (*Result, error) {
+	r := w.r
+	if r.spec.External != nil {
+		return RunExternal(ctx, *r.spec.External, spec)
+	}
+	if w.c == nil || !w.c.Healthy() {
+		w.closeCluster()
+		c, err := cluster.Open(ctx, b.opts)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("start etcd cluster (%s): %w", b.label(), err)
+		}
+		w.c = c
+		if w.measures {
+			r.mu.Lock()
+			r.res.measureFloor(ctx, c, r.spec.FloorDuration)
+			r.mu.Unlock()
+			w.floor.open()
+		}
+	}
+	return RunOn(ctx, w.c, spec)
+}
