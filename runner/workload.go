@@ -81,19 +81,29 @@ func (c *client) hold(gen int, g *locks.Grant, d time.Duration) (lost bool) {
 // careful holder drops its work once told its lock is gone: otherwise a
 // holder cut off in its read would believe until the read's deadline, past
 // the moment its lease keeper told it (client-isolation, when the cut
-// comes as the holder is granted).
+// comes as the holder is granted). A frozen process is not told: its read
+// goes on, and ends when it wakes.
 func (c *client) readCounter(gen int, cli *clientv3.Client, lost <-chan struct{}) (v int64, ok bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
+	p0 := c.pauseCount()
 	go func() {
 		select {
 		case <-lost:
-			cancel()
+			// A frozen process is told nothing until it wakes, and then
+			// carries on with its read, unaware, as hold's does.
+			if c.checkpoint(ctx) && c.pauseCount() == p0 {
+				cancel()
+			}
 		case <-ctx.Done():
 		}
 	}()
 	c.emit(gen, history.Event{Type: history.Invoke, F: history.FRead})
 	resp, err := cli.Get(ctx, counterKey(c.r.cfg.Prefix))
+	// Nor does it record anything while frozen: its read ends when it
+	// wakes (lease-expiry's holder, paused as its read was in flight, had
+	// its lease-lost recorded during the pause, before the next grant).
+	c.checkpoint(context.Background())
 	if err != nil || len(resp.Kvs) == 0 {
 		c.emit(gen, history.Event{Type: history.Fail, F: history.FRead, Error: errString(err, "counter missing")})
 		return 0, false
