@@ -44,6 +44,17 @@ type Members interface {
 	// Pause freezes member i (SIGSTOP): a long GC pause; Resume thaws it.
 	Pause(i int) error
 	Resume(i int) error
+	// ShapePeers delays or drops member i's peer traffic at the peer
+	// relays (PeerShape; the zero shape ends it).
+	ShapePeers(i int, s PeerShape) error
+	// Replace removes member i from the cluster and adds a fresh member
+	// with empty data in its place, as an operator replaces a dead disk.
+	Replace(ctx context.Context, i int) error
+	// SnapshotThreshold is how far (in raft entries) a follower must
+	// fall behind the leader's applied index before the leader can only
+	// catch it up with a snapshot: the snapshot count plus the entries
+	// kept behind a snapshot.
+	SnapshotThreshold() uint64
 	// Tick and Election are the raft timings the members run with.
 	Tick() time.Duration
 	Election() time.Duration
