@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.etcd.io/etcd/server/v3/etcdserver"
+
 	"github.com/lockbench/lockbench/chaos"
 )
 
@@ -102,11 +104,24 @@ func Open(ctx context.Context, opts Options) (Members, error) {
 // Refuses returns an error when a cluster of opts cannot do fault, so
 // that a run is refused before anything starts; nil when it can.
 func Refuses(opts Options, fault chaos.Fault) error {
-	if opts.EtcdBin == "" && fault.Needs().MemberProcesses {
+	needs := fault.Needs()
+	switch {
+	case opts.EtcdBin == "" && needs.MemberProcesses:
 		return fmt.Errorf("fault %s: the %s cluster cannot freeze one member (its members share lockbench's process); run with --etcd-bin self or --etcd-bin PATH", fault.Name(), KindEmbedded)
+	case opts.EtcdBin == "" && needs.PeerRelays && !opts.PeerRelays:
+		return fmt.Errorf("fault %s: the %s cluster relays its members' peer traffic only when started with --peer-relays (off by default: the relay slows every commit); run with --peer-relays, or with --etcd-bin self|PATH", fault.Name(), KindEmbedded)
+	case opts.EtcdBin != "" && needs.SnapshotCount:
+		return fmt.Errorf("fault %s: the %s cluster does not set the members' snapshot count yet; run it on the %s cluster with --snapshot-count N", fault.Name(), KindProcess, KindEmbedded)
+	case needs.SnapshotCount && (opts.SnapshotCount == 0 || opts.SnapshotCount > MaxCatchUpSnapshotCount):
+		return fmt.Errorf("fault %s: the follower must fall 2 × the snapshot count behind, so the cluster needs --snapshot-count 1..%d (etcd's default is %d); run with e.g. --snapshot-count 100", fault.Name(), MaxCatchUpSnapshotCount, etcdserver.DefaultSnapshotCount)
 	}
 	return nil
 }
+
+// MaxCatchUpSnapshotCount is the highest snapshot count with which
+// snapshot-catchup is allowed: its follower must fall twice that far
+// behind, through writes the fault makes itself, within catchUpWait.
+const MaxCatchUpSnapshotCount = 1000
 
 // The embedded cluster is one kind of Members.
 var _ Members = (*Cluster)(nil)

@@ -20,11 +20,12 @@ import (
 // log has moved past it by more than the snapshot threshold (the leader
 // has then compacted the entries the follower lacks), then healed, so
 // that the leader can only send it a snapshot. Traffic moves the log; so
-// do writes of the fault's own, to one key outside every run's prefix,
-// so that the fault takes a bounded time whatever the workload.
+// do writes of the fault's own, to one key outside every run's
+// namespace (under the harness's clean prefix), so that the fault takes
+// a bounded time whatever the workload.
 
 // CatchUpKey is the key snapshot-catchup writes to move the leader's log.
-const CatchUpKey = "/lockbench-chaos/snapshot-catchup"
+const CatchUpKey = "/lockbench/chaos/snapshot-catchup"
 
 // catchUpWait bounds one catch-up: the writes, the heal, the snapshot.
 const catchUpWait = time.Minute
