@@ -192,7 +192,7 @@ func TestCatchUpBySnapshot(t *testing.T) {
 		t.Fatalf("after a cut of 20 writes: %v snapshots sent (%v)", sent, err)
 	}
 	got, err := CatchUpBySnapshot(ctx, c, i)
-	t.Logf("member %d: %d entries behind (threshold %d) after %d writes; snapshots sent to it %v; applied %d", i, got.Behind, got.Threshold, got.Writes, got.SnapshotsSent, got.Applied)
+	t.Logf("member %d: %d entries behind (threshold %d) after %d writes in %d tries; snapshots sent to it %v; applied %d", i, got.Behind, got.Threshold, got.Writes, got.Tries, got.SnapshotsSent, got.Applied)
 	if err != nil {
 		t.Fatal(err)
 	}
