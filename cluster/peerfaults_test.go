@@ -203,3 +203,57 @@ func TestCatchUpBySnapshot(t *testing.T) {
 		t.Error("caught the leader up by snapshot")
 	}
 }
+
+// TestProcessPeerFaults: on member processes (lockbench's own binary),
+// replacing a follower gives its peer URL a new ID in the member list
+// and the cluster takes writes; delaying the leader's peer traffic at the
+// relays raises the median commit latency by at least the delay, and
+// dropping half of it loses no acknowledged write.
+func TestProcessPeerFaults(t *testing.T) {
+	pc := startSelf(t, EtcdBinSelf)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	leader, err := waitLeader(ctx, pc.Tick(), pc.Leader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli := client(t, pc.Endpoints()[leader])
+	i := (leader + 1) % pc.Count()
+	old, err := memberID(ctx, cli, pc.members[i].advertiseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Replace(ctx, i); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := memberID(ctx, cli, pc.members[i].advertiseURL)
+	if err != nil || fresh == old {
+		t.Fatalf("member %d: ID %x, then %x (%v)", i, old, fresh, err)
+	}
+	const n = 20
+	base, _ := commitLatencies(ctx, cli, "/base", n)
+	const d = 30 * time.Millisecond
+	if err := pc.ShapePeers(leader, PeerShape{Delay: d, Jitter: d / 2}); err != nil {
+		t.Fatal(err)
+	}
+	delayed, _ := commitLatencies(ctx, cli, "/delayed", n)
+	if err := pc.ShapePeers(leader, PeerShape{Drop: 0.5}); err != nil {
+		t.Fatal(err)
+	}
+	dropped, acked := commitLatencies(ctx, cli, "/dropped", n/2)
+	if err := pc.ShapePeers(leader, PeerShape{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("member %d: ID %x replaced by %x; commit p50 through the leader: unshaped %s, delay %s±%s %s, drop 50%% %s (%d of %d acknowledged)",
+		i, old, fresh, median(base), d, d/2, median(delayed), median(dropped), acked, n/2)
+	if median(delayed) < median(base)+d {
+		t.Errorf("delay %s: commit p50 %s, not %s above the unshaped %s", d, median(delayed), d, median(base))
+	}
+	got, err := cli.Get(ctx, "/dropped/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int(got.Count) < acked {
+		t.Errorf("drop 50%%: %d writes acknowledged, %d there after", acked, got.Count)
+	}
+}
