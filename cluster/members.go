@@ -113,14 +113,15 @@ func Refuses(opts Options, fault chaos.Fault) error {
 	case opts.EtcdBin != "" && needs.SnapshotCount:
 		return fmt.Errorf("fault %s: the %s cluster does not set the members' snapshot count yet; run it on the %s cluster with --snapshot-count N", fault.Name(), KindProcess, KindEmbedded)
 	case needs.SnapshotCount && (opts.SnapshotCount == 0 || opts.SnapshotCount > MaxCatchUpSnapshotCount):
-		return fmt.Errorf("fault %s: the follower must fall 2 × the snapshot count behind, so the cluster needs --snapshot-count 1..%d (etcd's default is %d); run with e.g. --snapshot-count 100", fault.Name(), MaxCatchUpSnapshotCount, etcdserver.DefaultSnapshotCount)
+		return fmt.Errorf("fault %s: the follower must fall 3 × the snapshot count behind, through writes of the fault's own, so the cluster needs --snapshot-count 1..%d (etcd's default is %d); run with e.g. --snapshot-count 100", fault.Name(), MaxCatchUpSnapshotCount, etcdserver.DefaultSnapshotCount)
 	}
 	return nil
 }
 
 // MaxCatchUpSnapshotCount is the highest snapshot count with which
-// snapshot-catchup is allowed: its follower must fall twice that far
-// behind, through writes the fault makes itself, within catchUpWait.
+// snapshot-catchup is allowed: its follower must fall three times that
+// far behind (1.5 × count + catch-up entries), through writes the fault
+// makes itself, within catchUpWait.
 const MaxCatchUpSnapshotCount = 1000
 
 // The embedded cluster is one kind of Members.
