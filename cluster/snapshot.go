@@ -172,11 +172,13 @@ func fallBehind(ctx context.Context, c Members, lcli, fcli *clientv3.Client, lea
 		go func() {
 			defer wg.Done()
 			for wctx.Err() == nil {
-				if _, err := lcli.Put(wctx, CatchUpKey, "x"); err == nil {
-					mu.Lock()
-					writes++
-					mu.Unlock()
+				if _, err := lcli.Put(wctx, CatchUpKey, "x"); err != nil {
+					sleepCtx(wctx, 10*time.Millisecond) // no leader for a moment: do not spin
+					continue
 				}
+				mu.Lock()
+				writes++
+				mu.Unlock()
 			}
 		}()
 	}
