@@ -67,19 +67,30 @@ func TestReplaceMember(t *testing.T) {
 }
 
 // commitLatencies puts n keys under prefix one after another through
-// cli, and returns each put's latency and the count acknowledged.
+// cli, each again until it is acknowledged or putBound has passed (as a
+// client would: a put that failed under a fault still has to get in),
+// and returns the time each took, acknowledged or not, and the count
+// acknowledged. Counting only the acknowledged ones would leave out the
+// slowest: under drop-peers 7 of 20 puts were acknowledged within 3 s,
+// at a median of 6 ms.
 func commitLatencies(ctx context.Context, cli *clientv3.Client, prefix string, n int) ([]time.Duration, int) {
+	const putBound = 5 * time.Second
 	var out []time.Duration
+	acked := 0
 	for k := range n {
-		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		start := time.Now()
-		_, err := cli.Put(pctx, fmt.Sprintf("%s/%03d", prefix, k), "v")
-		cancel()
-		if err == nil {
-			out = append(out, time.Since(start))
+		for time.Since(start) < putBound {
+			pctx, cancel := context.WithTimeout(ctx, putBound-time.Since(start))
+			_, err := cli.Put(pctx, fmt.Sprintf("%s/%03d", prefix, k), "v")
+			cancel()
+			if err == nil {
+				acked++
+				break
+			}
 		}
+		out = append(out, time.Since(start))
 	}
-	return out, len(out)
+	return out, acked
 }
 
 func median(ds []time.Duration) time.Duration {
@@ -111,16 +122,16 @@ func TestShapePeers(t *testing.T) {
 	if err := c.ShapePeers(leader, PeerShape{Delay: d, Jitter: d / 2}); err != nil {
 		t.Fatal(err)
 	}
-	delayed, _ := commitLatencies(ctx, cli, "/delayed", n)
+	delayed, dacked := commitLatencies(ctx, cli, "/delayed", n)
 	if err := c.ShapePeers(leader, PeerShape{Drop: 0.5}); err != nil {
 		t.Fatal(err)
 	}
-	dropped, acked := commitLatencies(ctx, cli, "/dropped", n/2)
+	dropped, acked := commitLatencies(ctx, cli, "/dropped", n/4)
 	if err := c.ShapePeers(leader, PeerShape{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("commit latency p50 (max) of %d puts through the leader: unshaped %s (%s), delay %s±%s %s (%s), drop 50%% %s (%s), %d of %d acknowledged",
-		n, median(base), slices.Max(base), d, d/2, median(delayed), slices.Max(delayed), median(dropped), maxOf(dropped), acked, n/2)
+		n, median(base), slices.Max(base), d, d/2, median(delayed), slices.Max(delayed), median(dropped), maxOf(dropped), acked, n/4)
 	if median(delayed) < median(base)+d {
 		t.Errorf("delay %s: commit p50 %s, not %s above the unshaped %s", d, median(delayed), d, median(base))
 	}
@@ -130,7 +141,7 @@ func TestShapePeers(t *testing.T) {
 	if want := max(5*median(base), c.Tick()); median(dropped) < want {
 		t.Errorf("drop 50%%: commit p50 %s, want ≥ %s", median(dropped), want)
 	}
-	requireKept(ctx, t, cli, "/delayed/", len(delayed))
+	requireKept(ctx, t, cli, "/delayed/", dacked)
 	requireKept(ctx, t, cli, "/dropped/", acked)
 	if err := (&Cluster{}).ShapePeers(0, PeerShape{}); err == nil {
 		t.Error("a cluster without members shaped member 0")
@@ -231,20 +242,20 @@ func TestProcessPeerFaults(t *testing.T) {
 	if err := pc.ShapePeers(leader, PeerShape{Delay: d, Jitter: d / 2}); err != nil {
 		t.Fatal(err)
 	}
-	delayed, _ := commitLatencies(ctx, cli, "/delayed", n)
+	delayed, dacked := commitLatencies(ctx, cli, "/delayed", n)
 	if err := pc.ShapePeers(leader, PeerShape{Drop: 0.5}); err != nil {
 		t.Fatal(err)
 	}
-	dropped, acked := commitLatencies(ctx, cli, "/dropped", n/2)
+	dropped, acked := commitLatencies(ctx, cli, "/dropped", n/4)
 	if err := pc.ShapePeers(leader, PeerShape{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("member %d: ID %x replaced by %x; commit p50 through the leader: unshaped %s, delay %s±%s %s, drop 50%% %s (%d of %d acknowledged)",
-		i, old, fresh, median(base), d, d/2, median(delayed), median(dropped), acked, n/2)
+		i, old, fresh, median(base), d, d/2, median(delayed), median(dropped), acked, n/4)
 	if median(delayed) < median(base)+d {
 		t.Errorf("delay %s: commit p50 %s, not %s above the unshaped %s", d, median(delayed), d, median(base))
 	}
-	requireKept(ctx, t, cli, "/delayed/", len(delayed))
+	requireKept(ctx, t, cli, "/delayed/", dacked)
 	requireKept(ctx, t, cli, "/dropped/", acked)
 }
 
