@@ -63,6 +63,14 @@ type Needs struct {
 	// --etcd-bin), since freezing one member of the embedded cluster would
 	// freeze lockbench too.
 	MemberProcesses bool
+	// PeerRelays: the members' peer traffic must pass through relays
+	// lockbench runs, which delay or drop it (member processes always
+	// have them; the embedded cluster only when started with them).
+	PeerRelays bool
+	// SnapshotCount: the members must take snapshots at a low count
+	// (cluster.Options.SnapshotCount), so that a follower can fall past
+	// the leader's log within seconds.
+	SnapshotCount bool
 	// Arg names the step field that sets the fault's parameter (ArgDelay),
 	// "" when the fault takes none.
 	Arg string

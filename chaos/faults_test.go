@@ -88,6 +88,11 @@ func TestFaultActions(t *testing.T) {
 		{"defrag", 0, "Defragment 1", ""},
 		{"defrag-all", 0, "Defragment 0;Defragment 1", ""},
 		{"move-leader", 0, "MoveLeader 1", ""},
+		{"replace-member", 0, "ReplaceMember 1", ""},
+		{"delay-peers", 0, "ShapePeers 1 100ms 50ms 0", "ShapePeers 1 0s 0s 0"},
+		{"delay-peers", 40 * time.Millisecond, "ShapePeers 1 40ms 20ms 0", "ShapePeers 1 0s 0s 0"},
+		{"drop-peers", 0, "ShapePeers 1 0s 0s 0.5", "ShapePeers 1 0s 0s 0"},
+		{"snapshot-catchup", 0, "CatchUpBySnapshot 1", ""},
 	} {
 		t.Run(tc.fault, func(t *testing.T) {
 			f, err := Lookup(tc.fault)

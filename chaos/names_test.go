@@ -70,8 +70,8 @@ func TestFaultsDescribeThemselves(t *testing.T) {
 			t.Errorf("%s: a member fault must need members and cost an election: %+v %v", n, needs, cost)
 		case needs.ClientProxy && f.Targets() != ClientTarget:
 			t.Errorf("%s: needs a client proxy but targets %s", n, f.Targets())
-		case needs.MemberProcesses && !needs.Members:
-			t.Errorf("%s: needs member processes but not members", n)
+		case (needs.MemberProcesses || needs.PeerRelays || needs.SnapshotCount) && !needs.Members:
+			t.Errorf("%s: needs member processes, peer relays or a snapshot count but not members", n)
 		case needs.Arg != "" && needs.Arg != ArgDelay && needs.Arg != ArgEvery:
 			t.Errorf("%s: takes an unknown argument %q", n, needs.Arg)
 		}
@@ -82,7 +82,7 @@ func TestFaultsDescribeThemselves(t *testing.T) {
 	if CostOf("a-fault-of-another-tool") != CostUnknown {
 		t.Error("an unknown fault must cost CostUnknown, so the checker judges it by its target")
 	}
-	if got := Taking(ArgDelay); !slices.Equal(got, []string{"delay-answers", "delay-client"}) {
+	if got := Taking(ArgDelay); !slices.Equal(got, []string{"delay-answers", "delay-client", "delay-peers"}) {
 		t.Errorf("Taking(delay) = %v", got)
 	}
 	if got := Taking(ArgEvery); len(got) != 1 || got[0] != "compact-loop" {

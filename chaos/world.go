@@ -120,4 +120,5 @@ type World interface {
 	ClientNetwork
 	LockService
 	Store
+	Peers
 }

@@ -124,13 +124,15 @@ type clusterFlags struct {
 	verbose        bool
 	dataDir        string
 	etcdBin        string
+	peerRelays     bool
+	snapshotCount  uint64
 	// etcdList lets --etcd-bin be a comma-separated list (suite: a version
 	// matrix); other commands run one binary.
 	etcdList bool
 }
 
 // embeddedOnly are clusterFlags' names: with --endpoints they do not apply.
-var embeddedOnly = []string{"members", "tick", "election", "unsafe-no-fsync", "verbose", "data-dir", "etcd-bin"}
+var embeddedOnly = []string{"members", "tick", "election", "unsafe-no-fsync", "verbose", "data-dir", "etcd-bin", "peer-relays", "snapshot-count"}
 
 // register adds the embedded-cluster flags to fs.
 func (c *clusterFlags) register(fs *flagSet) {
@@ -140,6 +142,8 @@ func (c *clusterFlags) register(fs *flagSet) {
 	fs.BoolVar(&c.noFsync, "unsafe-no-fsync", false, "disable fsync in etcd (faster; a member crash may lose data)")
 	fs.BoolVar(&c.verbose, "verbose", false, "show etcd's own logs")
 	fs.StringVar(&c.etcdBin, "etcd-bin", "", "run the members as processes: 'self' (lockbench's own binary, etcd "+cluster.EmbeddedVersion+") or the path of an etcd binary (3.4 or later; its version is detected); suite takes a comma-separated list, each binary a dimension (default: embedded, inside lockbench; docs/processes.md)")
+	fs.BoolVar(&c.peerRelays, "peer-relays", false, "relay the embedded members' peer traffic through lockbench, so that delay-peers and drop-peers can act on it (slows every commit a little; member processes always have relays)")
+	fs.Uint64Var(&c.snapshotCount, "snapshot-count", 0, "etcd's --snapshot-count and --snapshot-catchup-entries for the embedded cluster (0: etcd's defaults); snapshot-catchup needs 1..1000")
 	fs.StringVar(&c.dataDir, "data-dir", "", "an existing folder to hold etcd's data folder, removed on exit (default $TMPDIR)")
 }
 
@@ -168,7 +172,11 @@ func (c *clusterFlags) options() (cluster.Options, error) {
 			return cluster.Options{}, err
 		}
 	}
-	return cluster.Options{Members: c.members, Tick: c.tick, Election: c.election, UnsafeNoFsync: c.noFsync, Verbose: c.verbose, EtcdBin: c.etcdBin}, nil
+	if c.snapshotCount > 0 && c.etcdBin != "" {
+		return cluster.Options{}, badInputf("--snapshot-count %d: applies to the embedded cluster only (not with --etcd-bin)", c.snapshotCount)
+	}
+	return cluster.Options{Members: c.members, Tick: c.tick, Election: c.election, UnsafeNoFsync: c.noFsync, Verbose: c.verbose, EtcdBin: c.etcdBin,
+		PeerRelays: c.peerRelays, SnapshotCount: c.snapshotCount}, nil
 }
 
 // withData puts the cluster's data folder inside a scratch folder of e

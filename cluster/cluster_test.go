@@ -15,12 +15,19 @@ import (
 
 func startCluster(t *testing.T) *Cluster {
 	t.Helper()
+	return startClusterWith(t, Options{UnsafeNoFsync: true})
+}
+
+// startClusterWith starts an embedded cluster of opts, closed (and its
+// data folder checked gone) when the test ends.
+func startClusterWith(t *testing.T, opts Options) *Cluster {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts an etcd cluster")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := Start(ctx, Options{UnsafeNoFsync: true})
+	c, err := Start(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

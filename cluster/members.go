@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.etcd.io/etcd/server/v3/etcdserver"
+
 	"github.com/lockbench/lockbench/chaos"
 )
 
@@ -44,6 +46,17 @@ type Members interface {
 	// Pause freezes member i (SIGSTOP): a long GC pause; Resume thaws it.
 	Pause(i int) error
 	Resume(i int) error
+	// ShapePeers delays or drops member i's peer traffic at the peer
+	// relays (PeerShape; the zero shape ends it).
+	ShapePeers(i int, s PeerShape) error
+	// Replace removes member i from the cluster and adds a fresh member
+	// with empty data in its place, as an operator replaces a dead disk.
+	Replace(ctx context.Context, i int) error
+	// SnapshotThreshold is how far (in raft entries) a follower must
+	// fall behind the leader's applied index before the leader can only
+	// catch it up with a snapshot: the snapshot count plus the entries
+	// kept behind a snapshot.
+	SnapshotThreshold() uint64
 	// Tick and Election are the raft timings the members run with.
 	Tick() time.Duration
 	Election() time.Duration
@@ -91,11 +104,25 @@ func Open(ctx context.Context, opts Options) (Members, error) {
 // Refuses returns an error when a cluster of opts cannot do fault, so
 // that a run is refused before anything starts; nil when it can.
 func Refuses(opts Options, fault chaos.Fault) error {
-	if opts.EtcdBin == "" && fault.Needs().MemberProcesses {
+	needs := fault.Needs()
+	switch {
+	case opts.EtcdBin == "" && needs.MemberProcesses:
 		return fmt.Errorf("fault %s: the %s cluster cannot freeze one member (its members share lockbench's process); run with --etcd-bin self or --etcd-bin PATH", fault.Name(), KindEmbedded)
+	case opts.EtcdBin == "" && needs.PeerRelays && !opts.PeerRelays:
+		return fmt.Errorf("fault %s: the %s cluster relays its members' peer traffic only when started with --peer-relays (off by default: the relay slows every commit); run with --peer-relays, or with --etcd-bin self|PATH", fault.Name(), KindEmbedded)
+	case opts.EtcdBin != "" && needs.SnapshotCount:
+		return fmt.Errorf("fault %s: the %s cluster does not set the members' snapshot count yet; run it on the %s cluster with --snapshot-count N", fault.Name(), KindProcess, KindEmbedded)
+	case needs.SnapshotCount && (opts.SnapshotCount == 0 || opts.SnapshotCount > MaxCatchUpSnapshotCount):
+		return fmt.Errorf("fault %s: the follower must fall 3 × the snapshot count behind, through writes of the fault's own, so the cluster needs --snapshot-count 1..%d (etcd's default is %d); run with e.g. --snapshot-count 100", fault.Name(), MaxCatchUpSnapshotCount, etcdserver.DefaultSnapshotCount)
 	}
 	return nil
 }
+
+// MaxCatchUpSnapshotCount is the highest snapshot count with which
+// snapshot-catchup is allowed: its follower must fall three times that
+// far behind (1.5 × count + catch-up entries), through writes the fault
+// makes itself, within catchUpWait.
+const MaxCatchUpSnapshotCount = 1000
 
 // The embedded cluster is one kind of Members.
 var _ Members = (*Cluster)(nil)

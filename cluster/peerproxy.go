@@ -50,6 +50,8 @@ type peerCuts struct {
 	cut   map[int]bool
 	ids   map[string]int // member id (hex, as in X-Server-From) → index
 	relay []*peerRelay
+	// shape is each member's peer traffic shaping (peershape.go).
+	shape map[int]PeerShape
 }
 
 // allowed says whether a connection into member to from dialler from (-1:
@@ -191,11 +193,11 @@ func (r *peerRelay) serve(rc *relayConn) {
 	}
 	done := make(chan struct{})
 	go func() {
-		io.Copy(rc.client, p)
+		r.cuts.relay1(rc.client, p, from, r.to)
 		rc.close()
 		close(done)
 	}()
-	io.Copy(p, rc.client)
+	r.cuts.relay1(p, rc.client, from, r.to)
 	rc.close()
 	<-done
 }

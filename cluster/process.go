@@ -102,6 +102,9 @@ func StartProcesses(ctx context.Context, opts Options) (*ProcessCluster, error) 
 	if opts.LeaseCheckpoint {
 		return nil, fmt.Errorf("lease checkpoint: not supported by the %s cluster yet (use the embedded cluster)", KindProcess)
 	}
+	if opts.SnapshotCount > 0 {
+		return nil, fmt.Errorf("snapshot count: not supported by the %s cluster yet (use the embedded cluster)", KindProcess)
+	}
 	bin, err := ResolveBinary(ctx, opts.EtcdBin)
 	if err != nil {
 		return nil, err

@@ -84,10 +84,30 @@ func TestRefuses(t *testing.T) {
 	if err := Refuses(Options{}, fault("pause-member")); err == nil || !strings.Contains(err.Error(), KindEmbedded) {
 		t.Errorf("embedded pause-member: %v", err)
 	}
+	for _, bad := range []struct {
+		o    Options
+		f    string
+		says string // what the message must name
+	}{
+		{Options{}, "delay-peers", "--peer-relays"},
+		{Options{}, "drop-peers", "--peer-relays"},
+		{Options{}, "snapshot-catchup", "--snapshot-count"},
+		{Options{SnapshotCount: MaxCatchUpSnapshotCount + 1}, "snapshot-catchup", "--snapshot-count 1..1000"},
+		{Options{EtcdBin: "self", SnapshotCount: 100}, "snapshot-catchup", KindProcess},
+	} {
+		if err := Refuses(bad.o, fault(bad.f)); err == nil || !strings.Contains(err.Error(), bad.says) {
+			t.Errorf("%+v %s: %v, want a refusal naming %q", bad.o, bad.f, err, bad.says)
+		}
+	}
 	for _, ok := range []struct {
 		o Options
 		f string
-	}{{Options{}, "partition-member"}, {Options{EtcdBin: "self"}, "partition-member"}, {Options{EtcdBin: "self"}, "pause-member"}, {Options{}, "crash-member"}, {Options{EtcdBin: "x"}, "crash-member"}} {
+	}{
+		{Options{}, "partition-member"}, {Options{EtcdBin: "self"}, "partition-member"}, {Options{EtcdBin: "self"}, "pause-member"},
+		{Options{}, "crash-member"}, {Options{EtcdBin: "x"}, "crash-member"},
+		{Options{PeerRelays: true}, "drop-peers"}, {Options{EtcdBin: "self"}, "delay-peers"}, {Options{}, "replace-member"},
+		{Options{SnapshotCount: 100}, "snapshot-catchup"},
+	} {
 		if err := Refuses(ok.o, fault(ok.f)); err != nil {
 			t.Errorf("%+v %s: %v", ok.o, ok.f, err)
 		}

@@ -157,3 +157,19 @@ func (r *runner) Defragment(ctx context.Context, i int) error {
 func (r *runner) MoveLeader(ctx context.Context, i int) error {
 	return cluster.MoveLeader(ctx, r.cfg.Cluster, i)
 }
+
+// chaos.Peers: the members' peer network and membership, on the cluster
+// lockbench started (package cluster).
+
+func (r *runner) ShapePeers(i int, delay, jitter time.Duration, drop float64) error {
+	return r.cfg.Cluster.ShapePeers(i, cluster.PeerShape{Delay: delay, Jitter: jitter, Drop: drop})
+}
+
+func (r *runner) ReplaceMember(ctx context.Context, i int) error {
+	return r.cfg.Cluster.Replace(ctx, i)
+}
+
+func (r *runner) CatchUpBySnapshot(ctx context.Context, i int) error {
+	_, err := cluster.CatchUpBySnapshot(ctx, r.cfg.Cluster, i)
+	return err
+}

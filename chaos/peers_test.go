@@ -1,0 +1,20 @@
+package chaos
+
+import (
+	"context"
+	"time"
+)
+
+// recordingWorld's Peers note each call, as its other parts do.
+
+func (w *recordingWorld) ShapePeers(i int, delay, jitter time.Duration, drop float64) error {
+	return w.note("ShapePeers %d %v %v %g", i, delay, jitter, drop)
+}
+
+func (w *recordingWorld) ReplaceMember(_ context.Context, i int) error {
+	return w.note("ReplaceMember %d", i)
+}
+
+func (w *recordingWorld) CatchUpBySnapshot(_ context.Context, i int) error {
+	return w.note("CatchUpBySnapshot %d", i)
+}
