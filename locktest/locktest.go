@@ -547,8 +547,12 @@ func (s *suite) cancel() {
 	a, _ := s.locker()
 	b, _ := s.locker()
 	ga := s.mustLock(a)
-	// B waits, then gives up.
-	ctx, cancel := context.WithTimeout(s.ctx, 300*time.Millisecond)
+	// B waits, then gives up: once it has written a key of its own (a
+	// queue's waiter), so that a lock that leaks it is seen to however
+	// slow the machine (mut-leak-on-cancel passed under load when B gave
+	// up after a fixed 300 ms, before its key was put).
+	ctx, cancel := context.WithCancel(s.ctx)
+	go s.cancelOnceWaiting(ctx, cancel)
 	g, err := b.Lock(ctx)
 	cancel()
 	switch {
@@ -571,6 +575,34 @@ func (s *suite) cancel() {
 	s.mustUnlock(a, ga)
 	gb := s.mustLock(b)
 	s.mustUnlock(b, gb)
+}
+
+// cancelOnceWaiting calls cancel once 300 ms have passed and a key other
+// than the holder's is under the lock's prefix (the waiter's), or after
+// 1.5 s (a lock whose waiters write none).
+func (s *suite) cancelOnceWaiting(ctx context.Context, cancel context.CancelFunc) {
+	defer cancel()
+	minWait, maxWait := time.After(300*time.Millisecond), time.After(1500*time.Millisecond)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	waited := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-maxWait:
+			return
+		case <-minWait:
+			waited = true
+		case <-tick.C:
+		}
+		if !waited {
+			continue
+		}
+		if resp, err := s.admin.Get(ctx, s.opts.Key(), clientv3.WithPrefix(), clientv3.WithCountOnly()); err == nil && resp.Count > 1 {
+			return
+		}
+	}
 }
 
 func (s *suite) lost() {
