@@ -9,7 +9,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # and installs them, then node-etcd3's npm package and bin/etcdctl).
 ADAPTER_DEPS := python3-etcd3 nodejs npm etcd-client etcd-server
 
-.PHONY: adapter-deps build run run-one test test-short verify mutants bench regress regress-baseline baseline repro-etcd-20716 repro-etcd-11456 repro-election-split-brain repro-etcd-21128 measure-etcd-20273 repro-etcd-18082 measure-etcd-19597 vet fmt clean
+.PHONY: adapter-deps build run run-one test test-short verify mutants bench regress regress-baseline baseline repro-etcd-20716 repro-etcd-11456 repro-election-split-brain repro-etcd-21128 repro-etcd-19597 measure-etcd-20273 repro-etcd-18082 measure-etcd-19597 vet fmt clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/lockbench
@@ -205,6 +205,22 @@ repro-etcd-18082: build
 		if [ "$$late" = 0 ] || [ -z "$$bug" ] || [ $$bug -le 5000 ] || [ $$rc != 0 ] || [ -z "$$ctl" ] || [ $$ctl -gt 5000 ]; then ok=0; fi; \
 	done; \
 	if [ $$ok = 1 ]; then echo "Successful reproduction of etcd #18082: etcd's Mutex.Lock, cancelled while cut off from every member, returned only when the network came back; queue returned within the bound on the same seeds"; \
+	else echo "Failed to reproduce"; exit 1; fi
+
+# etcd #19597 as a verdict: in examples/etcd-19597.yaml, etcd's Mutex keeps
+# a waiter whose lease was revoked waiting for its predecessor (the rest of
+# a 3 s hold, ~2.7 s), while queue, told by its keeper, stops within TTL/4.
+# "Successful reproduction" only when, on every seed, mutex waited over
+# 1.5 s after the loss and queue under 1 s (both figures present).
+repro-etcd-19597: build
+	@ok=1; waited() { sed -n 's/.*"waiting_after_lease_loss_ms_max": *\([0-9]*\).*/\1/p' "$$1/summary.json"; }; \
+	for s in $(REPRO_SEEDS); do \
+		dir=$$(./$(BIN) run --lock mutex --scenario examples/etcd-19597.yaml --seed $$s --out $(OUT) 2>&1 | sed -n 's/^run folder: //p'); bug=$$(waited "$$dir"); \
+		dir=$$(./$(BIN) run --lock queue --scenario examples/etcd-19597.yaml --seed $$s --out $(OUT) 2>&1 | sed -n 's/^run folder: //p'); ctl=$$(waited "$$dir"); \
+		echo "seed $$s: waiting after lease loss: mutex $${bug:-none} ms, queue $${ctl:-none} ms"; \
+		if [ -z "$$bug" ] || [ $$bug -le 1500 ] || [ -z "$$ctl" ] || [ $$ctl -ge 1000 ]; then ok=0; fi; \
+	done; \
+	if [ $$ok = 1 ]; then echo "Successful reproduction of etcd #19597: etcd's Mutex kept a waiter whose lease was gone waiting for its predecessor; queue stopped within its keeper's refresh on the same seeds"; \
 	else echo "Failed to reproduce"; exit 1; fi
 
 # etcd #19597: a waiter whose lease ended goes on waiting until its

@@ -199,7 +199,14 @@ func (pc *ProcessCluster) Restart(ctx context.Context, i int) error {
 	if m.alive() {
 		return fmt.Errorf("restart %s: %w", m.name, ErrRunning)
 	}
-	// The killed process's ports may take a moment to be free.
+	return pc.startExisting(ctx, m)
+}
+
+// startExisting starts m's process into the running cluster
+// (--initial-cluster-state=existing) and waits until it serves; a killed
+// process's ports may take a moment to be free, so it tries again while
+// they are busy.
+func (pc *ProcessCluster) startExisting(ctx context.Context, m *procMember) error {
 	return whilePortBusy(ctx, m.name, 100*time.Millisecond, func() error {
 		err := pc.spawn(m, "existing")
 		if err == nil {

@@ -138,17 +138,7 @@ func (pc *ProcessCluster) Replace(ctx context.Context, i int) error {
 		dir:     m.dir,
 		peerURL: m.advertiseURL,
 		start: func(ctx context.Context) error {
-			err := whilePortBusy(ctx, m.name, 100*time.Millisecond, func() error {
-				err := pc.spawn(m, "existing")
-				if err == nil {
-					if err = pc.waitReady(ctx, m); err == nil {
-						return nil
-					}
-				}
-				m.kill(5 * time.Second)
-				return err
-			})
-			if err != nil {
+			if err := pc.startExisting(ctx, m); err != nil {
 				return err
 			}
 			return pc.learnIDs(ctx)

@@ -214,14 +214,7 @@ func inOrder(order, keys []string) []string {
 }
 
 // Suite is the merged suite.json: the header with the cells.
-func (m *MergedSuite) Suite() report.Suite {
-	s := m.Header
-	s.Cells = make([]report.Summary, len(m.Cells))
-	for i, c := range m.Cells {
-		s.Cells[i] = c.Summary
-	}
-	return s
-}
+func (m *MergedSuite) Suite() report.Suite { return withCells(m.Header, m.Cells) }
 
 // WriteMerged creates the merged suite's folder, OUT/suite-<time>-merged,
 // and writes suite.json and report.html into it; a failed write leaves

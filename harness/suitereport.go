@@ -119,13 +119,15 @@ func recheckCell(dir, runID string) (*Rechecked, error) {
 
 // Suite is the re-checked suite as a suite.json: the recorded header with
 // today's cells.
-func (r *RecheckedSuite) Suite() report.Suite {
-	s := r.Header
-	s.Cells = make([]report.Summary, len(r.Cells))
-	for i, c := range r.Cells {
-		s.Cells[i] = c.Summary
+func (r *RecheckedSuite) Suite() report.Suite { return withCells(r.Header, r.Cells) }
+
+// withCells is suite.json: header with the cells' summaries.
+func withCells(header report.Suite, cells []report.Cell) report.Suite {
+	header.Cells = make([]report.Summary, len(cells))
+	for i, c := range cells {
+		header.Cells[i] = c.Summary
 	}
-	return s
+	return header
 }
 
 // WriteHTML writes the suite's matrix page to path.

@@ -101,15 +101,7 @@ func (s *suite) cutLocker() (locks.Locker, *relays) {
 		rs.rs = append(rs.rs, r)
 		eps = append(eps, r.ln.Addr().String())
 	}
-	cli := s.dialTo(eps, s.wire)
-	l, err := s.factory(s.ctx, cli, s.opts)
-	if err != nil {
-		s.t.Fatalf("new locker: %v", err)
-	}
-	s.mu.Lock()
-	s.lockers = append(s.lockers, l)
-	s.mu.Unlock()
-	return l, rs
+	return s.lockerOn(s.dialTo(eps, s.wire)), rs
 }
 
 // relays are one client's relays, one per member.

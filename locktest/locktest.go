@@ -254,6 +254,12 @@ func (s *suite) dialTo(endpoints []string, w *wireCheck) *clientv3.Client {
 func (s *suite) locker() (locks.Locker, *clientv3.Client) {
 	s.t.Helper()
 	cli := s.dial(s.wire)
+	return s.lockerOn(cli), cli
+}
+
+// lockerOn makes a Locker on cli, closed at the suite's end.
+func (s *suite) lockerOn(cli *clientv3.Client) locks.Locker {
+	s.t.Helper()
 	l, err := s.factory(s.ctx, cli, s.opts)
 	if err != nil {
 		s.t.Fatalf("new locker: %v", err)
@@ -261,7 +267,7 @@ func (s *suite) locker() (locks.Locker, *clientv3.Client) {
 	s.mu.Lock()
 	s.lockers = append(s.lockers, l)
 	s.mu.Unlock()
-	return l, cli
+	return l
 }
 
 // finish closes every Locker, then checks the namespace.
