@@ -279,7 +279,10 @@ func (p *prepared) exclusion(opts Options) Result {
 			}
 			holds++
 			possibleOverlaps += otherPossible
-			if otherCertain > 0 {
+			switch {
+			case otherCertain > 0 && len(res.Violations) >= opts.MaxViolations && len(revoked.revokes) == 0:
+				res.Count += otherCertain // nothing to list or excuse: linear however many overlap
+			case otherCertain > 0:
 				others = others[:0]
 				for _, y := range certain.idx {
 					if ivs[y].pi != iv.pi {
@@ -294,6 +297,10 @@ func (p *prepared) exclusion(opts Options) Result {
 					a := &ivs[y]
 					if revoked.excuses(a.Holder, iv.Holder) {
 						excused++
+						continue
+					}
+					if len(res.Violations) >= opts.MaxViolations {
+						res.Count++
 						continue
 					}
 					res.add(Violation{
