@@ -105,7 +105,7 @@ func median(ds []time.Duration) time.Duration {
 // TestShapePeers: delaying the leader's peer traffic by d raises the
 // median commit latency by at least d (an append and its answer both
 // cross a shaped relay, so each commit waits 2d at least, which no
-// unshaped cluster adds); dropping half of its chunks raises it too, and
+// unshaped cluster adds); dropping half of its chunks raises the mean, and
 // every acknowledged write is there once the shaping ends.
 func TestShapePeers(t *testing.T) {
 	c := startClusterWith(t, Options{UnsafeNoFsync: true, PeerRelays: true})
@@ -135,17 +135,30 @@ func TestShapePeers(t *testing.T) {
 	if median(delayed) < median(base)+d {
 		t.Errorf("delay %s: commit p50 %s, not %s above the unshaped %s", d, median(delayed), d, median(base))
 	}
-	// Half the chunks lost: a commit waits for raft to send its append
-	// again, after a heartbeat or a redial, so its median is many times
-	// the unshaped one (and at least a tick).
-	if want := max(5*median(base), c.Tick()); median(dropped) < want {
-		t.Errorf("drop 50%%: commit p50 %s, want ≥ %s", median(dropped), want)
+	// Half the chunks lost: a commit that loses one waits for raft to send
+	// its append again, after a heartbeat or a redial, so the mean is many
+	// times the unshaped one (and at least a tick). Not the median: of 10
+	// puts, most may lose no chunk (p50 3.9 ms beside a max of 791 ms,
+	// once, under make test).
+	if want := max(5*mean(base), c.Tick()); mean(dropped) < want {
+		t.Errorf("drop 50%%: commit mean %s, want ≥ %s", mean(dropped), want)
 	}
 	requireKept(ctx, t, cli, "/delayed/", dacked)
 	requireKept(ctx, t, cli, "/dropped/", acked)
 	if err := (&Cluster{}).ShapePeers(0, PeerShape{}); err == nil {
 		t.Error("a cluster without members shaped member 0")
 	}
+}
+
+func mean(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return sum / time.Duration(len(ds))
 }
 
 func maxOf(ds []time.Duration) time.Duration {

@@ -552,13 +552,16 @@ func (s *suite) cancel() {
 	t := s.t
 	a, _ := s.locker()
 	b, _ := s.locker()
+	start := time.Now()
 	ga := s.mustLock(a)
-	// B waits, then gives up: once it has written a key of its own (a
-	// queue's waiter), so that a lock that leaks it is seen to however
-	// slow the machine (mut-leak-on-cancel passed under load when B gave
-	// up after a fixed 300 ms, before its key was put).
-	ctx, cancel := context.WithCancel(s.ctx)
-	go s.cancelOnceWaiting(ctx, cancel)
+	// B waits, then gives up, at a deadline (an adapter is told it, and
+	// gives up itself) scaled to how long A's uncontended Lock took: 10
+	// times that, from 300 ms to 3 s. B must have written its own key by
+	// then, so that a lock that leaks it is seen to however slow the
+	// machine (mut-leak-on-cancel passed under load when B gave up after
+	// a fixed 300 ms, before its key was put).
+	wait := min(max(300*time.Millisecond, 10*time.Since(start)), 3*time.Second)
+	ctx, cancel := context.WithTimeout(s.ctx, wait)
 	g, err := b.Lock(ctx)
 	cancel()
 	switch {
@@ -581,34 +584,6 @@ func (s *suite) cancel() {
 	s.mustUnlock(a, ga)
 	gb := s.mustLock(b)
 	s.mustUnlock(b, gb)
-}
-
-// cancelOnceWaiting calls cancel once 300 ms have passed and a key other
-// than the holder's is under the lock's prefix (the waiter's), or after
-// 1.5 s (a lock whose waiters write none).
-func (s *suite) cancelOnceWaiting(ctx context.Context, cancel context.CancelFunc) {
-	defer cancel()
-	minWait, maxWait := time.After(300*time.Millisecond), time.After(1500*time.Millisecond)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	waited := false
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-maxWait:
-			return
-		case <-minWait:
-			waited = true
-		case <-tick.C:
-		}
-		if !waited {
-			continue
-		}
-		if resp, err := s.admin.Get(ctx, s.opts.Key(), clientv3.WithPrefix(), clientv3.WithCountOnly()); err == nil && resp.Count > 1 {
-			return
-		}
-	}
 }
 
 func (s *suite) lost() {
