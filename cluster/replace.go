@@ -65,7 +65,7 @@ func replaceMember(ctx context.Context, c Members, i int, r replacement) error {
 	if err := r.stop(); err != nil {
 		return fmt.Errorf("replace member %d: stop it: %w", i, err)
 	}
-	if _, err := cli.MemberRemove(ctx, old); err != nil {
+	if err := whileUnhealthy(ctx, func() error { _, err := cli.MemberRemove(ctx, old); return err }); err != nil {
 		return fmt.Errorf("replace member %d: remove %x: %w", i, old, err)
 	}
 	if err := os.RemoveAll(r.dir); err != nil {
@@ -147,12 +147,19 @@ func (pc *ProcessCluster) Replace(ctx context.Context, i int) error {
 }
 
 // addMember adds a member with peerURL, again while etcd refuses it as
+// unhealthy (whileUnhealthy).
+func addMember(ctx context.Context, cli *clientv3.Client, peerURL string) error {
+	return whileUnhealthy(ctx, func() error { _, err := cli.MemberAdd(ctx, []string{peerURL}); return err })
+}
+
+// whileUnhealthy runs a membership change again while etcd refuses it as
 // unhealthy: its strict reconfiguration check wants the member it asks
 // connected to every voting peer for the last 5 s (HealthInterval), which
-// a cluster just started, or one just out of a fault, is not yet.
-func addMember(ctx context.Context, cli *clientv3.Client, peerURL string) error {
+// a cluster just started, or one just out of a fault, is not yet (a
+// remove 1 s after the start was refused so, under make test).
+func whileUnhealthy(ctx context.Context, change func() error) error {
 	for {
-		_, err := cli.MemberAdd(ctx, []string{peerURL})
+		err := change()
 		if err == nil || !errors.Is(err, rpctypes.ErrUnhealthy) {
 			return err
 		}
