@@ -60,6 +60,17 @@ func TestLocktestCatchesEveryMutant(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	for i := range Controls {
+		if len(failures[i]) > 0 {
+			// Fifteen suites at once on one cluster, beside the other
+			// packages' tests, can starve a 2 s lease (the control's "own
+			// key is gone (lease lost)" under make test): a flagged control
+			// runs again alone, and is flagged only if it fails there too.
+			t.Logf("control %s flagged under the catalogue's load, run again alone: %v", names[i], first(failures[i]))
+			st, _ := locks.Lookup(names[i])
+			failures[i] = locktest.Check(st.New, env)
+		}
+	}
 	for i, name := range names {
 		control := i < len(Controls)
 		switch {
