@@ -194,6 +194,15 @@ func TestShardedSuiteMerges(t *testing.T) {
 	}
 }
 
+// parallelMatrix is tinyMatrix two cells at a time, the workers' data
+// under a folder of the test's, so that a test can see it removed.
+func parallelMatrix(t *testing.T) SuiteSpec {
+	spec := tinyMatrix(t)
+	spec.Parallel = 2
+	spec.Cluster.DataParent = t.TempDir()
+	return spec
+}
+
 // TestParallelSuiteInOrder: two cells at a time give the serial order,
 // and every worker's cluster is closed and its data removed.
 func TestParallelSuiteInOrder(t *testing.T) {
@@ -202,9 +211,7 @@ func TestParallelSuiteInOrder(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	spec := tinyMatrix(t)
-	spec.Parallel = 2
-	spec.Cluster.DataParent = t.TempDir()
+	spec := parallelMatrix(t)
 	res, err := Suite(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
@@ -264,9 +271,7 @@ func TestParallelSuiteInterrupted(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	spec := tinyMatrix(t)
-	spec.Parallel = 2
-	spec.Cluster.DataParent = t.TempDir()
+	spec := parallelMatrix(t)
 	spec.Progress = func(done, _ int, _ string) {
 		if done == 2 {
 			cancel()
