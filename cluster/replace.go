@@ -28,7 +28,7 @@ const replaceWait = 30 * time.Second
 // replacement, around the membership changes that are the same for both.
 type replacement struct {
 	// stop kills the member (its data is about to go).
-	stop func() error
+	stop func(ctx context.Context) error
 	// dir is the member's data folder, wiped between the two changes.
 	dir string
 	// peerURL is the URL the fresh member is added with: what its peers
@@ -40,8 +40,14 @@ type replacement struct {
 }
 
 // replaceMember replaces member i of c: stop, remove, wipe, add, start.
+// Once begun it runs to its end, bounded by replaceWait alone, even when
+// ctx ends first (a run's clock ran out): one cut halfway leaves the
+// cluster a member short, or with a member added that never starts, for
+// every fault and run after it. A fresh member whose first publish of
+// itself is lost publishes again only after etcd's request timeout, so a
+// replacement takes up to about 12 s.
 func replaceMember(ctx context.Context, c Members, i int, r replacement) error {
-	ctx, cancel := context.WithTimeout(ctx, replaceWait)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), replaceWait)
 	defer cancel()
 	via := -1
 	for j := 0; j < c.Count(); j++ {
@@ -62,7 +68,7 @@ func replaceMember(ctx context.Context, c Members, i int, r replacement) error {
 	if err != nil {
 		return fmt.Errorf("replace member %d: %w", i, err)
 	}
-	if err := r.stop(); err != nil {
+	if err := r.stop(ctx); err != nil {
 		return fmt.Errorf("replace member %d: stop it: %w", i, err)
 	}
 	if err := whileUnhealthy(ctx, func() error { _, err := cli.MemberRemove(ctx, old); return err }); err != nil {
@@ -105,7 +111,7 @@ func (c *Cluster) Replace(ctx context.Context, i int) error {
 		return err
 	}
 	return replaceMember(ctx, c, i, replacement{
-		stop: func() error {
+		stop: func(ctx context.Context) error {
 			if err := c.Crash(i); err != nil {
 				return err
 			}
@@ -134,7 +140,7 @@ func (pc *ProcessCluster) Replace(ctx context.Context, i int) error {
 		return err
 	}
 	return replaceMember(ctx, pc, i, replacement{
-		stop:    func() error { return m.kill(5 * time.Second) },
+		stop:    func(context.Context) error { return m.kill(5 * time.Second) },
 		dir:     m.dir,
 		peerURL: m.advertiseURL,
 		start: func(ctx context.Context) error {
