@@ -174,7 +174,10 @@ steps:
 		case fault < 0 || e.F != history.FAcquire:
 		case e.Type == history.OK:
 			grantsAfter++
-		case time.Duration(e.Time-fault) < 200*time.Millisecond && strings.Contains(e.Error, "canceled"):
+		// Cancelled by the fault, not by the run's end (2.1 s later): how
+		// soon is the cancel check's to judge, within its bound, and a
+		// -race build under load once took more than 200 ms.
+		case time.Duration(e.Time-fault) < time.Second && strings.Contains(e.Error, "canceled"):
 			cancelled++
 		}
 	}
@@ -183,7 +186,7 @@ steps:
 	}
 	// Client 0 holds from ~0 to 800 ms; the other five wait at 400 ms.
 	if cancelled != 5 {
-		t.Errorf("%d acquires cancelled right after the fault, want 5", cancelled)
+		t.Errorf("%d acquires cancelled within 1 s of the fault, want 5", cancelled)
 	}
 	if grantsAfter < 2 {
 		t.Errorf("%d grants after the fault, want ≥ 2", grantsAfter)
