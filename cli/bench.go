@@ -28,7 +28,10 @@ const benchSynopsis = "bench [--clients 2,8,64] [--locks a,b] [--duration D] [fl
 	"(throughput, handoff p50/p99, each as a ratio to the floor and to mutex),\n" +
 	"then the target cell against the ideal in alternating slices (paired\n" +
 	"rounds: the machine's drift falls on both, and the ideal targets are\n" +
-	"judged on their median), then the target cell in one run with recording\n" +
+	"judged on their median), each round with a slice of the target lock in\n" +
+	"a bare Lock/Unlock loop, which splits the gap to the ideal into the\n" +
+	"lock's share and the runner's (judged on 20 rounds or more), then the\n" +
+	"target cell in one run with recording\n" +
 	"switched on and off in alternating slices. Cells whose scenario has no\n" +
 	"member fault (all bench cells) dial the members directly, not through the\n" +
 	"front doors. After a cell of a strategy on etcd's lock service (rpc) it\n" +
@@ -85,7 +88,7 @@ func (o *benchOptions) register(fs *flagSet) {
 	fs.IntVar(&s.TargetClients, "target-clients", harness.DefaultTargetClients, "client count of that cell")
 	fs.IntVar(&s.RecordRuns, "record-runs", harness.DefaultRecordRuns, "recording on/off pairs of slices in one run of the target cell (0: skip)")
 	fs.DurationVar(&s.RecordDuration, "record-duration", harness.DefaultRecordDuration, "length of each recording on/off slice (0: --duration)")
-	fs.IntVar(&s.PairedRounds, "paired-rounds", harness.DefaultPairedRounds, "rounds of one ideal-handoff slice and one target-cell slice, alternating; the ideal targets are judged on their median (0: skip)")
+	fs.IntVar(&s.PairedRounds, "paired-rounds", harness.DefaultPairedRounds, "rounds of one ideal-handoff slice, one target-cell slice and one of the target lock in a bare Lock/Unlock loop, in alternating order; the targets are judged on their medians, the bare loop's on 20 rounds or more (0: skip)")
 	fs.DurationVar(&s.PairedSlice, "paired-slice", harness.DefaultPairedSlice, "length of each paired slice")
 	fs.Int64Var(&s.Seed, "seed", 1, "seed of every cell")
 	fs.StringVar(&o.out, "out", "", "the bench folder itself, unlike run's and suite's --out (a parent folder): bench.json and a run folder per cell go straight into it (default "+filepath.Join(harness.DefaultOut, "bench-<timestamp>")+")")

@@ -53,6 +53,13 @@ const (
 	TargetXIdeal           = 0.85 // throughput ≥ 0.85 × the ideal chain's rate
 	TargetHandoffXIdeal    = 1.25 // handoff p50 ≤ 1.25 × the ideal step p50
 	TargetRecordingCostPct = 3.0  // recording costs < 3 % of throughput
+	// The gap to the ideal, split by the paired rounds' bare loop: the
+	// lock's own Lock/Unlock loop ≥ 0.85 × the ideal, and the runner ≥
+	// 0.97 × that loop, each judged on a median over at least
+	// MinBareRounds rounds.
+	TargetBareXIdeal  = 0.85
+	TargetRunnerXBare = 0.97
+	MinBareRounds     = 20
 )
 
 // floorKeyName is the key the floor is measured on, under the benchmark's

@@ -149,6 +149,70 @@ func TestBenchFinish(t *testing.T) {
 	}
 }
 
+// TestBenchPairedBare: the bare loop's ratios per round (B = bare ÷
+// ideal, R = runner ÷ bare), their medians and standard errors, and the
+// two targets they are judged on: met, missed or not resolved with their
+// noise, and never resolved on fewer than MinBareRounds rounds.
+func TestBenchPairedBare(t *testing.T) {
+	rounds := func(n int, bare, runner float64) []report.PairedRun {
+		var out []report.PairedRun
+		for i := range n {
+			// ±2 % around the wanted ratios, alternating: a spread to
+			// estimate the noise from.
+			j, k := 1+0.02*float64(i%3-1), 1+0.02*float64(i%5-2)/2
+			out = append(out, report.PairedRun{Round: i, IdealRatePerS: 1000, IdealStepP50MS: 1,
+				BareRatePerS: 1000 * bare * j, RatePerS: 1000 * bare * j * runner * k, HandoffP50MS: 1.1})
+		}
+		return out
+	}
+	tests := []struct {
+		name         string
+		runs         []report.PairedRun
+		bare, runner string // met, missed, unresolved
+		few          bool
+	}{
+		{"both met", rounds(20, 0.9, 0.99), "met", "met", false},
+		{"the lock short", rounds(20, 0.7, 0.99), "missed", "met", false},
+		{"the runner short", rounds(20, 0.9, 0.9), "met", "missed", false},
+		{"on the line", rounds(20, 0.85, 0.97), "unresolved", "unresolved", false},
+		{"too few rounds", rounds(4, 0.9, 0.99), "unresolved", "unresolved", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := &report.Bench{Scenario: BenchScenario, TargetLock: "queue", TargetClients: 8,
+				Paired: &report.Paired{Lock: "queue", Clients: 8, IdealClients: 8, Rounds: len(tt.runs), SliceS: 1.5, Runs: tt.runs}}
+			finishBench(b)
+			if p := b.Paired; p.UsedBare != len(tt.runs) || p.Runs[0].B == 0 || p.Runs[0].R == 0 || p.BareXIdealSE == 0 || p.RunnerXBareSE == 0 {
+				t.Fatalf("paired %+v", p)
+			}
+			got := map[string]string{}
+			for _, tg := range b.Targets {
+				mark := "missed"
+				switch {
+				case tg.Unresolved:
+					mark = "unresolved"
+				case tg.Met:
+					mark = "met"
+				}
+				switch {
+				case strings.Contains(tg.Name, "bare Lock/Unlock loop ÷ ideal"):
+					got["bare"] = mark
+				case strings.Contains(tg.Name, "the runner's throughput ÷ the bare loop's"):
+					got["runner"] = mark
+				default:
+					continue
+				}
+				if few := strings.Contains(tg.Name, "fewer than the 20 rounds"); few != tt.few {
+					t.Errorf("%q: says fewer rounds %v, want %v", tg.Name, few, tt.few)
+				}
+			}
+			if got["bare"] != tt.bare || got["runner"] != tt.runner {
+				t.Errorf("bare target %s, runner target %s; want %s, %s (targets %+v)", got["bare"], got["runner"], tt.bare, tt.runner, b.Targets)
+			}
+		})
+	}
+}
+
 // TestBenchPaired: the paired rounds' ratios, their median and range, the
 // targets they replace, and how the table and the lines show them.
 func TestBenchPaired(t *testing.T) {
@@ -387,20 +451,24 @@ func TestRunBench(t *testing.T) {
 	}
 	for i, run := range p.Runs {
 		if run.Error != "" || run.RatePerS <= 0 || run.X <= 0 || run.H <= 0 || run.IdealRatePerS <= 0 || run.HandoffP50MS <= 0 ||
-			run.ElapsedS < 0.3 || run.Order != map[bool]string{true: "ideal first", false: "lock first"}[i == 0] {
+			run.BareRatePerS <= 0 || run.B <= 0 || run.R <= 0 ||
+			run.ElapsedS < 0.3 || run.Order != map[bool]string{true: "ideal, lock, bare", false: "bare, lock, ideal"}[i == 0] {
 			t.Errorf("paired round %d: %+v", i, run)
 		}
 	}
 	var pairedTargets int
 	for _, tg := range b.Targets {
-		if strings.Contains(tg.Name, "ideal") {
-			if !strings.Contains(tg.Name, "(median of 2 paired rounds)") {
-				t.Errorf("an ideal target not on the paired rounds: %+v", tg)
-			}
+		if strings.Contains(tg.Name, "ideal") && !strings.Contains(tg.Name, "(median of 2 paired rounds)") {
+			t.Errorf("an ideal target not on the paired rounds: %+v", tg)
+		}
+		if strings.Contains(tg.Name, "paired rounds") {
 			pairedTargets++
 		}
+		if strings.Contains(tg.Name, "bare") && !tg.Unresolved {
+			t.Errorf("a bare-loop target resolved on 2 rounds: %+v", tg)
+		}
 	}
-	if pairedTargets != 2 {
+	if pairedTargets != 4 {
 		t.Errorf("%d paired targets: %+v", pairedTargets, b.Targets)
 	}
 	if !slices.ContainsFunc(progress, func(s string) bool { return strings.HasPrefix(s, "paired 2/2: queue × 2 clients") }) {

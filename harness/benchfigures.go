@@ -97,6 +97,7 @@ func benchTargets(b *report.Bench) []report.Target {
 		if p.HandoffXIdealMedian > 0 {
 			out = append(out, newTarget(name+": handoff p50 ÷ ideal step p50"+of, p.HandoffXIdealMedian, 2*p.HandoffXIdealSE, "<=", TargetHandoffXIdeal))
 		}
+		out = append(out, bareTargets(name, p)...)
 	}
 	if r := b.Recording; r != nil && r.OnPerS > 0 && r.OffPerS > 0 {
 		out = append(out, newTarget("recording cost, % of throughput", r.CostPct, 2*r.CostSEPct, "<=", TargetRecordingCostPct))
@@ -105,6 +106,30 @@ func benchTargets(b *report.Bench) []report.Target {
 		// is steady, and misses when the appends themselves grow slow.
 		if r.EstimatedCost > 0 {
 			out = append(out, newTarget("recording estimate (appends on the handoff chain), % of throughput", round3(100*r.EstimatedCost), 0, "<=", TargetRecordingCostPct))
+		}
+	}
+	return out
+}
+
+// bareTargets are the two targets the bare loop splits the gap to the
+// ideal into: the lock's (bare ÷ ideal ≥ TargetBareXIdeal) and the
+// runner's (runner ÷ bare ≥ TargetRunnerXBare), each on its median ± two
+// standard errors. Over fewer than MinBareRounds rounds neither is
+// resolved: the rounds' spread (±15 % drift on a shared machine) leaves a
+// median of a few rounds within the targets' margins by chance.
+func bareTargets(name string, p *report.Paired) []report.Target {
+	if p.UsedBare == 0 {
+		return nil
+	}
+	of := fmt.Sprintf(" (median of %d paired rounds)", p.UsedBare)
+	out := []report.Target{
+		newTarget(name+": bare Lock/Unlock loop ÷ ideal handoff rate"+of, p.BareXIdealMedian, 2*p.BareXIdealSE, ">=", TargetBareXIdeal),
+		newTarget(name+": the runner's throughput ÷ the bare loop's"+of, p.RunnerXBareMedian, 2*p.RunnerXBareSE, ">=", TargetRunnerXBare),
+	}
+	if p.UsedBare < MinBareRounds {
+		for i := range out {
+			out[i].Name += fmt.Sprintf(", fewer than the %d rounds it is judged on", MinBareRounds)
+			out[i].Met, out[i].Unresolved = true, true
 		}
 	}
 	return out
@@ -133,6 +158,26 @@ func finishPaired(p *report.Paired) {
 	p.XIdealMedian, p.XIdealMin, p.XIdealMax = spread(xs)
 	p.HandoffXIdealMedian, p.HandoffXIdealMin, p.HandoffXIdealMax = spread(hs)
 	p.XIdealSE, p.HandoffXIdealSE = round3(stats.MedianStandardError(xs)), round3(stats.MedianStandardError(hs))
+	finishBare(p)
+}
+
+// finishBare computes each round's bare-loop ratios, B and R, and their
+// medians, ranges and standard errors over the rounds that have both.
+func finishBare(p *report.Paired) {
+	var bs, rs []float64
+	for i := range p.Runs {
+		run := &p.Runs[i]
+		run.B, run.R = 0, 0
+		if run.Error != "" || run.BareRatePerS <= 0 || run.IdealRatePerS <= 0 || run.RatePerS <= 0 {
+			continue
+		}
+		run.B, run.R = round3(run.BareRatePerS/run.IdealRatePerS), round3(run.RatePerS/run.BareRatePerS)
+		bs, rs = append(bs, run.B), append(rs, run.R)
+	}
+	p.UsedBare = len(bs)
+	p.BareXIdealMedian, p.BareXIdealMin, p.BareXIdealMax = spread(bs)
+	p.RunnerXBareMedian, p.RunnerXBareMin, p.RunnerXBareMax = spread(rs)
+	p.BareXIdealSE, p.RunnerXBareSE = round3(stats.MedianStandardError(bs)), round3(stats.MedianStandardError(rs))
 }
 
 // medianOrZero is stats.Median with 0 for none: bench.json stores 0 for

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/lockbench/lockbench/check"
@@ -21,15 +22,18 @@ import (
 
 // Paired defaults; they double as the CLI's flag defaults.
 const (
-	DefaultPairedRounds = 8
+	DefaultPairedRounds = MinBareRounds
 	DefaultPairedSlice  = 1500 * time.Millisecond
 )
 
-// Orders of a paired round: ideal first in even rounds, lock first in odd
-// ones, so that a linear drift over two rounds cancels.
+// Orders of a paired round: in even rounds the ideal, the lock through
+// the runner, then the lock in a bare loop (benchbare.go); in odd rounds
+// the reverse. Each pair of slices the targets compare (ideal and lock,
+// lock and bare, ideal and bare) is then run in both orders, so that a
+// linear drift over two rounds cancels in each.
 const (
-	pairedIdealFirst = "ideal first"
-	pairedLockFirst  = "lock first"
+	pairedIdealFirst = "ideal, lock, bare"
+	pairedBareFirst  = "bare, lock, ideal"
 )
 
 // paired runs the paired measurement (spec.PairedRounds rounds). It runs
@@ -43,7 +47,7 @@ func (r *benchRun) paired() error {
 	}
 	p := &report.Paired{Lock: spec.TargetLock, Clients: spec.TargetClients, IdealClients: spec.idealClients(),
 		Rounds: spec.PairedRounds, SliceS: spec.PairedSlice.Seconds(),
-		Method: "rounds of one ideal-handoff slice and one slice of the lock (a run timed from its first grant + warm-up), ideal first in even rounds, lock first in odd; ratios per round, median over rounds"}
+		Method: "rounds of one ideal-handoff slice, one slice of the lock through the runner (a run timed from its first grant + warm-up) and one of the lock in a bare Lock/Unlock loop (timed the same way), in that order in even rounds and the reverse in odd; ratios per round, median over rounds"}
 	r.b.Paired = p
 	for i := range spec.PairedRounds {
 		if r.ctx.Err() != nil {
@@ -52,7 +56,7 @@ func (r *benchRun) paired() error {
 		if err := r.ensure(); err != nil {
 			return err
 		}
-		r.progress("paired %d/%d: %s × %d clients and the ideal handoff, %s each", i+1, spec.PairedRounds, spec.TargetLock, spec.TargetClients, spec.PairedSlice)
+		r.progress("paired %d/%d: %s × %d clients, its bare loop and the ideal handoff, %s each", i+1, spec.PairedRounds, spec.TargetLock, spec.TargetClients, spec.PairedSlice)
 		run := r.pairedRound(i)
 		if r.ctx.Err() != nil {
 			return nil // a round cut short is left out, as a cell is
@@ -65,12 +69,12 @@ func (r *benchRun) paired() error {
 	return nil
 }
 
-// pairedRound measures one round: the ideal and the lock, each for one
-// slice, in the round's order.
+// pairedRound measures one round: the ideal, the lock and the bare loop,
+// each for one slice, in the round's order.
 func (r *benchRun) pairedRound(i int) report.PairedRun {
 	run := report.PairedRun{Round: i, Order: pairedIdealFirst}
 	if i%2 == 1 {
-		run.Order = pairedLockFirst
+		run.Order = pairedBareFirst
 	}
 	prefix := fmt.Sprintf("%spaired/%d/", r.ns, i)
 	ideal := func() error {
@@ -87,11 +91,23 @@ func (r *benchRun) pairedRound(i int) report.PairedRun {
 		}
 		return nil
 	}
-	first, second := ideal, lock
-	if run.Order == pairedLockFirst {
-		first, second = lock, ideal
+	bare := func() error {
+		wc, err := bareWindow(r.ctx, r.c.DirectEndpoints(), prefix+"bare/", r.spec)
+		if err != nil {
+			return fmt.Errorf("bare slice: %w", err)
+		}
+		run.BareRatePerS = round1(wc.rate)
+		return nil
 	}
-	if err := errors.Join(first(), second()); err != nil {
+	legs := []func() error{ideal, lock, bare}
+	if run.Order == pairedBareFirst {
+		slices.Reverse(legs)
+	}
+	var errs []error
+	for _, leg := range legs {
+		errs = append(errs, leg())
+	}
+	if err := errors.Join(errs...); err != nil {
 		run.Error = err.Error()
 	}
 	return run

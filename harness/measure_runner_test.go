@@ -4,18 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"runtime"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/lockbench/lockbench/cluster"
-	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/stats"
 )
 
@@ -55,7 +50,7 @@ func TestMeasureRunnerTax(t *testing.T) {
 			return runnerWindow(ctx, c, spec, fmt.Sprintf("/measure-runner/runner/%d/", r))
 		}
 		bare := func() (windowCost, error) {
-			return bareWindow(c.DirectEndpoints(), fmt.Sprintf("/measure-runner/bare/%d/", r), spec)
+			return bareWindow(ctx, c.DirectEndpoints(), fmt.Sprintf("/measure-runner/bare/%d/", r), spec)
 		}
 		if r%2 == 1 {
 			run, bare = bare, run // rotate, then swap the figures back
@@ -88,29 +83,6 @@ func TestMeasureRunnerTax(t *testing.T) {
 		stats.Median(runnerCPU), stats.Median(runnerKB), stats.Median(bareCPU), stats.Median(bareKB))
 }
 
-// windowCost is one window's grants per second and what each grant cost
-// the whole process (members included): CPU µs and KB allocated.
-type windowCost struct{ rate, cpuUS, allocKB float64 }
-
-// meter reads the process's CPU time and bytes allocated so far.
-type meter struct {
-	cpu   time.Duration
-	alloc uint64
-}
-
-func readMeter() meter {
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return meter{processCPU(), m.TotalAlloc}
-}
-
-// cost turns the grants counted between m0 and now into a windowCost.
-func (m0 meter) cost(grants int64, elapsed time.Duration) windowCost {
-	m := readMeter()
-	g := float64(grants)
-	return windowCost{g / elapsed.Seconds(), float64((m.cpu-m0.cpu)/time.Microsecond) / g, float64(m.alloc-m0.alloc) / 1024 / g}
-}
-
 // runnerWindow runs the target cell as the paired rounds do and measures
 // one window of it.
 func runnerWindow(ctx context.Context, c cluster.Members, spec BenchSpec, prefix string) (windowCost, error) {
@@ -137,53 +109,4 @@ func runnerWindow(ctx context.Context, c cluster.Members, spec BenchSpec, prefix
 		return windowCost{}, fmt.Errorf("runner window: %d grants, %v", g, werr)
 	}
 	return wc, nil
-}
-
-// bareWindow runs the target lock in a bare Lock/Unlock loop per client,
-// each on its own connection, and times it as runnerWindow does: from its
-// first grant + recordWarmup, for spec.PairedSlice.
-func bareWindow(eps []string, prefix string, spec BenchSpec) (windowCost, error) {
-	st, err := locks.Lookup(spec.TargetLock)
-	if err != nil {
-		return windowCost{}, err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	var grants atomic.Int64
-	for range spec.TargetClients {
-		cli, err := clientv3.New(clientv3.Config{Endpoints: eps, Logger: zap.NewNop()})
-		if err != nil {
-			return windowCost{}, err
-		}
-		l, err := st.New(ctx, cli, locks.Options{Prefix: prefix})
-		if err != nil {
-			cli.Close()
-			return windowCost{}, err
-		}
-		wg.Go(func() {
-			defer cli.Close()
-			defer l.Close(context.Background())
-			for ctx.Err() == nil {
-				if g, err := l.Lock(ctx); err == nil {
-					grants.Add(1)
-					l.Unlock(context.Background(), g)
-				}
-			}
-		})
-	}
-	for deadline := time.Now().Add(10 * time.Second); grants.Load() == 0; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			return windowCost{}, fmt.Errorf("bare loop: no grant in 10s")
-		}
-	}
-	time.Sleep(recordWarmup)
-	g0, t0, m0 := grants.Load(), time.Now(), readMeter()
-	time.Sleep(spec.PairedSlice)
-	g, el := grants.Load()-g0, time.Since(t0)
-	if g == 0 {
-		return windowCost{}, fmt.Errorf("bare loop: no grant in the window")
-	}
-	return m0.cost(g, el), nil
 }

@@ -248,15 +248,30 @@ type Paired struct {
 	// XIdealSE and HandoffXIdealSE are the medians' standard errors
 	// (stats.MedianStandardError): the targets on the medians are judged
 	// with ± two of them, as recording's is (Target.Noise).
-	XIdealSE        float64     `json:"x_ideal_se,omitempty"`
-	HandoffXIdealSE float64     `json:"handoff_x_ideal_se,omitempty"`
-	Runs            []PairedRun `json:"runs"`
+	XIdealSE        float64 `json:"x_ideal_se,omitempty"`
+	HandoffXIdealSE float64 `json:"handoff_x_ideal_se,omitempty"`
+	// BareXIdeal* are over the rounds' B (the bare loop ÷ the ideal: the
+	// lock's own share of the gap), RunnerXBare* over their R (the lock
+	// through the runner ÷ the bare loop: the runner's share), each with
+	// its median's standard error; UsedBare counts the rounds with both.
+	UsedBare          int         `json:"used_bare,omitempty"`
+	BareXIdealMedian  float64     `json:"bare_x_ideal_median,omitempty"`
+	BareXIdealMin     float64     `json:"bare_x_ideal_min,omitempty"`
+	BareXIdealMax     float64     `json:"bare_x_ideal_max,omitempty"`
+	BareXIdealSE      float64     `json:"bare_x_ideal_se,omitempty"`
+	RunnerXBareMedian float64     `json:"runner_x_bare_median,omitempty"`
+	RunnerXBareMin    float64     `json:"runner_x_bare_min,omitempty"`
+	RunnerXBareMax    float64     `json:"runner_x_bare_max,omitempty"`
+	RunnerXBareSE     float64     `json:"runner_x_bare_se,omitempty"`
+	Runs              []PairedRun `json:"runs"`
 }
 
 // PairedRun is one round of the paired measurement.
 type PairedRun struct {
 	Round int `json:"round"`
-	// Order is "ideal first" or "lock first".
+	// Order is the order of the round's slices: "ideal, lock, bare" or
+	// "bare, lock, ideal" (bench.json files from before the bare loop say
+	// "ideal first" or "lock first").
 	Order          string  `json:"order"`
 	IdealRatePerS  float64 `json:"ideal_rate_per_s"`
 	IdealStepP50MS float64 `json:"ideal_step_p50_ms"`
@@ -267,9 +282,16 @@ type PairedRun struct {
 	Acquisitions int64   `json:"acquisitions"`
 	ElapsedS     float64 `json:"elapsed_s"`
 	HandoffP50MS float64 `json:"handoff_p50_ms"`
-	// X is RatePerS ÷ IdealRatePerS, H is HandoffP50MS ÷ IdealStepP50MS.
+	// BareRatePerS is the same lock's grants per second in a bare
+	// Lock/Unlock loop per client (no runner), over a window timed the
+	// same way.
+	BareRatePerS float64 `json:"bare_rate_per_s,omitempty"`
+	// X is RatePerS ÷ IdealRatePerS, H is HandoffP50MS ÷ IdealStepP50MS,
+	// B is BareRatePerS ÷ IdealRatePerS, R is RatePerS ÷ BareRatePerS.
 	X     float64 `json:"x"`
 	H     float64 `json:"h"`
+	B     float64 `json:"b,omitempty"`
+	R     float64 `json:"r,omitempty"`
 	Error string  `json:"error,omitempty"`
 }
 
@@ -555,9 +577,17 @@ func benchPairedLine(w io.Writer, p *Paired) {
 		}
 		xs = append(xs, x)
 	}
-	fmt.Fprintf(w, "paired with the ideal: %s × %d clients, %s of %.1fs slices (one of the ideal at %d clients and one of the lock a round, in alternating order): throughput ÷ ideal median %.3f (%.3f–%.3f), handoff p50 ÷ ideal step median %.3f (%.3f–%.3f); %d with figures; per round: %s\n",
-		p.Lock, p.Clients, countNoun(p.Rounds, "round"), p.SliceS, p.IdealClients, p.XIdealMedian, p.XIdealMin, p.XIdealMax,
+	slicesOf := "one of the lock"
+	if p.UsedBare > 0 {
+		slicesOf = "one of the lock and one of its bare loop"
+	}
+	fmt.Fprintf(w, "paired with the ideal: %s × %d clients, %s of %.1fs slices (one of the ideal at %d clients and %s a round, in alternating order): throughput ÷ ideal median %.3f (%.3f–%.3f), handoff p50 ÷ ideal step median %.3f (%.3f–%.3f); %d with figures; per round: %s\n",
+		p.Lock, p.Clients, countNoun(p.Rounds, "round"), p.SliceS, p.IdealClients, slicesOf, p.XIdealMedian, p.XIdealMin, p.XIdealMax,
 		p.HandoffXIdealMedian, p.HandoffXIdealMin, p.HandoffXIdealMax, p.Used, strings.Join(xs, ", "))
+	if p.UsedBare > 0 {
+		fmt.Fprintf(w, "paired, the gap split: bare Lock/Unlock loop ÷ ideal median %.3f ± %.3f (%.3f–%.3f), the lock through the runner ÷ its bare loop median %.3f ± %.3f (%.3f–%.3f); ± two standard errors, over %d rounds with both\n",
+			p.BareXIdealMedian, 2*p.BareXIdealSE, p.BareXIdealMin, p.BareXIdealMax, p.RunnerXBareMedian, 2*p.RunnerXBareSE, p.RunnerXBareMin, p.RunnerXBareMax, p.UsedBare)
+	}
 }
 
 // costSE is recording's cost's noise, as ± two standard errors.
