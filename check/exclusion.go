@@ -258,6 +258,7 @@ func (p *prepared) exclusion(opts Options) Result {
 	var gone grantedGone
 	revoked := p.revokeExcuses(opts)
 	excused := 0
+	unc, uncertain := p.clockUncertainty(), 0
 	for _, l := range p.lockOrder() {
 		ivs := all[l]
 		if len(ivs) == 0 {
@@ -280,7 +281,7 @@ func (p *prepared) exclusion(opts Options) Result {
 			holds++
 			possibleOverlaps += otherPossible
 			switch {
-			case otherCertain > 0 && len(res.Violations) >= opts.MaxViolations && len(revoked.revokes) == 0:
+			case otherCertain > 0 && len(res.Violations) >= opts.MaxViolations && len(revoked.revokes) == 0 && unc == nil:
 				res.Count += otherCertain // nothing to list or excuse: linear however many overlap
 			case otherCertain > 0:
 				others = others[:0]
@@ -297,6 +298,10 @@ func (p *prepared) exclusion(opts Options) Result {
 					a := &ivs[y]
 					if revoked.excuses(a.Holder, iv.Holder) {
 						excused++
+						continue
+					}
+					if unc.within(a, iv) {
+						uncertain++
 						continue
 					}
 					if len(res.Violations) >= opts.MaxViolations {
@@ -318,6 +323,9 @@ func (p *prepared) exclusion(opts Options) Result {
 		possible.clear()
 	}
 	res.finish()
+	if uncertain > 0 && res.Verdict == verdict.Pass {
+		res.Verdict = verdict.Unknown
+	}
 	var notes []string
 	if possibleOverlaps > 0 {
 		notes = append(notes, fmt.Sprintf("%s involve an acquire of unknown outcome (info) and are not counted", count(possibleOverlaps, "overlap", "overlaps")))
@@ -325,7 +333,13 @@ func (p *prepared) exclusion(opts Options) Result {
 	if excused > 0 {
 		notes = append(notes, fmt.Sprintf("%s began after an operator revoked the earlier holder's lease, which no lock can foresee, and ended within the overrun its keepalive policy allows: excused (the lease check judges the overrun)", count(excused, "overlap", "overlaps")))
 	}
+	if uncertain > 0 {
+		notes = append(notes, fmt.Sprintf("%s of processes of different workers are no longer than their clocks' uncertainty together: not counted, and no pass", count(uncertain, "overlap", "overlaps")))
+	}
 	res.Note = strings.Join(notes, "; ")
+	if unc != nil {
+		res.metric("clock_uncertain_overlaps", float64(uncertain))
+	}
 	res.metric("holds", float64(holds))
 	res.metric("possible_holds", float64(possibleHolds))
 	res.metric("overlaps", float64(res.Count))

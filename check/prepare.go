@@ -23,6 +23,7 @@ const (
 	opFault
 	opRPCs
 	opKeyDeleted
+	opClock
 )
 
 // Type codes: the `type` of an event.
@@ -60,6 +61,8 @@ func opOf(f string) uint8 {
 		return opRPCs
 	case history.FKeyDeleted:
 		return opKeyDeleted
+	case history.FClock:
+		return opClock
 	}
 	return opOther
 }

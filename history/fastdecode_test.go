@@ -38,7 +38,7 @@ func decodeEventLegacy(b []byte, e *Event) error {
 	case FAcquire, FRelease, FRead, FWrite, FCrash, FPause, FResume, FLeaseLost,
 		FWakeup, FFault, FRPCs, FKeyDeleted:
 	default:
-		return fmt.Errorf("f %q is not one of acquire, release, read, write, crash, pause, resume, lease-lost, wakeup, fault, rpcs, key-deleted", *w.F)
+		return fmt.Errorf("f %q is not one of acquire, release, read, write, crash, pause, resume, lease-lost, wakeup, fault, rpcs, key-deleted, clock", *w.F)
 	}
 	if *w.Time < 0 {
 		return fmt.Errorf("negative time %d", *w.Time)

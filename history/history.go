@@ -45,7 +45,25 @@ const (
 	// KeyDeletion. It lets the checker see what no client reported: a
 	// holder's key removed by someone else, or by its lease's expiry.
 	FKeyDeleted = "key-deleted"
+	// FClock is an extension a merge of several workers' histories writes
+	// (one run driven from several machines): process NemesisProcess,
+	// type ok, value = ClockValue, once per worker. Each worker's times
+	// were shifted onto the reference worker's clock by an offset known
+	// only within an uncertainty, so the exclusion check calls an overlap
+	// of two processes certain only when it is longer than their
+	// uncertainties together.
+	FClock = "clock"
 )
+
+// ClockValue is the value of an FClock event: the processes a worker
+// drove, the offset its times were shifted by (added to its own clock's
+// readings) and the uncertainty of that offset, in nanoseconds.
+type ClockValue struct {
+	Worker        string `json:"worker"`
+	Processes     []int  `json:"processes"`
+	OffsetNS      int64  `json:"offset_ns"`
+	UncertaintyNS int64  `json:"uncertainty_ns"`
+}
 
 // functions are every valid `f`, the contract's and the extensions the
 // recorder and the harness write, in the order messages list them. The
@@ -53,7 +71,7 @@ const (
 // event no check reads, and the history would pass having been checked
 // for nothing.
 var functions = []string{FAcquire, FRelease, FRead, FWrite, FCrash, FPause,
-	FResume, FLeaseLost, FWakeup, FFault, FRPCs, FKeyDeleted}
+	FResume, FLeaseLost, FWakeup, FFault, FRPCs, FKeyDeleted, FClock}
 
 // types are every valid `type`, in the order messages list them.
 var types = []Type{Invoke, OK, Fail, Info}

@@ -1,0 +1,65 @@
+package check
+
+import (
+	"encoding/json"
+
+	"github.com/lockbench/lockbench/history"
+)
+
+// A history merged from several workers' (one run driven from several
+// machines) carries, in FClock events, each worker's processes and the
+// uncertainty of the offset its times were shifted by. Two processes of
+// different workers may then be misplaced against each other by up to
+// the sum of their uncertainties, so an exclusion overlap no longer than
+// that is not certain: it is counted apart and makes the verdict unknown,
+// never a fail. Within one worker (one clock) nothing changes.
+
+// clocks are the processes' clocks, by process index, from the history's
+// FClock events: which worker's clock each process's times are on, and
+// that clock's uncertainty in nanoseconds.
+type clocks struct {
+	worker      []int32 // index of the FClock event; -1: none
+	uncertainty []int64
+}
+
+// clockUncertainty reads the history's FClock events; nil when it has
+// none (the history is one clock's). A malformed value is ignored, as
+// every check ignores what it cannot read.
+func (p *prepared) clockUncertainty() *clocks {
+	var out *clocks
+	var index map[int]int32
+	for i := range p.ev {
+		if p.op(i) != opClock {
+			continue
+		}
+		var v history.ClockValue
+		if json.Unmarshal(p.ev[i].Value, &v) != nil || v.UncertaintyNS < 0 {
+			continue
+		}
+		if out == nil {
+			out = &clocks{worker: make([]int32, len(p.procs)), uncertainty: make([]int64, len(p.procs))}
+			index = make(map[int]int32, len(p.procs))
+			for pi, proc := range p.procs {
+				index[proc] = int32(pi)
+				out.worker[pi] = -1
+			}
+		}
+		for _, proc := range v.Processes {
+			if pi, ok := index[proc]; ok {
+				out.worker[pi], out.uncertainty[pi] = int32(i), v.UncertaintyNS
+			}
+		}
+	}
+	return out
+}
+
+// within reports whether a's and b's overlap (b starting inside a) is no
+// longer than their clocks' uncertainties together, a and b being on
+// different workers' clocks.
+func (c *clocks) within(a, b *ivRec) bool {
+	if c == nil || c.worker[a.pi] == c.worker[b.pi] {
+		return false
+	}
+	overlap := min(endKey(a), endKey(b)) - b.From
+	return overlap <= c.uncertainty[a.pi]+c.uncertainty[b.pi]
+}
