@@ -334,7 +334,7 @@ func (p *prepared) exclusion(opts Options) Result {
 		notes = append(notes, fmt.Sprintf("%s began after an operator revoked the earlier holder's lease, which no lock can foresee, and ended within the overrun its keepalive policy allows: excused (the lease check judges the overrun)", count(excused, "overlap", "overlaps")))
 	}
 	if uncertain > 0 {
-		notes = append(notes, fmt.Sprintf("%s of processes of different workers are no longer than their clocks' uncertainty together: not counted, and no pass", count(uncertain, "overlap", "overlaps")))
+		notes = append(notes, fmt.Sprintf("%s between processes of different workers no longer than their clocks' uncertainty together: not counted, and the verdict is unknown", count(uncertain, "overlap", "overlaps")))
 	}
 	res.Note = strings.Join(notes, "; ")
 	if unc != nil {
