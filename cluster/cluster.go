@@ -21,6 +21,8 @@ import (
 	"go.etcd.io/etcd/pkg/v3/featuregate"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+
+	"github.com/lockbench/lockbench/owned"
 )
 
 // Defaults: a short tick and election timeout so that faults resolve in a
@@ -199,8 +201,8 @@ func start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return nil, fmt.Errorf("create data folder: %w", err)
 	}
 	c = &Cluster{opts: opts, dir: dir}
-	register(dir)
-	if c.owner, err = claim(dir); err != nil {
+	owned.Register(dir)
+	if c.owner, err = owned.Claim(dir); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -645,7 +647,7 @@ func (c *Cluster) Close() error {
 	// goroutines may still hold files, but the process exits soon after
 	// and nothing may stay behind in $TMPDIR.
 	err := os.RemoveAll(c.dir)
-	unregister(c.dir)
+	owned.Unregister(c.dir)
 	c.dir = ""
 	if c.owner != nil {
 		c.owner.Close() // drops the flock

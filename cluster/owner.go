@@ -1,193 +1,38 @@
 package cluster
 
-import (
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"sync"
-)
+import "github.com/lockbench/lockbench/owned"
 
-// A data folder says who owns it, so that a later cluster can tell a folder
-// left by a killed process (SIGKILL, OOM, a power cut: Close never ran)
-// from one of a cluster that still runs, possibly in another process:
-//
-//   - PIDFile holds the owner's process id, written right after the folder
-//     is made;
-//   - the owner holds an flock on that file for as long as the cluster is
-//     open; the kernel drops it when the process dies, however it dies.
-//
-// A folder is stale when its owner's pid is not alive and its lock is not
-// held. The lock alone would do on one host; the pid covers a file system
-// without flock, and the lock a pid from another pid namespace (a container
-// sharing $TMPDIR), which looks dead from here.
+// A cluster's data folder is owned (package owned): it names and is
+// locked by the process that made it, so that a later cluster removes one
+// a killed process left, and never one still in use.
 
 // DataPrefix begins the name of every cluster's data folder.
 const DataPrefix = "lockbench-etcd-"
 
 // PIDFile is the file in a data folder that names (and is locked by) the
 // process that owns the folder.
-const PIDFile = "lockbench.pid"
+const PIDFile = owned.PIDFile
 
-// Stale is a data folder RemoveStale removed: the CLI prints it, since the
-// space it frees can be large (a long run's WAL and snapshots).
-type Stale struct {
-	Dir   string
-	PID   int
-	Bytes int64
-}
+// Stale is a data folder RemoveStale removed.
+type Stale = owned.Stale
 
-// String is what to tell the user: "removed stale etcd data folder X (pid
-// N, 367 MB)".
-func (s Stale) String() string {
-	return fmt.Sprintf("removed stale etcd data folder %s (pid %d, %s)", s.Dir, s.PID, humanBytes(s.Bytes))
-}
+// staleWhat names a cluster's data folder in Stale's message.
+const staleWhat = "etcd data folder"
 
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%d MB", n>>20)
-	case n >= 1<<10:
-		return fmt.Sprintf("%d kB", n>>10)
-	}
-	return fmt.Sprintf("%d B", n)
-}
-
-// claim writes PIDFile into dir and locks it; the returned file keeps the
-// lock until it is closed (by Close, or by the process's death).
-func claim(dir string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, PIDFile), os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("claim data folder: %w", err)
-	}
-	if err := lockFile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("claim data folder %s: lock: %w", dir, err)
-	}
-	if _, err := f.WriteString(strconv.Itoa(os.Getpid()) + "\n"); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("claim data folder %s: %w", dir, err)
-	}
-	return f, nil
-}
-
-// RemoveStale removes the data folders in parent (os.TempDir when empty)
-// whose owner is dead: pid not alive and lock not held. A folder without a
-// PIDFile is left alone: it may be one being created this instant, or one of
-// an older lockbench that wrote none. Start calls it; it is exported for a
-// caller that wants to clean up without starting a cluster.
+// RemoveStale removes the cluster data folders in parent (os.TempDir when
+// empty) whose owner is dead (see owned.RemoveStale). Start calls it; it
+// is exported for a caller that wants to clean up without starting a
+// cluster.
 func RemoveStale(parent string) ([]Stale, error) {
-	if parent == "" {
-		parent = os.TempDir()
-	}
-	entries, err := os.ReadDir(parent)
-	if err != nil {
-		return nil, fmt.Errorf("look for stale data folders in %s: %w", parent, err)
-	}
-	var removed []Stale
-	var errs []error
-	for _, e := range entries {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), DataPrefix) {
-			continue
-		}
-		dir := filepath.Join(parent, e.Name())
-		pid, stale := isStale(dir)
-		if !stale {
-			continue
-		}
-		size := dirBytes(dir)
-		if err := os.RemoveAll(dir); err != nil {
-			errs = append(errs, fmt.Errorf("remove stale data folder %s: %w", dir, err))
-			continue
-		}
-		removed = append(removed, Stale{Dir: dir, PID: pid, Bytes: size})
-	}
-	return removed, errors.Join(errs...)
+	return owned.RemoveStale(parent, DataPrefix, staleWhat)
 }
 
-// isStale reads dir's PIDFile and says whether its owner is dead.
-func isStale(dir string) (pid int, stale bool) {
-	path := filepath.Join(dir, PIDFile)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, false
-	}
-	pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 {
-		// Written but not yet filled in, or garbage: only the lock can say.
-		pid = 0
-	} else if pidAlive(pid) {
-		return pid, false
-	}
-	return pid, !lockHeld(path)
-}
-
-// dirBytes is the size of the files under dir, for the report.
-func dirBytes(dir string) int64 {
-	var n int64
-	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			if info, err := d.Info(); err == nil {
-				n += info.Size()
-			}
-		}
-		return nil
-	})
-	return n
-}
-
-// live are the data folders of this process's open clusters, for
-// RemoveAllDataNow.
-var live struct {
-	mu   sync.Mutex
-	dirs map[string]struct{}
-}
-
-func register(dir string) {
-	live.mu.Lock()
-	defer live.mu.Unlock()
-	if live.dirs == nil {
-		live.dirs = map[string]struct{}{}
-	}
-	live.dirs[dir] = struct{}{}
-}
-
-func unregister(dir string) {
-	live.mu.Lock()
-	defer live.mu.Unlock()
-	delete(live.dirs, dir)
-}
-
-// RemoveAllDataNow removes the data folder of every cluster of this process
-// that is still open, at once, without stopping its members: for a CLI's
-// second-signal handler, which exits right after and has no time for
-// Close (whose members may take up to CloseTimeout to stop). The process
-// must exit afterwards: the members still run on removed files. It returns
-// the folders removed.
-func RemoveAllDataNow() ([]string, error) {
-	live.mu.Lock()
-	dirs := make([]string, 0, len(live.dirs))
-	for d := range live.dirs {
-		dirs = append(dirs, d)
-	}
-	live.mu.Unlock()
-	var errs []error
-	var removed []string
-	for _, d := range dirs {
-		if err := os.RemoveAll(d); err != nil {
-			errs = append(errs, fmt.Errorf("remove data folder %s: %w", d, err))
-			continue
-		}
-		removed = append(removed, d)
-		unregister(d)
-	}
-	return removed, errors.Join(errs...)
-}
+// RemoveAllDataNow removes the data folder of every cluster of this
+// process that is still open, at once, without stopping its members (see
+// owned.RemoveAllNow): for a CLI's second-signal handler, which exits
+// right after and has no time for Close (whose members may take up to
+// CloseTimeout to stop). It returns the folders removed.
+func RemoveAllDataNow() ([]string, error) { return owned.RemoveAllNow() }
 
 // removeStale removes dead runs' data folders beside the new one and
 // tells OnStaleRemoved of each; best effort: a folder that cannot be

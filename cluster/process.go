@@ -15,6 +15,8 @@ import (
 	"go.etcd.io/etcd/api/v3/version"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/lockbench/lockbench/owned"
 )
 
 // EtcdBinSelf is the --etcd-bin value that runs lockbench's own binary as
@@ -133,13 +135,13 @@ func startProcesses(ctx context.Context, opts Options, bin Binary) (pc *ProcessC
 		return nil, fmt.Errorf("create data folder: %w", err)
 	}
 	pc = &ProcessCluster{opts: opts, bin: bin, dir: dir}
-	register(dir)
+	owned.Register(dir)
 	defer func() {
 		if err != nil {
 			pc.Close()
 		}
 	}()
-	if pc.owner, err = claim(dir); err != nil {
+	if pc.owner, err = owned.Claim(dir); err != nil {
 		return pc, err
 	}
 	ports, err := freePorts(2 * opts.Members)

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/lockbench/lockbench/owned"
 )
 
 // procMember is one member process: its command while it runs, nil once
@@ -69,16 +71,16 @@ func (pc *ProcessCluster) spawn(m *procMember, state string) error {
 	fmt.Fprintf(log, "lockbench: %s %s %s\n", time.Now().UTC().Format(time.RFC3339Nano), pc.bin.Path, strings.Join(append(append([]string{}, pc.bin.Prefix...), flags...), " "))
 	cmd := exec.Command(pc.bin.Path, append(append([]string{}, pc.bin.Prefix...), flags...)...)
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = memberProcAttr()
+	cmd.SysProcAttr = owned.ProcAttr()
 	if err := cmd.Start(); err != nil {
 		log.Close()
 		return fmt.Errorf("start member %s: %w", m.name, err)
 	}
-	trackProcess(cmd.Process.Pid)
+	owned.Track(cmd.Process.Pid)
 	done := make(chan struct{})
 	go func() {
 		cmd.Wait()
-		untrackProcess(cmd.Process.Pid)
+		owned.Untrack(cmd.Process.Pid)
 		log.Close()
 		close(done)
 	}()
@@ -160,8 +162,8 @@ func (m *procMember) kill(wait time.Duration) error {
 	if cmd == nil {
 		return ErrNotRunning
 	}
-	signalGroup(cmd.Process.Pid, syscall.SIGKILL)
-	signalGroup(cmd.Process.Pid, syscall.SIGCONT)
+	owned.SignalGroup(cmd.Process.Pid, syscall.SIGKILL)
+	owned.SignalGroup(cmd.Process.Pid, syscall.SIGCONT)
 	select {
 	case <-done:
 		return nil
@@ -241,7 +243,7 @@ func (pc *ProcessCluster) stopCont(i int, stop bool) error {
 	if stop {
 		sig = syscall.SIGSTOP
 	}
-	if err := signalGroup(m.cmd.Process.Pid, sig); err != nil {
+	if err := owned.SignalGroup(m.cmd.Process.Pid, sig); err != nil {
 		return fmt.Errorf("%s %s: %w", sig, m.name, err)
 	}
 	m.paused = stop
@@ -356,7 +358,7 @@ func (pc *ProcessCluster) Close() error {
 		if err := os.RemoveAll(pc.dir); err != nil {
 			errs = append(errs, fmt.Errorf("remove data folder: %w", err))
 		}
-		unregister(pc.dir)
+		owned.Unregister(pc.dir)
 		pc.dir = ""
 	}
 	if pc.owner != nil {

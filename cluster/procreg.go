@@ -2,10 +2,10 @@ package cluster
 
 import (
 	"os"
-	"sync"
-	"syscall"
 
 	"go.etcd.io/etcd/server/v3/etcdmain"
+
+	"github.com/lockbench/lockbench/owned"
 )
 
 // MemberCommand is the hidden first argument with which lockbench runs as
@@ -26,38 +26,8 @@ func RunMemberIfAsked() {
 	os.Exit(0)
 }
 
-// procs are the pids of member processes this process started and has
-// not reaped, for KillAllNow.
-var procs struct {
-	mu   sync.Mutex
-	pids map[int]struct{}
-}
-
-func trackProcess(pid int) {
-	procs.mu.Lock()
-	defer procs.mu.Unlock()
-	if procs.pids == nil {
-		procs.pids = map[int]struct{}{}
-	}
-	procs.pids[pid] = struct{}{}
-}
-
-func untrackProcess(pid int) {
-	procs.mu.Lock()
-	defer procs.mu.Unlock()
-	delete(procs.pids, pid)
-}
-
 // KillAllNow sends SIGKILL to every member process this process started
-// and has not reaped, without waiting: for a CLI's second-signal handler,
-// which exits right after (as RemoveAllDataNow is for data folders). It
-// returns how many it signalled.
-func KillAllNow() int {
-	procs.mu.Lock()
-	defer procs.mu.Unlock()
-	for pid := range procs.pids {
-		signalGroup(pid, syscall.SIGKILL)
-		signalGroup(pid, syscall.SIGCONT)
-	}
-	return len(procs.pids)
-}
+// and has not reaped, without waiting (see owned.KillAllNow): for a CLI's
+// second-signal handler, which exits right after. It returns how many it
+// signalled.
+func KillAllNow() int { return owned.KillAllNow() }

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package cluster
+package owned
 
 import "os"
 

@@ -1,11 +1,11 @@
 //go:build unix && !linux
 
-package cluster
+package owned
 
 import "syscall"
 
-// memberProcAttr puts a member in its own process group (so that a signal
+// ProcAttr puts a child in its own process group (so that a signal
 // reaches all of it and a terminal's Ctrl-C does not).
-func memberProcAttr() *syscall.SysProcAttr {
+func ProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
