@@ -9,7 +9,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # and installs them, then node-etcd3's npm package and bin/etcdctl).
 ADAPTER_DEPS := python3-etcd3 nodejs npm etcd-client etcd-server
 
-.PHONY: adapter-deps build run run-one test test-short verify mutants bench regress regress-baseline baseline repro-etcd-20716 repro-etcd-11456 repro-election-split-brain repro-etcd-21128 repro-etcd-19597 measure-etcd-20273 repro-etcd-18082 measure-etcd-19597 vet fmt clean
+.PHONY: adapter-deps redis-deps build run run-one test test-short verify mutants bench regress regress-baseline baseline repro-etcd-20716 repro-etcd-11456 repro-election-split-brain repro-etcd-21128 repro-etcd-19597 measure-etcd-20273 repro-etcd-18082 measure-etcd-19597 vet fmt clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/lockbench
@@ -21,6 +21,12 @@ build:
 # found or did.
 adapter-deps:
 	@GO=$(GO) sh adapters/install-deps.sh
+
+# Redis for package rediscluster's tests (Redis locks beside etcd's, issue
+# #31): the Debian packages, as root; no service is started by lockbench.
+redis-deps:
+	@command -v redis-server >/dev/null && command -v redis-sentinel >/dev/null && echo "redis-server and redis-sentinel: installed" || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-sentinel >/dev/null && echo "installed redis-server and redis-sentinel")
 
 # The main job: the default suite (every strategy × every built-in scenario,
 # seed 1) on embedded 3-member etcd clusters, SUITE_PARALLEL cells at a

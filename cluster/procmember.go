@@ -28,7 +28,7 @@ type procMember struct {
 	dir, logPath string
 	mu           sync.Mutex
 	cmd          *exec.Cmd
-	done         chan struct{} // closed once the process is reaped
+	done         <-chan struct{} // closed once the process is reaped
 	paused       bool
 	client       *clientv3.Client // status and probes; made on first use
 }
@@ -71,19 +71,11 @@ func (pc *ProcessCluster) spawn(m *procMember, state string) error {
 	fmt.Fprintf(log, "lockbench: %s %s %s\n", time.Now().UTC().Format(time.RFC3339Nano), pc.bin.Path, strings.Join(append(append([]string{}, pc.bin.Prefix...), flags...), " "))
 	cmd := exec.Command(pc.bin.Path, append(append([]string{}, pc.bin.Prefix...), flags...)...)
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = owned.ProcAttr()
-	if err := cmd.Start(); err != nil {
+	done, err := owned.Start(cmd, log)
+	if err != nil {
 		log.Close()
 		return fmt.Errorf("start member %s: %w", m.name, err)
 	}
-	owned.Track(cmd.Process.Pid)
-	done := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		owned.Untrack(cmd.Process.Pid)
-		log.Close()
-		close(done)
-	}()
 	m.mu.Lock()
 	m.cmd, m.done, m.paused = cmd, done, false
 	m.mu.Unlock()
@@ -162,14 +154,10 @@ func (m *procMember) kill(wait time.Duration) error {
 	if cmd == nil {
 		return ErrNotRunning
 	}
-	owned.SignalGroup(cmd.Process.Pid, syscall.SIGKILL)
-	owned.SignalGroup(cmd.Process.Pid, syscall.SIGCONT)
-	select {
-	case <-done:
-		return nil
-	case <-time.After(wait):
-		return fmt.Errorf("member %s (pid %d) not reaped %s after SIGKILL", m.name, cmd.Process.Pid, wait)
+	if err := owned.Kill(cmd, done, wait); err != nil {
+		return fmt.Errorf("member %s: %w", m.name, err)
 	}
+	return nil
 }
 
 func (pc *ProcessCluster) member(i int) (*procMember, error) {
