@@ -36,6 +36,8 @@ type suiteOptions struct {
 	inject  injectDelayFlag
 	shard   string
 	workers int
+	// extended adds the extended set to the default --scenarios.
+	extended bool
 }
 
 // suiteCommand is `lockbench suite`: the strategy × scenario × seed
@@ -48,7 +50,8 @@ func suiteCommand(ctx context.Context, e *env, args []string) error {
 	fs.IntVar(&o.reps, "reps", 1, "run every seed of every cell N times: the samples compare tests (≥4 a side for timings to gate)")
 	fs.Var(o.inject, "inject-delay", injectUsage)
 	fs.StringVar(&o.locks, "locks", strings.Join(locks.Names(), ","), "comma-separated lock strategies")
-	fs.StringVar(&o.scenarios, "scenarios", strings.Join(scenarios.Names(), ","), "comma-separated scenarios (built-in names or .yaml paths)")
+	fs.StringVar(&o.scenarios, "scenarios", strings.Join(scenarios.Names(), ","), "comma-separated scenarios (built-in names, of the default or the extended set, or .yaml paths)")
+	fs.BoolVar(&o.extended, "extended", false, "run the extended set too: the default scenarios, then "+strings.Join(scenarios.ExtendedNames(), ", ")+" (etcd's peer faults, 4–14 s a cell, each cell on a cluster with what its faults need); with --scenarios, those alone (extended ones are found by name either way)")
 	fs.IntVar(&o.seeds, "seeds", 1, "run every cell with N seeds, from --first-seed on")
 	fs.Int64Var(&o.firstSeed, "first-seed", 1, "the first of the --seeds seeds (e.g. --seeds 10 --first-seed 11: seeds 11..20)")
 	fs.StringVar(&o.out, "out", harness.DefaultOut, "parent folder: the suite is written to OUT/suite-<time>/ (as run's --out; bench's --out is the bench folder itself)")
@@ -105,6 +108,9 @@ func (o *suiteOptions) spec(ctx context.Context) (harness.SuiteSpec, error) {
 	lockNames, err := namesList("locks", o.locks)
 	if err != nil {
 		return harness.SuiteSpec{}, err
+	}
+	if o.extended && !o.set["scenarios"] {
+		o.scenarios += "," + strings.Join(scenarios.ExtendedNames(), ",")
 	}
 	scenNames, err := namesList("scenarios", o.scenarios)
 	if err != nil {

@@ -411,13 +411,37 @@ type cellOutcome struct {
 	err   error
 }
 
-// refused says why the suite's cluster for binary b cannot run sc's
-// faults, or nil: an external cluster takes no member fault.
+// refused says why the suite's cluster for binary b, with what sc's
+// faults need of it (ClusterFor), cannot run sc's faults, or nil: an
+// external cluster takes no member fault.
 func (r *suiteRun) refused(b suiteBin, sc scenarios.Scenario) error {
 	if r.spec.External != nil && sc.Needs().Members {
-		return fmt.Errorf("scenario %s injects member faults (crash, partition), which an external cluster cannot take", sc.Name)
+		return fmt.Errorf("scenario %s injects member faults (crash, partition, the peer faults), which an external cluster cannot take", sc.Name)
 	}
-	return refused(b.opts, sc)
+	return refused(ClusterFor(b.opts, sc), sc)
+}
+
+// faultClusterNotes say, once per scenario, which of binary b's cells ran
+// on a cluster of their own because their faults need more of it
+// (ClusterFor): the relays slow every commit, so their figures are not
+// the plain cluster's.
+func (r *suiteRun) faultClusterNotes(b suiteBin) []string {
+	if r.spec.External != nil {
+		return nil
+	}
+	var notes []string
+	for _, sc := range r.spec.Scenarios {
+		opts := ClusterFor(b.opts, sc)
+		if sameFaultOptions(opts, b.opts) || refused(opts, sc) != nil {
+			continue
+		}
+		note := fmt.Sprintf("scenario %s ran on a cluster of its own: %s", sc.Name, faultOptionsNote(b.opts, opts))
+		if sc.Needs().SnapshotCount {
+			note += "; a fresh one for each cell (" + freshClusterWhy + ")"
+		}
+		notes = append(notes, note)
+	}
+	return notes
 }
 
 // suiteCell is one run of a strategy on a scenario.
