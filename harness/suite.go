@@ -79,7 +79,8 @@ type SuiteSpec struct {
 	// own cluster: cells are gathered back in matrix order.
 	Parallel int
 	// External, when set, is the cluster every cell runs on (RunExternal),
-	// each under its own prefix PARENT<run-id>/ (External.Parent); Cluster
+	// each under its own prefix PARENT<run-id>/ (External.Parent; a shard's
+	// own, ShardSpec.Prefix, when it names none and Shard is set); Cluster
 	// and EtcdBins are then unused, cells whose scenario needs member
 	// faults are skipped with a note, and no commit floor is measured.
 	External *External
@@ -179,6 +180,7 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 	if spec.QuickDuration == 0 {
 		spec.QuickDuration = DefaultQuickDuration
 	}
+	spec = spec.withShardPrefix()
 	// Before the suite's folder: a bad binary, or an external cluster that
 	// does not answer or lets the user not write, leaves nothing behind.
 	bins, err := spec.binaries(ctx)
