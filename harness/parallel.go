@@ -22,7 +22,7 @@ func (r *suiteRun) runBinary(ctx context.Context, b suiteBin) (runErr, closeErr 
 	if len(jobs) == 0 {
 		return nil, nil
 	}
-	r.res.Notes = append(r.res.Notes, r.faultClusterNotes(b)...)
+	r.res.Notes = append(r.res.Notes, r.faultClusterNotes(b, jobs)...)
 	outs := make([]cellOutcome, len(jobs))
 	workers := make([]*suiteWorker, min(max(r.spec.Parallel, 1), len(jobs)))
 	next, stop := make(chan int), make(chan struct{})
@@ -188,17 +188,20 @@ const freshClusterWhy = "etcd holds its log for 30 s after it sends a snapshot (
 
 // run runs one cell: on the external cluster, or on the worker's cluster
 // of binary b with what the cell's faults need (ClusterFor), started
-// when there is none, the last cell left it unhealthy, or it was started
-// with other options (the measuring worker's first start measures the
-// suite's commit floor, on a cluster of b's own options). A nil result
-// with a nil error is a cluster start that ctx cut short.
+// when there is none, the last cell left it unhealthy, it was started
+// with other options, or the cell catches a member up by snapshot. The
+// measuring worker's first start measures the suite's commit floor, on
+// a cluster of b's own options. A nil result with a nil error is a
+// cluster start that ctx cut short.
 func (w *suiteWorker) run(ctx context.Context, b suiteBin, spec RunSpec) (*Result, error) {
 	r := w.r
 	if r.spec.External != nil {
 		return RunExternal(ctx, *r.spec.External, spec)
 	}
 	spec.Cluster = ClusterFor(b.opts, spec.Scenario)
-	if w.c != nil && (!w.c.Healthy() || !sameFaultOptions(w.opts, spec.Cluster)) {
+	// A catch-up needs a cluster that sent no snapshot within 30 s
+	// (freshClusterWhy): a replaced member is sent one too.
+	if w.c != nil && (!w.c.Healthy() || !sameFaultOptions(w.opts, spec.Cluster) || spec.Scenario.Needs().SnapshotCount) {
 		w.closeCluster()
 	}
 	if w.c == nil {

@@ -427,12 +427,15 @@ func (r *suiteRun) refused(b suiteBin, sc scenarios.Scenario) error {
 // on a cluster of their own because their faults need more of it
 // (ClusterFor): the relays slow every commit, so their figures are not
 // the plain cluster's.
-func (r *suiteRun) faultClusterNotes(b suiteBin) []string {
+func (r *suiteRun) faultClusterNotes(b suiteBin, jobs []suiteJob) []string {
 	if r.spec.External != nil {
 		return nil
 	}
 	var notes []string
 	for _, sc := range r.spec.Scenarios {
+		if !slices.ContainsFunc(jobs, func(j suiteJob) bool { return j.sc.Name == sc.Name }) {
+			continue // not in this shard
+		}
 		opts := ClusterFor(b.opts, sc)
 		if sameFaultOptions(opts, b.opts) || refused(opts, sc) != nil {
 			continue
