@@ -136,3 +136,43 @@ func TestSuiteGivesEachCellItsCluster(t *testing.T) {
 		t.Errorf("no commit floor measured; notes %q", notes)
 	}
 }
+
+// TestRunGivesTheScenarioItsCluster: Run, without any cluster option,
+// starts the cluster a peer-fault scenario needs, says so through
+// Notice, and the fault strikes and ends ok.
+func TestRunGivesTheScenarioItsCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an etcd cluster")
+	}
+	sc, err := scenarios.Lookup("delay-peers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Duration = scenarios.Duration(3 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var notices []string
+	res, err := Run(ctx, RunSpec{Lock: "queue", Scenario: sc, Seed: 1, Out: t.TempDir(), Notice: func(m string) { notices = append(notices, m) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(notices) != 1 || !strings.Contains(notices[0], "scenario delay-peers: its faults need the cluster started with peer relays") {
+		t.Errorf("notices %q", notices)
+	}
+	events, err := history.ReadFile(filepath.Join(res.Dir, rundir.HistoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ok int
+	for _, e := range events {
+		if e.F == history.FFault && e.Type != history.Invoke {
+			if e.Type != history.OK {
+				t.Errorf("fault %s: %s", e.Type, e.Error)
+			}
+			ok++
+		}
+	}
+	if ok != 1 {
+		t.Errorf("%d fault outcomes, want 1", ok)
+	}
+}
