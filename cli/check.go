@@ -160,5 +160,10 @@ func listCommand(ctx context.Context, e *env, args []string) error {
 		sc, _ := scenarios.Lookup(n)
 		fmt.Fprintf(tw, "%s\t%s\t\n", sc.Name, sc.Description)
 	}
+	fmt.Fprintln(tw, "\nEXTENDED SCENARIO (suite --extended, or by name)\tDESCRIPTION\t")
+	for _, n := range scenarios.ExtendedNames() {
+		sc, _ := scenarios.Lookup(n)
+		fmt.Fprintf(tw, "%s\t%s\t\n", sc.Name, sc.Description)
+	}
 	return tw.Flush()
 }

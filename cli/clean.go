@@ -8,18 +8,21 @@ import (
 	"github.com/lockbench/lockbench/harness"
 )
 
-const cleanSynopsis = "clean --endpoints URLS [--prefix /lockbench/] [--yes] [flags]\n\n" +
+const cleanSynopsis = "clean --endpoints URLS [--prefix /lockbench/ | --shard I/N] [--yes] [flags]\n\n" +
 	"Lists the keys under --prefix on an external etcd cluster; with --yes deletes\n" +
 	"them and revokes the leases they were attached to (not a lease that a key\n" +
 	"outside --prefix still uses: it is named and left to expire). A run's keys\n" +
 	"live under /lockbench/<run-id>/ and go at its end; a killed run's lock keys\n" +
 	"and counter expire with their leases, but a run of an older lockbench left\n" +
-	"its counter without one."
+	"its counter without one. A shard of suite --endpoints (--shard I/N, no\n" +
+	"--prefix) keeps its keys under /lockbench/shardIofN/: --shard I/N cleans\n" +
+	"that shard's alone."
 
 // cleanOptions are clean's flags.
 type cleanOptions struct {
 	ext      extFlags // --endpoints, --prefix and the access flags
 	yes      bool
+	shard    string
 	output   outputFlags
 	set      map[string]bool
 	external *harness.External // built by check
@@ -33,6 +36,7 @@ func cleanCommand(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&o.ext.endpoints, "endpoints", "", "comma-separated client URLs of the etcd cluster (http:// or https://)")
 	fs.StringVar(&o.ext.prefix, "prefix", harness.DefaultCleanPrefix, "key prefix to list or delete; must start with / and not be /")
 	o.ext.registerAccess(fs)
+	fs.StringVar(&o.shard, "shard", "", "the prefix of shard I of N of suite --endpoints --shard I/N (I/N, e.g. 2/4): /lockbench/shardIofN/; not with --prefix")
 	fs.BoolVar(&o.yes, "yes", false, "delete the keys (default: only list them)")
 	o.output.register(fs, "what it found and did ({prefix, count, keys, deleted, leases, revoked, expired, kept})", true)
 	if err := fs.parseFlagsOnly(args); err != nil {
@@ -53,6 +57,16 @@ func (o *cleanOptions) check() error {
 	x, err := o.ext.access(o.set)
 	if err != nil {
 		return err
+	}
+	if o.set["shard"] {
+		if o.set["prefix"] {
+			return badInputf("--shard %s and --prefix %s: give one (--shard I/N means --prefix %sshardIofN/)", o.shard, o.ext.prefix, harness.DefaultCleanPrefix)
+		}
+		sh, err := harness.ParseShard(o.shard)
+		if err != nil {
+			return badInputf("--shard %w", err)
+		}
+		o.ext.prefix = sh.Prefix()
 	}
 	if p := o.ext.prefix; p == "/" || !strings.HasPrefix(p, "/") {
 		return badInputf("--prefix %q: must start with / and not be / or empty (clean deletes everything under it)", p)

@@ -81,6 +81,7 @@ func TestExternalTLSCluster(t *testing.T) {
 		{"client faults through TLS proxies", extClientFaultsThroughTlsProxies},
 		{"clean", extClean},
 		{"suite", extSuite},
+		{"shard prefixes", extShardPrefixes},
 		{"clean after SIGKILL", extCleanAfterKill},
 		{"auth", extAuth},
 		{"permissions", extPermissions},
@@ -796,4 +797,73 @@ func extCleanAfterKill(t *testing.T, f *extFixture) {
 	}
 	f.noneUnder(t, f.admin, prefix)
 	f.unchanged(t, f.admin)
+}
+
+// extShardPrefixes is TestExternalTLSCluster's subtest "shard prefixes":
+// suite --endpoints --shard I/N without --prefix runs its cells under
+// /lockbench/shardIofN/, and clean --shard I/N deletes that shard's keys
+// (and revokes their leases) while another shard's keys and lease stay.
+func extShardPrefixes(t *testing.T, f *extFixture) {
+	out := t.TempDir()
+	args := append([]string{"suite", "--locks", "mutex,queue", "--scenarios", "contention", "--quick-duration", "1s",
+		"--shard", "1/2", "--out", out}, f.tlsArgs...)
+	code, stdout, stderr := runCLI(t, args...)
+	if !ranToTheEnd(code, stderr) || !strings.Contains(stderr, "keys live under /lockbench/shard1of2/") {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	suites, _ := os.ReadDir(out)
+	if len(suites) != 1 {
+		t.Fatalf("suite folders %v", suites)
+	}
+	dir := filepath.Join(out, suites[0].Name())
+	s, err := report.ReadSuiteFile(filepath.Join(dir, rundir.SuiteFile))
+	if err != nil || len(s.Cells) != 1 {
+		t.Fatalf("suite.json: %v, %d cells (want 1 of the 2)\n%s", err, len(s.Cells), stdout)
+	}
+	var cfg rundir.Config
+	readJSON(t, filepath.Join(dir, s.Cells[0].RunID, rundir.ConfigFile), &cfg)
+	if want := "/lockbench/shard1of2/" + s.Cells[0].RunID + "/"; cfg.Prefix != want {
+		t.Errorf("cell prefix %q, want %q", cfg.Prefix, want)
+	}
+	f.noneUnder(t, f.admin, "/lockbench/shard1of2/")
+
+	// What two killed shards left: a lock key each, on a lease, and a counter.
+	ctx, admin := f.ctx, f.admin
+	leases := map[string]clientv3.LeaseID{}
+	for _, shard := range []string{"shard1of2", "shard2of2"} {
+		g, err := admin.Grant(ctx, 60)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leases[shard] = g.ID
+		pfx := "/lockbench/" + shard + "/killed-run/"
+		if _, err := admin.Put(ctx, pfx+"lock/1", "held", clientv3.WithLease(g.ID)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := admin.Put(ctx, pfx+"counter", "7"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, stdout, stderr = runCLI(t, append([]string{"clean", "--shard", "1/2", "--yes"}, f.tlsArgs...)...)
+	if code != ExitPass || stdout != "/lockbench/shard1of2/killed-run/counter\n/lockbench/shard1of2/killed-run/lock/1\n" ||
+		!strings.Contains(stderr, "deleted 2 keys under /lockbench/shard1of2/; revoked 1 of their 1 leases") {
+		t.Errorf("clean --shard 1/2: exit %d\n%s%s", code, stdout, stderr)
+	}
+	f.noneUnder(t, admin, "/lockbench/shard1of2/")
+	resp, err := admin.Get(ctx, "/lockbench/shard2of2/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil || resp.Count != 2 {
+		t.Errorf("shard 2's keys after shard 1's clean: %d (%v), want 2", resp.Count, err)
+	}
+	if ttl, err := admin.TimeToLive(ctx, leases["shard2of2"]); err != nil || ttl.TTL <= 0 {
+		t.Errorf("shard 2's lease after shard 1's clean: %v, %v; want alive", ttl, err)
+	}
+	code, _, stderr = runCLI(t, append([]string{"clean", "--shard", "1/2", "--prefix", "/lockbench/", "--yes"}, f.tlsArgs...)...)
+	wantUsage(t, code, stderr, []string{"--shard 1/2 and --prefix /lockbench/", "give one"})
+	code, _, stderr = runCLI(t, append([]string{"clean", "--shard", "3/2"}, f.tlsArgs...)...)
+	wantUsage(t, code, stderr, []string{"--shard", "I must be 1..2"})
+	code, _, stderr = runCLI(t, append([]string{"clean", "--shard", "2/2", "--yes"}, f.tlsArgs...)...)
+	if code != ExitPass || !strings.Contains(stderr, "deleted 2 keys under /lockbench/shard2of2/") {
+		t.Errorf("clean --shard 2/2: exit %d\n%s", code, stderr)
+	}
+	f.unchanged(t, admin)
 }

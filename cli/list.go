@@ -18,6 +18,10 @@ type listEntries struct {
 	// apart from Strategies, which scripts build that matrix from.
 	LockClients []listClient   `json:"lock_clients"`
 	Scenarios   []listScenario `json:"scenarios"`
+	// ExtendedScenarios are the built-in scenarios of the extended set
+	// (suite --extended): found by name, not in the default suite, so
+	// apart from Scenarios, which scripts build that suite from.
+	ExtendedScenarios []listScenario `json:"extended_scenarios"`
 }
 
 // listClient is one lock client run by name, and whether this machine
@@ -77,23 +81,37 @@ func listCmd(ctx context.Context, e *env, args []string) error {
 	if !*asJSON {
 		return listCommand(ctx, e, nil)
 	}
-	out := listEntries{Strategies: []listStrategy{}, LockClients: []listClient{}, Scenarios: []listScenario{}}
+	out := listEntries{Strategies: []listStrategy{}, LockClients: []listClient{}}
 	for _, s := range locks.All() {
 		out.Strategies = append(out.Strategies, listStrategy{Name: s.Name, Description: s.Description, Origin: s.Origin, Buggy: s.Buggy, OwnLease: s.OwnLease})
 	}
 	for _, s := range locks.HiddenWithRuntime() {
 		out.LockClients = append(out.LockClients, listClient{Name: s.Name, Description: s.Description, Origin: s.Origin, Runtime: runtimeStatus(ctx, s)})
 	}
-	for _, n := range scenarios.Names() {
+	var err error
+	if out.Scenarios, err = listScenarios(scenarios.Names()); err != nil {
+		return err
+	}
+	if out.ExtendedScenarios, err = listScenarios(scenarios.ExtendedNames()); err != nil {
+		return err
+	}
+	return writeJSON(e.stdout, out)
+}
+
+// listScenarios are the built-in scenarios names, as list --json gives
+// them ([] for none).
+func listScenarios(names []string) ([]listScenario, error) {
+	out := []listScenario{}
+	for _, n := range names {
 		sc, err := scenarios.Lookup(n)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		steps := sc.Steps
 		if steps == nil {
 			steps = []scenarios.Step{}
 		}
-		out.Scenarios = append(out.Scenarios, listScenario{Name: sc.Name, Description: sc.Description, Clients: sc.Clients, Duration: sc.Duration, Steps: steps})
+		out = append(out, listScenario{Name: sc.Name, Description: sc.Description, Clients: sc.Clients, Duration: sc.Duration, Steps: steps})
 	}
-	return writeJSON(e.stdout, out)
+	return out, nil
 }

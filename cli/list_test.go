@@ -21,6 +21,7 @@ func TestListJSON(t *testing.T) {
 	var got struct {
 		Strategies []map[string]any `json:"strategies"`
 		Scenarios  []map[string]any `json:"scenarios"`
+		Extended   []map[string]any `json:"extended_scenarios"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, stdout)
@@ -54,10 +55,20 @@ func TestListJSON(t *testing.T) {
 			t.Errorf("scenario %s: %v", want.Name, sc)
 		}
 	}
+	var ext []string
+	for _, sc := range got.Extended {
+		ext = append(ext, sc["name"].(string))
+		if len(sc["steps"].([]any)) == 0 {
+			t.Errorf("extended scenario %v has no steps", sc["name"])
+		}
+	}
+	if strings.Join(ext, ",") != strings.Join(scenarios.ExtendedNames(), ",") || len(ext) == 0 {
+		t.Errorf("extended_scenarios %v, want %v", ext, scenarios.ExtendedNames())
+	}
 	if code, _, stderr := runCLI(t, "list", "--json", "extra"); code != ExitUsage || !strings.Contains(stderr, `"extra"`) {
 		t.Errorf("list --json extra: exit %d, stderr %q", code, stderr)
 	}
-	if code, stdout, _ := runCLI(t, "list"); code != ExitPass || !strings.Contains(stdout, "LOCK") {
+	if code, stdout, _ := runCLI(t, "list"); code != ExitPass || !strings.Contains(stdout, "LOCK") || !strings.Contains(stdout, "EXTENDED SCENARIO") || !strings.Contains(stdout, "\n"+ext[0]+" ") {
 		t.Errorf("list: exit %d, stdout %q; want the table", code, stdout)
 	}
 }

@@ -36,19 +36,36 @@ type suiteOptions struct {
 	inject  injectDelayFlag
 	shard   string
 	workers int
+	// extended adds the extended set to the default --scenarios.
+	extended bool
 }
 
 // suiteCommand is `lockbench suite`: the strategy × scenario × seed
 // matrix on one cluster.
 func suiteCommand(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "suite", "suite [--locks a,b] [--scenarios x,y] [--seeds N] [--etcd-bin self,PATH] [flags]")
+	fs := newFlags(e, "suite", "suite [--locks a,b] [--scenarios x,y] [--extended] [--seeds N] [--etcd-bin self,PATH] [flags]")
 	o := suiteOptions{inject: injectDelayFlag{}}
+	o.register(fs)
+	if err := fs.parseFlagsOnly(args); err != nil {
+		return err
+	}
+	o.set = fs.given()
+	spec, err := o.spec(ctx)
+	if err != nil {
+		return err
+	}
+	return runSuite(ctx, e, &o, spec)
+}
+
+// register adds suite's flags to fs; o.inject must be made.
+func (o *suiteOptions) register(fs *flagSet) {
 	fs.StringVar(&o.shard, "shard", "", "run only shard I of N of the matrix (I/N, e.g. 2/4): its cells balanced by expected time, the same on every machine; lockbench merge joins the shards' folders")
 	fs.IntVar(&o.workers, "parallel", 1, "run N cells at a time, each worker on its own cluster (with --endpoints, all on that one); cells gathered back in matrix order, the commit floor measured once, on the first")
 	fs.IntVar(&o.reps, "reps", 1, "run every seed of every cell N times: the samples compare tests (≥4 a side for timings to gate)")
 	fs.Var(o.inject, "inject-delay", injectUsage)
 	fs.StringVar(&o.locks, "locks", strings.Join(locks.Names(), ","), "comma-separated lock strategies")
-	fs.StringVar(&o.scenarios, "scenarios", strings.Join(scenarios.Names(), ","), "comma-separated scenarios (built-in names or .yaml paths)")
+	fs.StringVar(&o.scenarios, "scenarios", strings.Join(scenarios.Names(), ","), "comma-separated scenarios (built-in names, of the default or the extended set, or .yaml paths)")
+	fs.BoolVar(&o.extended, "extended", false, "run the extended set too: the default scenarios, then "+strings.Join(scenarios.ExtendedNames(), ", ")+" (etcd's peer faults, 4–14 s a cell, each cell on a cluster with what its faults need); with --scenarios, those alone (extended ones are found by name either way)")
 	fs.IntVar(&o.seeds, "seeds", 1, "run every cell with N seeds, from --first-seed on")
 	fs.Int64Var(&o.firstSeed, "first-seed", 1, "the first of the --seeds seeds (e.g. --seeds 10 --first-seed 11: seeds 11..20)")
 	fs.StringVar(&o.out, "out", harness.DefaultOut, "parent folder: the suite is written to OUT/suite-<time>/ (as run's --out; bench's --out is the bench folder itself)")
@@ -60,17 +77,8 @@ func suiteCommand(ctx context.Context, e *env, args []string) error {
 	o.cluster.register(fs)
 	o.cluster.etcdList = true
 	fs.StringVar(&o.ext.endpoints, "endpoints", "", "comma-separated client URLs of an external etcd cluster (http:// or https://) to run every cell on; no embedded cluster is started, member-fault scenarios are refused (left out of the default list, said)")
-	fs.StringVar(&o.ext.prefix, "prefix", "", "external cluster: the folder of the cells' key namespaces, each PREFIX<run-id>/ and deleted at its end; must start with / (default /lockbench/)")
+	fs.StringVar(&o.ext.prefix, "prefix", "", "external cluster: the folder of the cells' key namespaces, each PREFIX<run-id>/ and deleted at its end; must start with / (default /lockbench/, and with --shard I/N /lockbench/shardIofN/, so that shards sharing a cluster never touch each other's keys)")
 	o.ext.registerAccess(fs)
-	if err := fs.parseFlagsOnly(args); err != nil {
-		return err
-	}
-	o.set = fs.given()
-	spec, err := o.spec(ctx)
-	if err != nil {
-		return err
-	}
-	return runSuite(ctx, e, &o, spec)
 }
 
 // spec checks the flags and builds the suite, before anything starts:
@@ -106,6 +114,9 @@ func (o *suiteOptions) spec(ctx context.Context) (harness.SuiteSpec, error) {
 	if err != nil {
 		return harness.SuiteSpec{}, err
 	}
+	if o.extended && !o.set["scenarios"] {
+		o.scenarios += "," + strings.Join(scenarios.ExtendedNames(), ",")
+	}
 	scenNames, err := namesList("scenarios", o.scenarios)
 	if err != nil {
 		return harness.SuiteSpec{}, err
@@ -128,6 +139,10 @@ func (o *suiteOptions) spec(ctx context.Context) (harness.SuiteSpec, error) {
 	if o.set["shard"] {
 		if shard, err = harness.ParseShard(o.shard); err != nil {
 			return harness.SuiteSpec{}, badInputf("--shard %w", err)
+		}
+		if ext != nil && !o.set["prefix"] {
+			// Shards sharing the cluster never touch each other's keys.
+			ext.Parent = shard.Prefix()
 		}
 	}
 	spec := harness.SuiteSpec{
@@ -205,6 +220,10 @@ func runSuite(ctx context.Context, e *env, o *suiteOptions, spec harness.SuiteSp
 	if spec.External != nil {
 		if err := probeEtcd(ctx, spec.External); err != nil {
 			return err
+		}
+		if spec.Shard.Count > 0 && !o.set["prefix"] {
+			fmt.Fprintf(o.output.info(e), "lockbench: shard %d/%d's keys live under %s (lockbench clean --shard %d/%d removes what a killed shard left there)\n",
+				spec.Shard.Index, spec.Shard.Count, spec.External.Parent, spec.Shard.Index, spec.Shard.Count)
 		}
 		if len(o.leftOut) > 0 {
 			fmt.Fprintf(o.output.info(e), "lockbench: on an external cluster, left out the scenarios with member faults: %s\n", strings.Join(o.leftOut, ", "))

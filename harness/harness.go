@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -81,7 +82,7 @@ func (s RunSpec) validate(refuse bool) error {
 		return err
 	}
 	if refuse {
-		if err := refused(s.Cluster, s.Scenario); err != nil {
+		if err := refused(ClusterFor(s.Cluster, s.Scenario), s.Scenario); err != nil {
 			return err
 		}
 	}
@@ -131,6 +132,12 @@ func Run(ctx context.Context, spec RunSpec) (res *Result, err error) {
 	if err := spec.fitFDs(members, true); err != nil {
 		return nil, err
 	}
+	if opts := ClusterFor(spec.Cluster, spec.Scenario); !sameFaultOptions(opts, spec.Cluster) {
+		if spec.Notice != nil {
+			spec.Notice(fmt.Sprintf("scenario %s: %s", spec.Scenario.Name, faultOptionsNote(spec.Cluster, opts)))
+		}
+		spec.Cluster = opts
+	}
 	c, err := cluster.Open(ctx, spec.Cluster)
 	if err != nil {
 		return nil, fmt.Errorf("start etcd cluster: %w", err)
@@ -143,9 +150,11 @@ func Run(ctx context.Context, spec RunSpec) (res *Result, err error) {
 	return RunOn(ctx, c, spec)
 }
 
-// RunOn runs spec on a running cluster lockbench started (see Run). The run's keys
-// live under their own prefix and are deleted at the end, so runs can share
-// a cluster.
+// RunOn runs spec on a running cluster lockbench started (see Run), which
+// spec.Cluster describes: a scenario whose faults need peer relays or a
+// low snapshot count needs c started with ClusterFor's options. The run's
+// keys live under their own prefix and are deleted at the end, so runs can
+// share a cluster.
 func RunOn(ctx context.Context, c cluster.Members, spec RunSpec) (*Result, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
@@ -293,6 +302,56 @@ func etcdVersionOf(t target) string {
 		return ""
 	}
 	return t.config.Version
+}
+
+// CatchUpSnapshotCount is the snapshot count (etcd's --snapshot-count and
+// --snapshot-catchup-entries) of the cluster a scenario with
+// snapshot-catchup gets when the user set none: its follower must fall
+// 1.5 × (count + catch-up entries) = 300 entries behind, through writes
+// of the fault's own, which took 0.20–0.52 s in the extended suite
+// (docs/scenarios.md), where etcd's default of 10,000 would take 22,500
+// writes. Only those cells get it: a snapshot every 100 entries is work
+// no other cell should pay for, so they keep etcd's default.
+const CatchUpSnapshotCount = 100
+
+// ClusterFor is opts with what sc's faults need of the cluster and the
+// user did not ask for, so that a scenario runs without flags of its
+// own: peer relays on the embedded cluster (member processes always have
+// them), a snapshot count of CatchUpSnapshotCount. What the cluster kind
+// cannot give (a snapshot count on member processes) is left for refused
+// to say.
+func ClusterFor(opts cluster.Options, sc scenarios.Scenario) cluster.Options {
+	if opts.EtcdBin != "" {
+		return opts
+	}
+	needs := sc.Needs()
+	if needs.PeerRelays {
+		opts.PeerRelays = true
+	}
+	if needs.SnapshotCount && opts.SnapshotCount == 0 {
+		opts.SnapshotCount = CatchUpSnapshotCount
+	}
+	return opts
+}
+
+// sameFaultOptions says whether clusters of a and b can take the same
+// faults: ClusterFor's fields agree (cluster.Options holds a func, so it
+// is not comparable as a whole).
+func sameFaultOptions(a, b cluster.Options) bool {
+	return a.PeerRelays == b.PeerRelays && a.SnapshotCount == b.SnapshotCount
+}
+
+// faultOptionsNote says what ClusterFor added to from, for the user: it
+// changes what is measured (the relays slow every commit).
+func faultOptionsNote(from, to cluster.Options) string {
+	var adds []string
+	if to.PeerRelays && !from.PeerRelays {
+		adds = append(adds, "peer relays (as --peer-relays; every commit a little slower)")
+	}
+	if to.SnapshotCount != from.SnapshotCount {
+		adds = append(adds, fmt.Sprintf("a snapshot count of %d (as --snapshot-count %d)", to.SnapshotCount, to.SnapshotCount))
+	}
+	return "its faults need the cluster started with " + strings.Join(adds, " and ")
 }
 
 // refused says why a cluster of opts cannot run sc's faults, or nil.

@@ -41,8 +41,9 @@ func TestExpectNamesAreChecked(t *testing.T) {
 			}
 		})
 	}
-	// Every built-in's expectations name registered strategies.
-	for _, n := range scenarios.Names() {
+	// Every built-in's expectations (the extended set's too) name
+	// registered strategies.
+	for _, n := range append(scenarios.Names(), scenarios.ExtendedNames()...) {
 		sc, _ := scenarios.Lookup(n)
 		if err := sc.CheckNames(registryNames); err != nil {
 			t.Errorf("built-in %s: %v", n, err)

@@ -22,6 +22,7 @@ func (r *suiteRun) runBinary(ctx context.Context, b suiteBin) (runErr, closeErr 
 	if len(jobs) == 0 {
 		return nil, nil
 	}
+	r.res.Notes = append(r.res.Notes, r.faultClusterNotes(b, jobs)...)
 	outs := make([]cellOutcome, len(jobs))
 	workers := make([]*suiteWorker, min(max(r.spec.Parallel, 1), len(jobs)))
 	next, stop := make(chan int), make(chan struct{})
@@ -112,10 +113,16 @@ func (g *gate) wait(ctx context.Context) bool {
 type suiteWorker struct {
 	r *suiteRun
 	c cluster.Members
+	// opts are what c was started with: a cell whose faults need other
+	// options (ClusterFor) gets a cluster of its own, never c.
+	opts cluster.Options
 	// measures is set on the worker that measures the floor on its first
 	// cluster, then opens floor for the others.
 	measures bool
 	floor    *gate
+	// floorTried is set once the measuring worker has started its first
+	// cluster, the one the floor is measured on.
+	floorTried bool
 }
 
 // closeCluster closes the worker's cluster, if any.
@@ -165,36 +172,85 @@ func (w *suiteWorker) runCell(ctx context.Context, j suiteJob) (out cellOutcome)
 		}
 		out.notes = append(out.notes, note)
 	}
+	if j.sc.Needs().SnapshotCount {
+		// The next cell gets a fresh cluster: freshClusterWhy.
+		if cerr := w.closeCluster(); cerr != nil {
+			out.notes = append(out.notes, fmt.Sprintf("after %s: close its cluster: %v", name, cerr))
+		}
+	}
 	out.cell = &cell
 	return out
 }
 
+// freshClusterWhy is why a cell with snapshot-catchup never shares its
+// cluster with the next cell.
+const freshClusterWhy = "etcd holds its log for 30 s after it sends a snapshot (releaseDelayAfterSnapshot), so a second catch-up on the same cluster within 30 s gets no snapshot and cuts its follower again and again"
+
 // run runs one cell: on the external cluster, or on the worker's cluster
-// of binary b, started when there is none or the last cell left it
-// unhealthy (the measuring worker's first start measures the suite's
-// commit floor). A nil result with a nil error is a cluster start that
-// ctx cut short.
+// of binary b with what the cell's faults need (ClusterFor), started
+// when there is none, the last cell left it unhealthy, it was started
+// with other options, or the cell catches a member up by snapshot. The
+// measuring worker's first start measures the suite's commit floor, on
+// a cluster of b's own options. A nil result with a nil error is a
+// cluster start that ctx cut short.
 func (w *suiteWorker) run(ctx context.Context, b suiteBin, spec RunSpec) (*Result, error) {
 	r := w.r
 	if r.spec.External != nil {
 		return RunExternal(ctx, *r.spec.External, spec)
 	}
-	if w.c == nil || !w.c.Healthy() {
+	spec.Cluster = ClusterFor(b.opts, spec.Scenario)
+	// A catch-up needs a cluster that sent no snapshot within 30 s
+	// (freshClusterWhy): a replaced member is sent one too.
+	if w.c != nil && (!w.c.Healthy() || !sameFaultOptions(w.opts, spec.Cluster) || spec.Scenario.Needs().SnapshotCount) {
 		w.closeCluster()
-		c, err := cluster.Open(ctx, b.opts)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, nil
+	}
+	if w.c == nil {
+		if w.floorDue() && !sameFaultOptions(spec.Cluster, b.opts) {
+			// The floor is the plain cluster's, whatever cell comes first.
+			if ok, err := w.start(ctx, b, b.opts); !ok {
+				return nil, err
 			}
-			return nil, fmt.Errorf("start etcd cluster (%s): %w", b.label(), err)
+			w.closeCluster()
 		}
-		w.c = c
-		if w.measures {
-			r.mu.Lock()
-			r.res.measureFloor(ctx, c, r.spec.FloorDuration)
-			r.mu.Unlock()
-			w.floor.open()
+		if ok, err := w.start(ctx, b, spec.Cluster); !ok {
+			return nil, err
 		}
 	}
 	return RunOn(ctx, w.c, spec)
+}
+
+// start starts the worker's cluster of binary b with opts; the
+// measuring worker's first start measures the suite's commit floor on
+// it. It is false, with a nil error when ctx cut it short.
+func (w *suiteWorker) start(ctx context.Context, b suiteBin, opts cluster.Options) (bool, error) {
+	r := w.r
+	c, err := cluster.Open(ctx, opts)
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, nil
+		}
+		return false, fmt.Errorf("start etcd cluster (%s): %w", b.label(), err)
+	}
+	w.c, w.opts = c, opts
+	if w.floorDue() {
+		r.mu.Lock()
+		r.res.measureFloor(ctx, c, r.spec.FloorDuration)
+		r.mu.Unlock()
+		w.floorTried = true
+	}
+	if w.measures {
+		w.floor.open()
+	}
+	return true, nil
+}
+
+// floorDue says whether this worker's next cluster start is the one the
+// suite's commit floor is measured on.
+func (w *suiteWorker) floorDue() bool {
+	if !w.measures || w.floorTried {
+		return false
+	}
+	w.r.mu.Lock()
+	defer w.r.mu.Unlock()
+	return w.r.res.Header.Floor == nil && w.r.spec.FloorDuration >= 0
 }

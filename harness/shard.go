@@ -43,6 +43,26 @@ func ParseShard(s string) (ShardSpec, error) {
 // sharded reports whether the spec runs only part of the matrix.
 func (s ShardSpec) sharded() bool { return s.Count > 0 }
 
+// Prefix is the folder of shard s's key namespaces on an external
+// cluster when the user names none: DefaultCleanPrefix + "shardIofN/",
+// e.g. /lockbench/shard1of4/. Shards sharing one cluster then never
+// touch each other's keys, and one shard's clean (clean --shard I/N)
+// removes what it left, never what another shard still runs on.
+func (s ShardSpec) Prefix() string {
+	return fmt.Sprintf("%sshard%dof%d/", DefaultCleanPrefix, s.Index, s.Count)
+}
+
+// withShardPrefix gives a sharded suite on an external cluster whose
+// caller named no prefix its shard's own (ShardSpec.Prefix).
+func (s SuiteSpec) withShardPrefix() SuiteSpec {
+	if x := s.External; x != nil && s.Shard.sharded() && x.Prefix == "" && x.Parent == "" {
+		ext := *x
+		ext.Parent = s.Shard.Prefix()
+		s.External = &ext
+	}
+	return s
+}
+
 // CellOverhead is what a cell costs beyond its scenario's duration in a
 // shard's expected time: cluster check, settling, the checker, the folder.
 const CellOverhead = 2 * time.Second

@@ -79,7 +79,8 @@ type SuiteSpec struct {
 	// own cluster: cells are gathered back in matrix order.
 	Parallel int
 	// External, when set, is the cluster every cell runs on (RunExternal),
-	// each under its own prefix PARENT<run-id>/ (External.Parent); Cluster
+	// each under its own prefix PARENT<run-id>/ (External.Parent; a shard's
+	// own, ShardSpec.Prefix, when it names none and Shard is set); Cluster
 	// and EtcdBins are then unused, cells whose scenario needs member
 	// faults are skipped with a note, and no commit floor is measured.
 	External *External
@@ -179,6 +180,7 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 	if spec.QuickDuration == 0 {
 		spec.QuickDuration = DefaultQuickDuration
 	}
+	spec = spec.withShardPrefix()
 	// Before the suite's folder: a bad binary, or an external cluster that
 	// does not answer or lets the user not write, leaves nothing behind.
 	bins, err := spec.binaries(ctx)
@@ -411,13 +413,40 @@ type cellOutcome struct {
 	err   error
 }
 
-// refused says why the suite's cluster for binary b cannot run sc's
-// faults, or nil: an external cluster takes no member fault.
+// refused says why the suite's cluster for binary b, with what sc's
+// faults need of it (ClusterFor), cannot run sc's faults, or nil: an
+// external cluster takes no member fault.
 func (r *suiteRun) refused(b suiteBin, sc scenarios.Scenario) error {
 	if r.spec.External != nil && sc.Needs().Members {
-		return fmt.Errorf("scenario %s injects member faults (crash, partition), which an external cluster cannot take", sc.Name)
+		return fmt.Errorf("scenario %s injects member faults (crash, partition, the peer faults), which an external cluster cannot take", sc.Name)
 	}
-	return refused(b.opts, sc)
+	return refused(ClusterFor(b.opts, sc), sc)
+}
+
+// faultClusterNotes say, once per scenario, which of binary b's cells ran
+// on a cluster of their own because their faults need more of it
+// (ClusterFor): the relays slow every commit, so their figures are not
+// the plain cluster's.
+func (r *suiteRun) faultClusterNotes(b suiteBin, jobs []suiteJob) []string {
+	if r.spec.External != nil {
+		return nil
+	}
+	var notes []string
+	for _, sc := range r.spec.Scenarios {
+		if !slices.ContainsFunc(jobs, func(j suiteJob) bool { return j.sc.Name == sc.Name }) {
+			continue // not in this shard
+		}
+		opts := ClusterFor(b.opts, sc)
+		if sameFaultOptions(opts, b.opts) || refused(opts, sc) != nil {
+			continue
+		}
+		note := fmt.Sprintf("scenario %s ran on a cluster of its own: %s", sc.Name, faultOptionsNote(b.opts, opts))
+		if sc.Needs().SnapshotCount {
+			note += "; a fresh one for each cell (" + freshClusterWhy + ")"
+		}
+		notes = append(notes, note)
+	}
+	return notes
 }
 
 // suiteCell is one run of a strategy on a scenario.

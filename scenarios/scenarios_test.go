@@ -30,6 +30,34 @@ func TestBuiltinsParse(t *testing.T) {
 			t.Errorf("%s: needs a description and expectations", n)
 		}
 	}
+	ext := ExtendedNames()
+	if want := []string{"delay-peers", "drop-peers", "replace-member", "snapshot-catchup"}; !reflect.DeepEqual(ext, want) {
+		t.Errorf("extended set = %v, want %v", ext, want)
+	}
+	for _, n := range ext {
+		s, err := Lookup(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Description == "" || len(s.Expect) == 0 || !s.Needs().Members || s.Source != "builtin:extended/"+n+".yaml" {
+			t.Errorf("%s: needs a description, expectations and member faults; source %q", n, s.Source)
+		}
+	}
+	// Needs carries what the harness reads to start each cell's cluster.
+	for name, want := range map[string]chaos.Needs{
+		"drop-peers":       {Members: true, PeerRelays: true},
+		"delay-peers":      {Members: true, PeerRelays: true},
+		"snapshot-catchup": {Members: true, SnapshotCount: true},
+		"replace-member":   {Members: true},
+		"leader-kill":      {Members: true},
+	} {
+		if s, _ := Lookup(name); s.Needs() != want {
+			t.Errorf("%s needs %+v, want %+v", name, s.Needs(), want)
+		}
+	}
+	if _, err := Lookup("no-such"); err == nil || !strings.Contains(err.Error(), "extended set: "+strings.Join(ext, ", ")) {
+		t.Errorf("unknown scenario: %v, want the extended set named", err)
+	}
 	herd, _ := Lookup("herd")
 	if herd.Clients != 32 || herd.Workload.Hold != 0 {
 		t.Errorf("herd: %+v", herd)
