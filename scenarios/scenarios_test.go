@@ -16,7 +16,7 @@ import (
 
 func TestBuiltinsParse(t *testing.T) {
 	want := []string{"cancel-waiters", "client-isolation", "compaction-leader-move", "contention", "herd", "herd-hold", "holder-crash", "late-answers", "late-unlock", "leader-kill",
-		"leader-kill-holder-crash", "lease-expiry", "lease-expiry-fenced", "partition-leader", "slow-clients", "waiter-crash", "waiter-isolation", "waiter-revoke"}
+		"leader-kill-holder-crash", "lease-expiry", "lease-expiry-fenced", "many-locks", "partition-leader", "slow-clients", "waiter-crash", "waiter-isolation", "waiter-revoke"}
 
 	if got := Names(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("built-ins = %v, want %v", got, want)
