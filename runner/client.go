@@ -462,9 +462,7 @@ func (c *client) close() {
 	// A stuck worker may still be inside the Locker: its Close could hang
 	// too. Closing the connection is what ends its lease.
 	if lockers != nil && !crashed && !stuck {
-		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-		lockers.close(ctx)
-		cancel()
+		lockers.close(opTimeout)
 	}
 	if cli != nil && len(c.r.shared) == 0 {
 		cli.Close()

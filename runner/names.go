@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/scenarios"
@@ -165,10 +166,14 @@ func (s *lockerSet) processes(f func(locks.Process) error) error {
 	return errors.Join(errs...)
 }
 
-// close ends every Locker's session (revoking its lease).
-func (s *lockerSet) close(ctx context.Context) {
+// close ends every Locker's session (revoking its lease), each within
+// its own timeout: one slow close does not leave the others' leases to
+// expire.
+func (s *lockerSet) close(timeout time.Duration) {
 	for _, l := range s.all(false) {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		l.Close(ctx)
+		cancel()
 	}
 }
 

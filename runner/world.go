@@ -154,6 +154,10 @@ func (r *runner) RevokeLease(ctx context.Context, i int) error {
 	lease, state := c.queue.lastLease, c.queue.state
 	if c.queue.grant != nil {
 		lease = c.queue.grant.Lease
+	} else if state == waiting && len(c.queue.leases) > 1 && c.queue.lease != 0 {
+		// Several names, one lease each: a waiter's key is under its
+		// current name's lease, not its last grant's (another name's).
+		lease = c.queue.lease
 	}
 	c.mu.Unlock()
 	if lease == 0 || state != holding && state != waiting {
