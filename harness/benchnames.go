@@ -19,9 +19,10 @@ func (s BenchSpec) validateLocksPerRun() error {
 }
 
 // namesScenario is the bench's scenario with clients spread uniformly over
-// k lock names.
+// k lock names, named contention-Klocks.
 func (s BenchSpec) namesScenario(clients, k int) scenarios.Scenario {
 	sc := s.scenario(clients)
+	sc.Name = fmt.Sprintf("%s-%dlocks", sc.Name, k) // its run folder says so
 	sc.Workload.Locks, sc.Workload.Pick = k, scenarios.PickUniform
 	return sc
 }

@@ -25,7 +25,7 @@ func TestWithCeiling(t *testing.T) {
 func TestNamesScenario(t *testing.T) {
 	s := BenchSpec{Duration: 1e9}
 	sc := s.namesScenario(64, 256)
-	if sc.Clients != 64 || sc.Workload.LockCount() != 256 || sc.Workload.Pick != "uniform" {
+	if sc.Name != "contention-256locks" || sc.Clients != 64 || sc.Workload.LockCount() != 256 || sc.Workload.Pick != "uniform" {
 		t.Errorf("namesScenario(64, 256): %d clients, %d names, pick %q", sc.Clients, sc.Workload.LockCount(), sc.Workload.Pick)
 	}
 	if err := sc.Validate(); err != nil {
