@@ -447,3 +447,23 @@ func TestLocksAndPick(t *testing.T) {
 		t.Errorf("a workload without locks encodes them: %s (its hash would change)", b)
 	}
 }
+
+// FuzzParsePick: any text is a valid pick or one error naming it.
+func FuzzParsePick(f *testing.F) {
+	for _, s := range []string{"", "uniform", "round-robin", "zipf:1.2", "zipf:1", "zipf:NaN", "zipf:+Inf", "zipf:", "rr"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := ParsePick(s)
+		switch {
+		case err != nil:
+			if !strings.HasPrefix(err.Error(), "pick ") {
+				t.Errorf("ParsePick(%q): error %q does not name the pick", s, err)
+			}
+		case p.Kind == PickZipf && !(p.S > 1 && p.S <= 1e6):
+			t.Errorf("ParsePick(%q) = %+v: zipf's exponent out of range", s, p)
+		case p.Kind != PickZipf && p.Kind != PickUniform && p.Kind != PickRoundRobin:
+			t.Errorf("ParsePick(%q) = %+v: unknown kind", s, p)
+		}
+	})
+}
