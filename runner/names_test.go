@@ -155,3 +155,31 @@ steps:
 		})
 	}
 }
+
+// TestTargetsWithSeveralNames: holder is the longest holder of any name;
+// waiter:K counts in that holder's name's queue, in request order, or in
+// the longest waiter's name's when nothing is held.
+func TestTargetsWithSeveralNames(t *testing.T) {
+	at := func(id int, name string, s clientState, since, seq int64) *client {
+		c := &client{id: id}
+		c.queue.name, c.queue.state, c.queue.heldSince, c.queue.seq = name, s, since, seq
+		return c
+	}
+	r := &runner{clients: []*client{
+		at(0, "job1", waiting, 0, 5),
+		at(1, "job10", holding, 20, 0),
+		at(2, "job1", holding, 10, 0), // the longest holder
+		at(3, "job10", waiting, 0, 1),
+		at(4, "job1", waiting, 0, 3),
+	}}
+	if h := r.Holder(); h != 2 {
+		t.Errorf("holder %d, want 2 (held job1 since 10)", h)
+	}
+	if w := r.Waiters(); !slices.Equal(w, []int{4, 0}) {
+		t.Errorf("waiters %v, want job1's queue [4 0]", w)
+	}
+	r.clients[1].queue.state, r.clients[2].queue.state = idle, idle
+	if w := r.Waiters(); !slices.Equal(w, []int{3}) {
+		t.Errorf("nothing held: waiters %v, want the longest waiter's name (job10): [3]", w)
+	}
+}
