@@ -43,6 +43,16 @@ func nameOfKey(prefix, key string) string {
 	return name
 }
 
+// nameOfKey is the lock name of key in this run: with one name always
+// locks.DefaultName, whatever a strategy names its keys (as before names),
+// else the name its path says (nameOfKey).
+func (r *runner) nameOfKey(key string) string {
+	if r.cfg.Scenario.Workload.LockCount() <= 1 {
+		return locks.DefaultName
+	}
+	return nameOfKey(r.cfg.Prefix, key)
+}
+
 // namePicker chooses each acquisition's name from the worker's seeded
 // stream (scenarios.Workload.Pick): the same seed makes the same picks. A
 // single name draws nothing, so a one-lock run's stream (its back-offs)

@@ -92,8 +92,10 @@ func TestNamePicker(t *testing.T) {
 
 // TestManyLockNames runs clients over 12 names on a real cluster: every
 // event names one of them, grants of different names overlap (the names
-// are locks of their own) while every check still passes, and the crash of
-// a holder is recorded under the name it held.
+// are locks of their own) while every check still passes, the crash of a
+// holder is recorded under the name it held, and a key-deleted event (a
+// revoked holder's key, when the revoke beats its release) names its key's
+// name.
 func TestManyLockNames(t *testing.T) {
 	c := startCluster(t)
 	sc, err := scenarios.Parse("many.yaml", strings.NewReader(`
@@ -101,9 +103,10 @@ name: many
 clients: 6
 lease_ttl: 2s
 duration: 2s
-workload: {kind: hold, hold: 5ms, locks: 12, pick: "zipf:1.1"}
+workload: {kind: hold, hold: 300ms, locks: 12, pick: "zipf:1.1"}
 steps:
-  - {at: 600ms, fault: crash-client, target: holder, for: 300ms}
+  - {at: 400ms, fault: revoke-lease, target: holder}
+  - {at: 1000ms, fault: crash-client, target: holder, for: 300ms}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -118,10 +121,13 @@ steps:
 			names := lockNames(12)
 			granted := map[string]int{}
 			holding := map[string]int{} // name → process holding it
-			overlap, crashes := false, 0
+			overlap, crashes, deleted := false, 0, 0
 			for _, e := range out.Events {
-				if e.Process >= 0 && !slices.Contains(names, e.Lock) {
+				if (e.Process >= 0 || e.F == history.FKeyDeleted) && !slices.Contains(names, e.Lock) {
 					t.Fatalf("event %+v names lock %q, not one of job1…job12", e, e.Lock)
+				}
+				if e.F == history.FKeyDeleted {
+					deleted++
 				}
 				switch {
 				case e.F == history.FAcquire && e.Type == history.OK:
@@ -143,6 +149,10 @@ steps:
 			if crashes != 1 {
 				t.Errorf("%d crashes recorded under the name the crashed client held, want 1", crashes)
 			}
+			// The revoke races the longest holder's release (holder is the
+			// one likeliest to be releasing), so its key-deleted event is
+			// not certain: when there is one, its name was checked above.
+			t.Logf("%d key-deleted events", deleted)
 			if !overlap {
 				t.Error("no two names were ever held at once: the names are not separate locks")
 			}
