@@ -42,13 +42,13 @@ const benchSynopsis = "bench [--clients 2,8,64] [--locks a,b] [--duration D] [fl
 
 // benchOptions are bench's flags.
 type benchOptions struct {
-	clients, locks string
-	spec           harness.BenchSpec // durations, target, seed: filled by the flags
-	out, benchOut  string
-	output         outputFlags
-	cpuProfile     string
-	cluster        clusterFlags
-	client         clientFlags
+	clients, locks, locksPerRun string
+	spec                        harness.BenchSpec // durations, target, seed: filled by the flags
+	out, benchOut               string
+	output                      outputFlags
+	cpuProfile                  string
+	cluster                     clusterFlags
+	client                      clientFlags
 }
 
 // benchFlags names the flag of each harness.BenchSpec field that Validate
@@ -57,7 +57,7 @@ var benchFlags = map[string]string{
 	"Clients": "clients", "Duration": "duration", "Hold": "hold", "FloorDuration": "floor-duration",
 	"CellFloor": "cell-floor", "RecordRuns": "record-runs", "RecordDuration": "record-duration",
 	"TargetLock": "target-lock", "TargetClients": "target-clients",
-	"PairedRounds": "paired-rounds", "PairedSlice": "paired-slice",
+	"PairedRounds": "paired-rounds", "PairedSlice": "paired-slice", "LocksPerRun": "locks-per-run",
 }
 
 // benchCommand is `lockbench bench`: throughput and handoff latency of
@@ -79,6 +79,7 @@ func benchCommand(ctx context.Context, e *env, args []string) error {
 func (o *benchOptions) register(fs *flagSet) {
 	s := &o.spec
 	fs.StringVar(&o.clients, "clients", joinInts(harness.DefaultBenchClients), "comma-separated client counts")
+	fs.StringVar(&o.locksPerRun, "locks-per-run", "", "comma-separated counts of lock names (e.g. 1,16,256): also run every lock at every client count with its acquisitions spread over that many names, against the cluster's parallel write ceiling measured with as many writers (default: one name only)")
 	fs.StringVar(&o.locks, "locks", strings.Join(locks.Names(), ","), "comma-separated lock strategies")
 	fs.DurationVar(&s.Duration, "duration", harness.DefaultBenchDuration, "run time of each cell")
 	fs.DurationVar(&s.Hold, "hold", 0, "how long each grant is held")
@@ -105,6 +106,11 @@ func (o *benchOptions) check() error {
 	clients, err := parseInts("--clients", o.clients)
 	if err != nil {
 		return err
+	}
+	if o.locksPerRun != "" {
+		if o.spec.LocksPerRun, err = parseInts("--locks-per-run", o.locksPerRun); err != nil {
+			return err
+		}
 	}
 	cl, err := o.cluster.options()
 	if err != nil {

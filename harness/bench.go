@@ -93,8 +93,12 @@ type BenchSpec struct {
 	// target cell's ideal targets are then judged on them (benchpaired.go).
 	PairedRounds int
 	PairedSlice  time.Duration
-	Seed         int64
-	KeepAlive    locks.KeepAlive
+	// LocksPerRun, when set, also runs every lock at every client count
+	// over each of these many lock names, against the parallel write
+	// ceiling measured with as many writers (benchnames.go).
+	LocksPerRun []int
+	Seed        int64
+	KeepAlive   locks.KeepAlive
 	// RPCTimeout and SharedConns are RunSpec's, for every cell.
 	RPCTimeout  time.Duration
 	SharedConns int
@@ -147,6 +151,9 @@ func (s BenchSpec) Validate() error {
 	}
 	if _, err := locks.Lookup(s.TargetLock); err != nil {
 		return &FieldError{Field: "TargetLock", Err: err}
+	}
+	if err := s.validateLocksPerRun(); err != nil {
+		return err
 	}
 	for _, l := range s.Locks {
 		for _, n := range s.Clients {
@@ -208,6 +215,9 @@ func RunBench(ctx context.Context, spec BenchSpec) (b *report.Bench, err error) 
 		return r.b, err
 	}
 	if err := r.cells(); err != nil || ctx.Err() != nil {
+		return r.b, err
+	}
+	if err := r.namesCells(); err != nil || ctx.Err() != nil {
 		return r.b, err
 	}
 	if err := r.paired(); err != nil {
@@ -394,6 +404,11 @@ func (r *benchRun) cells() error {
 // cell runs lock at n clients (after its own floor, if asked); a failure
 // is the cell's Error, and the benchmark's first error.
 func (r *benchRun) cell(lock string, n int) report.BenchCell {
+	return r.cellOn(lock, n, r.spec.scenario(n))
+}
+
+// cellOn is cell with the scenario sc.
+func (r *benchRun) cellOn(lock string, n int, sc scenarios.Scenario) report.BenchCell {
 	cell := report.BenchCell{Lock: lock, Clients: n}
 	if r.spec.CellFloor > 0 {
 		f, err := MeasureFloor(r.ctx, r.admin, r.ns+floorKeyName, r.spec.CellFloor, 1)
@@ -405,7 +420,7 @@ func (r *benchRun) cell(lock string, n int) report.BenchCell {
 		cell.Floor = f
 	}
 	resetPeakRSS()
-	res, err := RunOn(r.ctx, r.c, RunSpec{Lock: lock, Scenario: r.spec.scenario(n), Seed: r.spec.Seed, KeepAlive: r.spec.KeepAlive,
+	res, err := RunOn(r.ctx, r.c, RunSpec{Lock: lock, Scenario: sc, Seed: r.spec.Seed, KeepAlive: r.spec.KeepAlive,
 		RPCTimeout: r.spec.RPCTimeout, SharedConns: r.spec.SharedConns, Cluster: r.spec.Cluster, Out: r.spec.Dir, Notice: r.spec.Notice})
 	cell.PeakRSSMB = peakRSSMB()
 	if err != nil {

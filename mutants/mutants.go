@@ -98,7 +98,7 @@ var catalogue = []struct {
 	{tryLock, checkThenSet}, {tryLock, noKeepAlive}, {tryLock, keepAliveEveryTTL},
 	{tryLock, unlockByName}, {tryLock, noLease}, {tryLock, leaseAsToken},
 	{queue, leakOnCancel}, {queue, orderByName}, {tryLock, revokeOnUnlock},
-	{tryLock, lazyUnlock}, {queue, requeueOnce},
+	{tryLock, lazyUnlock}, {queue, requeueOnce}, {tryLock, unlockPrefix},
 }
 
 // Controls are the correct strategies of the catalogue: never flagged.
@@ -372,6 +372,8 @@ func (l *locker) Unlock(ctx context.Context, g *locks.Grant) error {
 		return err
 	case lazyUnlock:
 		return l.unlockLater(g)
+	case unlockPrefix:
+		return l.unlockByPrefix(ctx, g)
 	}
 	// Step 4: delete the key only if it is still the one granted.
 	rev := g.Token

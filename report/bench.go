@@ -168,6 +168,9 @@ type Bench struct {
 	// measured on, which only make sense beside them.
 	Host    rundir.HostInfo      `json:"host"`
 	Cluster rundir.ClusterConfig `json:"cluster"`
+	// LocksPerRun are the cells over several lock names (bench
+	// --locks-per-run; benchnames.go), beside Cells: added later, additive.
+	LocksPerRun []NamesCell `json:"locks_per_run,omitempty"`
 }
 
 // LoadBench reads a bench folder's bench.json, to draw its table again;
@@ -490,6 +493,9 @@ func (c BenchCell) failed() bool { return c.Violations > 0 || c.Verdict == strin
 // only b, so a bench.json read back draws the same table.
 func BenchTable(w io.Writer, b *Bench) error {
 	if err := benchCellsTable(w, b); err != nil {
+		return err
+	}
+	if err := benchNamesTable(w, b); err != nil {
 		return err
 	}
 	benchFloorLines(w, b)

@@ -154,6 +154,9 @@ type Summary struct {
 	// measured just before its cells (suite.json only): it moves with the
 	// machine's load, so compare can normalize each run by its own floor.
 	SuiteFloor *Floor `json:"suite_floor,omitempty"`
+	// Names is the figures by lock name, present only when the history has
+	// more than one (locknames.go; added later, additive).
+	Names *Names `json:"names,omitempty"`
 }
 
 // DefaultKeepAlive is locks.DefaultKeepAlive (a test in package harness
@@ -333,6 +336,7 @@ func Summarize(run RunInfo, c check.Checked) Summary {
 	}
 	series := Series(ops)
 	s.Series = &series
+	s.Names = nameFigures(ops.Acquires, elapsed)
 	addCheckReport(&s, rep)
 	return s
 }

@@ -15,7 +15,8 @@ import (
 )
 
 // RunTable prints a run's headline figures (what users compare first),
-// then its latency distributions (LatencyTable).
+// then its latency distributions (LatencyTable) and, with several lock
+// names, its figures by name (NamesTable).
 func RunTable(w io.Writer, s Summary) error {
 	t := newTable(w, "LLRRRRRRRRL")
 	t.Header("lock", "scenario", "clients", "acquisitions", "acq/s", "p50 ms", "p90 ms", "p99 ms", "max ms", "violations", "verdict")
@@ -28,7 +29,10 @@ func RunTable(w io.Writer, s Summary) error {
 	if err := t.Render(); err != nil {
 		return err
 	}
-	return LatencyTable(w, s)
+	if err := LatencyTable(w, s); err != nil {
+		return err
+	}
+	return NamesTable(w, s)
 }
 
 // LatencyTable prints every distribution of LatencyNames: count, p50, p90,

@@ -48,9 +48,11 @@ type connection struct {
 	// while no worker runs), so read without mu.
 	proxies []proxy.Server
 	// rpcs counts the RPCs of the client's own connection.
-	rpcs   locks.RPCCounter
-	cli    *clientv3.Client
-	locker locks.Locker
+	rpcs locks.RPCCounter
+	cli  *clientv3.Client
+	// lockers are the client's Lockers, one per lock name it used
+	// (names.go).
+	lockers *lockerSet
 }
 
 // worker is the goroutine running the workload; a restart starts a new
@@ -90,8 +92,13 @@ type position struct {
 	// cancelLock cancels the pending Lock call while the client waits.
 	cancelLock context.CancelFunc
 	// lease is the latest lease the client's own connection was granted
-	// (leaseGranted), whichever strategy asked for it.
-	lease clientv3.LeaseID
+	// (leaseGranted) for the current name, whichever strategy asked for
+	// it; leases are every name's (one Locker, one lease, per name).
+	lease  clientv3.LeaseID
+	leases map[string]clientv3.LeaseID
+	// name is the lock name of the current (or last) acquisition: its
+	// events' lock (names.go).
+	name string
 	// last is the key of the client's last grant and whether the observer
 	// has seen it deleted since; wait is what the observer saw of the
 	// current wait (see runner.waiterLost).
@@ -129,24 +136,33 @@ func (c *client) connect(ctx context.Context) error {
 			return fmt.Errorf("client %d: connect: %w", c.id, err)
 		}
 	}
-	opts := locks.Options{
-		Name:      locks.DefaultName,
-		Prefix:    c.r.cfg.Prefix,
-		TTL:       c.r.cfg.Scenario.TTL(),
-		KeepAlive: c.r.cfg.KeepAlive,
-		OnWakeup: func() {
-			c.emit(c.currentGen(), history.Event{Type: history.OK, F: history.FWakeup})
-		},
+	set := &lockerSet{names: lockNames(c.r.cfg.Scenario.Workload.LockCount())}
+	set.make = func(ctx context.Context, name string) (locks.Locker, error) {
+		return c.r.strategy.New(ctx, cli, locks.Options{
+			Name:      name,
+			Prefix:    c.r.cfg.Prefix,
+			TTL:       c.r.cfg.Scenario.TTL(),
+			KeepAlive: c.r.cfg.KeepAlive,
+			OnWakeup: func() {
+				c.emit(c.currentGen(), history.Event{Type: history.OK, F: history.FWakeup, Lock: name})
+			},
+		})
 	}
-	locker, err := c.r.strategy.New(ctx, cli, opts)
+	// The first name's Locker is made now, so that a strategy that cannot
+	// start fails the connect, as with one name; the others on first use.
+	c.mu.Lock()
+	c.setNameLocked(set.names[0])
+	c.mu.Unlock()
+	locker, err := set.make(ctx, set.names[0])
 	if err != nil {
 		if len(c.r.shared) == 0 {
 			cli.Close()
 		}
 		return fmt.Errorf("client %d: %s: %w", c.id, c.r.strategy.Name, err)
 	}
+	set.add(set.names[0], locker)
 	c.mu.Lock()
-	c.conn.cli, c.conn.locker = cli, locker
+	c.conn.cli, c.conn.lockers = cli, set
 	c.mu.Unlock()
 	return nil
 }
@@ -155,8 +171,12 @@ func (c *client) connect(ctx context.Context) error {
 // lock keys are under it from now on (see runner.waiterLost).
 func (c *client) leaseGranted(id clientv3.LeaseID) {
 	c.mu.Lock()
-	old := c.queue.lease
-	c.queue.lease = id
+	name := c.lockName()
+	old := c.queue.leases[name]
+	if c.queue.leases == nil {
+		c.queue.leases = map[string]clientv3.LeaseID{}
+	}
+	c.queue.leases[name], c.queue.lease = id, id
 	c.mu.Unlock()
 	c.r.owners.Delete(old)
 	c.r.owners.Store(id, c)
@@ -191,7 +211,10 @@ func (c *client) emit(gen int, e history.Event) int64 {
 	if c.faults.crashed || gen != c.worker.gen {
 		return -1
 	}
-	e.Process, e.Lock = c.id, locks.DefaultName
+	e.Process = c.id
+	if e.Lock == "" {
+		e.Lock = c.lockName()
+	}
 	return c.r.record(e)
 }
 
@@ -203,12 +226,12 @@ func (c *client) startWorker(ctx context.Context) {
 	wctx, cancel := context.WithCancel(ctx)
 	c.worker.cancel = cancel
 	c.worker.done = make(chan struct{})
-	gen, cli, locker, done := c.worker.gen, c.conn.cli, c.conn.locker, c.worker.done
+	gen, cli, lockers, done := c.worker.gen, c.conn.cli, c.conn.lockers, c.worker.done
 	seed := uint64(c.r.cfg.Seed)
 	go func() {
 		defer close(done)
 		rng := rand.New(rand.NewPCG(seed, uint64(c.id)<<16|uint64(gen)))
-		c.loop(wctx, gen, cli, locker, rng)
+		c.loop(wctx, gen, cli, lockers, rng)
 	}()
 }
 
@@ -280,14 +303,17 @@ func (c *client) checkpoint(ctx context.Context) bool {
 
 // loop runs the workload until ctx ends. Errors from the lock are recorded,
 // not returned: a run is a measurement, and failures are its data.
-func (c *client) loop(ctx context.Context, gen int, cli *clientv3.Client, locker locks.Locker, rng *rand.Rand) {
+func (c *client) loop(ctx context.Context, gen int, cli *clientv3.Client, lockers *lockerSet, rng *rand.Rand) {
 	w := c.r.cfg.Scenario.Workload
+	names := newNamePicker(lockers.names, w, c.id, rng)
 	if gen == 0 {
 		Sleep(ctx, time.Duration(c.id)*w.Stagger.D())
 	}
 	failures := 0 // consecutive failed acquires
 	for c.checkpoint(ctx) {
-		// Wait for the lock, cancellable by cancel-waiters.
+		// Wait for the lock (of the name picked), cancellable by
+		// cancel-waiters.
+		locker := c.pickName(ctx, gen, lockers, names.pick())
 		lctx, cancelLock := context.WithCancel(ctx)
 		c.setState(gen, waiting, nil, 0)
 		c.mu.Lock()
@@ -354,11 +380,11 @@ func (c *client) crash() error {
 	}
 	// Recorded under the lock that emit takes: nothing of this process can
 	// appear after its crash.
-	c.r.record(history.Event{Process: c.id, Type: history.Info, F: history.FCrash, Lock: locks.DefaultName})
+	c.r.record(history.Event{Process: c.id, Type: history.Info, F: history.FCrash, Lock: c.lockName()})
 	c.faults.crashed = true
 	c.r.held.done(c.queue.grant)
 	c.queue.state, c.queue.grant, c.queue.lastLease = idle, nil, 0
-	cli, locker, cancel := c.conn.cli, c.conn.locker, c.worker.cancel
+	cli, lockers, cancel := c.conn.cli, c.conn.lockers, c.worker.cancel
 	if c.faults.paused != nil {
 		close(c.faults.paused)
 		c.faults.paused = nil
@@ -374,10 +400,9 @@ func (c *client) crash() error {
 	cli.Close()
 	// A Locker that is a process of its own (an adapter) dies for real.
 	var err error
-	if p, ok := locker.(locks.Process); ok {
-		if kerr := p.Kill(); kerr != nil {
-			err = fmt.Errorf("client %d: kill its process: %w", c.id, kerr)
-		}
+	lockers.all(true) // no Locker is made from here on
+	if kerr := lockers.processes(locks.Process.Kill); kerr != nil {
+		err = fmt.Errorf("client %d: kill its process: %w", c.id, kerr)
 	}
 	cancel()
 	// A proxy's Close waits for its connections to end; the client's side
@@ -428,7 +453,7 @@ func (c *client) close() {
 		close(c.faults.paused)
 		c.faults.paused = nil
 	}
-	cli, locker, cancel, crashed, stuck := c.conn.cli, c.conn.locker, c.worker.cancel, c.faults.crashed, c.worker.stuck
+	cli, lockers, cancel, crashed, stuck := c.conn.cli, c.conn.lockers, c.worker.cancel, c.faults.crashed, c.worker.stuck
 	c.mu.Unlock()
 	if cancel != nil {
 		cancel()
@@ -436,10 +461,8 @@ func (c *client) close() {
 	c.wait()
 	// A stuck worker may still be inside the Locker: its Close could hang
 	// too. Closing the connection is what ends its lease.
-	if locker != nil && !crashed && !stuck {
-		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-		locker.Close(ctx)
-		cancel()
+	if lockers != nil && !crashed && !stuck {
+		lockers.close(opTimeout)
 	}
 	if cli != nil && len(c.r.shared) == 0 {
 		cli.Close()

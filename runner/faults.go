@@ -88,14 +88,12 @@ func (c *client) pause() error {
 	}
 	c.faults.paused = make(chan struct{})
 	c.faults.pauses++
-	c.r.record(history.Event{Process: c.id, Type: history.OK, F: history.FPause, Lock: locks.DefaultName})
+	c.r.record(history.Event{Process: c.id, Type: history.OK, F: history.FPause, Lock: c.lockName()})
 	c.stall()
 	// A Locker that is a process of its own (an adapter) freezes for real:
 	// its own lease refresh stops too.
-	if p, ok := c.conn.locker.(locks.Process); ok {
-		if err := p.Stop(); err != nil {
-			return fmt.Errorf("client %d: stop its process: %w", c.id, err)
-		}
+	if err := c.conn.lockers.processes(locks.Process.Stop); err != nil {
+		return fmt.Errorf("client %d: stop its process: %w", c.id, err)
 	}
 	return nil
 }
@@ -119,13 +117,11 @@ func (c *client) resume() error {
 	close(c.faults.paused)
 	c.faults.paused = nil
 	var err error
-	if p, ok := c.conn.locker.(locks.Process); ok {
-		if cerr := p.Cont(); cerr != nil {
-			err = fmt.Errorf("client %d: continue its process: %w", c.id, cerr)
-		}
+	if cerr := c.conn.lockers.processes(locks.Process.Cont); cerr != nil {
+		err = fmt.Errorf("client %d: continue its process: %w", c.id, cerr)
 	}
 	c.stall()
-	c.r.record(history.Event{Process: c.id, Type: history.OK, F: history.FResume, Lock: locks.DefaultName})
+	c.r.record(history.Event{Process: c.id, Type: history.OK, F: history.FResume, Lock: c.lockName()})
 	return err
 }
 

@@ -165,7 +165,7 @@ func (r *runner) recordDeletion(ctx context.Context, g *locks.Grant, d history.K
 			d.Cause = history.CauseLease
 		}
 	}
-	r.record(history.Event{Process: history.NemesisProcess, Type: history.OK, F: history.FKeyDeleted, Lock: locks.DefaultName,
+	r.record(history.Event{Process: history.NemesisProcess, Type: history.OK, F: history.FKeyDeleted, Lock: r.nameOfKey(g.Key),
 		Token: g.Token, Key: g.Key, Value: history.DeletionValue(d)})
 }
 
@@ -218,7 +218,7 @@ func (r *runner) waiterLost(ctx context.Context, key string, rev int64) {
 	c.mu.Unlock()
 	if still {
 		waiter := c.id
-		r.record(history.Event{Process: history.NemesisProcess, Type: history.OK, F: history.FKeyDeleted, Lock: locks.DefaultName,
+		r.record(history.Event{Process: history.NemesisProcess, Type: history.OK, F: history.FKeyDeleted, Lock: r.nameOfKey(key),
 			Key: key, Value: history.DeletionValue(history.KeyDeletion{Revision: rev, Cause: history.CauseLease, Waiter: &waiter})})
 	}
 }

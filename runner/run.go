@@ -371,7 +371,10 @@ func (r *runner) currentRevision(ctx context.Context) (int64, error) {
 func (r *runner) outcome(ctx context.Context) *Outcome {
 	elapsed := time.Duration(r.rec.Now())
 	for _, c := range r.clients {
-		r.record(history.Event{Process: c.id, Type: history.OK, F: history.FRPCs, Lock: locks.DefaultName,
+		c.mu.Lock()
+		name := c.lockName()
+		c.mu.Unlock()
+		r.record(history.Event{Process: c.id, Type: history.OK, F: history.FRPCs, Lock: name,
 			Value: history.IntValue(r.rpcsOf(c.id))})
 	}
 	if r.cfg.Scenario.Workload.Kind != scenarios.WorkloadHold {

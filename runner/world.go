@@ -69,25 +69,49 @@ func (r *runner) Holder() int {
 	return best
 }
 
+// Holder is, with several lock names, the client that has held its name
+// the longest (of any name); Waiters are the queue of one name, in request
+// order: the holder's name, or the longest waiter's when none is held
+// (focusName). With one name both are that name's, as always.
 func (r *runner) Waiters() []int {
 	type w struct {
-		id  int
-		seq int64
+		id   int
+		seq  int64
+		name string
 	}
 	var ws []w
 	for _, c := range r.clients {
 		c.mu.Lock()
 		if c.queue.state == waiting && !c.faults.crashed {
-			ws = append(ws, w{c.id, c.queue.seq})
+			ws = append(ws, w{c.id, c.queue.seq, c.lockName()})
 		}
 		c.mu.Unlock()
 	}
 	slices.SortFunc(ws, func(a, b w) int { return cmp.Compare(a.seq, b.seq) })
-	out := make([]int, len(ws))
-	for i, x := range ws {
-		out[i] = x.id
+	var out []int
+	if len(ws) == 0 {
+		return out
+	}
+	focus := r.focusName(ws[0].name)
+	for _, x := range ws {
+		if x.name == focus {
+			out = append(out, x.id)
+		}
 	}
 	return out
+}
+
+// focusName is the name whose queue waiter:K counts in: the current
+// holder's (Holder), else orElse (the longest waiter's).
+func (r *runner) focusName(orElse string) string {
+	h := r.Holder()
+	if h < 0 {
+		return orElse
+	}
+	c := r.clients[h]
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lockName()
 }
 
 // chaos.ClientProcesses, chaos.ClientNetwork and chaos.LockService: each
@@ -130,6 +154,10 @@ func (r *runner) RevokeLease(ctx context.Context, i int) error {
 	lease, state := c.queue.lastLease, c.queue.state
 	if c.queue.grant != nil {
 		lease = c.queue.grant.Lease
+	} else if state == waiting && len(c.queue.leases) > 1 && c.queue.lease != 0 {
+		// Several names, one lease each: a waiter's key is under its
+		// current name's lease, not its last grant's (another name's).
+		lease = c.queue.lease
 	}
 	c.mu.Unlock()
 	if lease == 0 || state != holding && state != waiting {

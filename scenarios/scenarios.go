@@ -111,6 +111,16 @@ type Workload struct {
 	// on the lost grant anyway, as a client that learns late still does:
 	// a correct lock then leaves its successor's key alone.
 	ReleaseLost bool `json:"release_lost,omitempty" yaml:"release_lost"`
+	// Locks is how many lock names the clients share (0 or 1: the one
+	// name "lock"; N > 1: job1…jobN, so that job1 and job10 both exist
+	// from 10 on and a strategy that lists job1's waiters by a bare key
+	// prefix counts job10's too). Added later, additive: omitted, a file
+	// reads and hashes as before.
+	Locks int `json:"locks,omitempty" yaml:"locks"`
+	// Pick is how each acquisition chooses its name when Locks > 1:
+	// uniform (default), round-robin or zipf:S (ParsePick), drawn from the
+	// client's seeded stream, so the same seed makes the same picks.
+	Pick string `json:"pick,omitempty" yaml:"pick"`
 }
 
 // Step is one fault in a scenario file.
@@ -165,6 +175,9 @@ type Scenario struct {
 	nemesis     *chaos.Nemesis
 	expectLines map[string]int
 	expectWhy   map[string]string
+	// workloadLines are the lines of the workload's keys, for
+	// validateNames' messages.
+	workloadLines map[string]int
 }
 
 // DefaultLeaseTTL is a scenario's lease TTL when it gives none; the lock
@@ -210,6 +223,9 @@ func (s *Scenario) Validate() error {
 	}
 	if !contains(workloads, s.Workload.Kind) {
 		return fmt.Errorf("%s: workload kind %q: valid kinds are %s", w, s.Workload.Kind, strings.Join(workloads, ", "))
+	}
+	if err := s.validateNames(); err != nil {
+		return err
 	}
 	faults, err := s.parseSteps()
 	if err != nil {
@@ -431,6 +447,7 @@ func Parse(name string, r io.Reader) (Scenario, error) {
 		return Scenario{}, fmt.Errorf("%s: %v", name, cleanYAMLError(err, b))
 	}
 	s.Source = name
+	s.workloadLines = workloadLines(b)
 	for _, k := range keyNodes(b, "expect") {
 		if s.expectLines == nil {
 			s.expectLines, s.expectWhy = map[string]int{}, map[string]string{}
@@ -588,7 +605,7 @@ var yamlWants = map[string]string{
 // The keys of a scenario file, a workload and a step.
 const (
 	scenarioKeys = "name, description, clients, lease_ttl, duration, workload, steps, nemesis, expect"
-	workloadKeys = "kind, hold, think, stagger, release_lost"
+	workloadKeys = "kind, hold, think, stagger, release_lost, locks, pick"
 	stepKeys     = "at, fault, target, for, delay, every"
 )
 

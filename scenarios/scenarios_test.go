@@ -16,7 +16,7 @@ import (
 
 func TestBuiltinsParse(t *testing.T) {
 	want := []string{"cancel-waiters", "client-isolation", "compaction-leader-move", "contention", "herd", "herd-hold", "holder-crash", "late-answers", "late-unlock", "leader-kill",
-		"leader-kill-holder-crash", "lease-expiry", "lease-expiry-fenced", "partition-leader", "slow-clients", "waiter-crash", "waiter-isolation", "waiter-revoke"}
+		"leader-kill-holder-crash", "lease-expiry", "lease-expiry-fenced", "many-locks", "partition-leader", "slow-clients", "waiter-crash", "waiter-isolation", "waiter-revoke"}
 
 	if got := Names(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("built-ins = %v, want %v", got, want)
@@ -211,7 +211,23 @@ func TestParseErrorsNameFileLineAndChoices(t *testing.T) {
 		{"clients not a number", "name: x\nclients: two\nduration: 1s\nworkload: {kind: hold}\n",
 			[]string{"line 2: clients must be an integer, not the string two"}},
 		{"workload a list", "name: x\nclients: 2\nduration: 1s\nworkload: [hold]\n",
-			[]string{"line 4: workload must be a mapping with keys kind, hold, think, stagger, release_lost, not a list"}},
+			[]string{"line 4: workload must be a mapping with keys kind, hold, think, stagger, release_lost, locks, pick, not a list"}},
+		{"negative locks", "name: x\nclients: 2\nduration: 1s\nworkload:\n  kind: hold\n  locks: -3\n",
+			[]string{"bad.yaml:6", "workload locks -3", "must be 1..65536", "job1"}},
+		{"zero locks given", "name: x\nclients: 2\nduration: 1s\nworkload: {kind: hold, locks: 0}\n",
+			[]string{"bad.yaml:4", "workload locks 0", "must be 1..65536"}},
+		{"too many locks", "name: x\nclients: 2\nduration: 1s\nworkload: {kind: hold, locks: 70000}\n",
+			[]string{"bad.yaml:4", "workload locks 70000", "must be 1..65536"}},
+		{"locks not a number", "name: x\nclients: 2\nduration: 1s\nworkload: {kind: hold, locks: many}\n",
+			[]string{"line 4: locks must be an integer, not the string many"}},
+		{"many locks on a counter", "name: x\nclients: 2\nduration: 1s\nworkload:\n  kind: counter\n  locks: 4\n",
+			[]string{"bad.yaml:6", "workload locks 4", "kind counter shares one counter", "locks: 1"}},
+		{"unknown pick", "name: x\nclients: 2\nduration: 1s\nworkload:\n  kind: hold\n  locks: 4\n  pick: random\n",
+			[]string{"bad.yaml:7", `pick "random"`, "uniform, round-robin, zipf:S"}},
+		{"zipf exponent not above 1", "name: x\nclients: 2\nduration: 1s\nworkload: {kind: hold, locks: 4, pick: \"zipf:0.9\"}\n",
+			[]string{"bad.yaml:4", `pick "zipf:0.9"`, "must be a number > 1"}},
+		{"zipf exponent not a number", "name: x\nclients: 2\nduration: 1s\nworkload: {kind: hold, locks: 4, pick: \"zipf:hot\"}\n",
+			[]string{"bad.yaml:4", `pick "zipf:hot"`, "zipf:1.2"}},
 		{"release_lost not a boolean", "name: x\nclients: 2\nduration: 1s\nworkload: {kind: hold, release_lost: maybe}\n",
 			[]string{"line 4: release_lost must be true or false, not the string maybe"}},
 		{"steps a mapping", "name: x\nclients: 2\nduration: 1s\nworkload: {kind: hold}\nsteps: {at: 1s}\n",
@@ -425,4 +441,57 @@ func TestStepAliasesAndMergeKeys(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLocksAndPick: locks and pick parse, default to one name drawn
+// uniformly, and leave a file without them hashing as before.
+func TestLocksAndPick(t *testing.T) {
+	tests := []struct {
+		yaml  string
+		locks int
+		pick  Pick
+	}{
+		{"workload: {kind: hold}", 1, Pick{Kind: PickUniform}},
+		{"workload: {kind: hold, locks: 1}", 1, Pick{Kind: PickUniform}},
+		{"workload: {kind: hold, locks: 16}", 16, Pick{Kind: PickUniform}},
+		{"workload: {kind: hold, locks: 16, pick: round-robin}", 16, Pick{Kind: PickRoundRobin}},
+		{"workload: {kind: hold, locks: 16, pick: \"zipf:1.2\"}", 16, Pick{Kind: PickZipf, S: 1.2}},
+		{"workload: {kind: counter, locks: 1}", 1, Pick{Kind: PickUniform}},
+	}
+	for _, tc := range tests {
+		s, err := Parse("x.yaml", strings.NewReader("name: x\nclients: 2\nduration: 1s\n"+tc.yaml+"\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.yaml, err)
+		}
+		if got := s.Workload.LockCount(); got != tc.locks {
+			t.Errorf("%s: LockCount %d, want %d", tc.yaml, got, tc.locks)
+		}
+		if got := s.Workload.PickOf(); got != tc.pick {
+			t.Errorf("%s: PickOf %+v, want %+v", tc.yaml, got, tc.pick)
+		}
+	}
+	plain, _ := Parse("x.yaml", strings.NewReader("name: x\nclients: 2\nduration: 1s\nworkload: {kind: hold}\n"))
+	if b, _ := json.Marshal(plain.Workload); strings.Contains(string(b), "locks") || strings.Contains(string(b), "pick") {
+		t.Errorf("a workload without locks encodes them: %s (its hash would change)", b)
+	}
+}
+
+// FuzzParsePick: any text is a valid pick or one error naming it.
+func FuzzParsePick(f *testing.F) {
+	for _, s := range []string{"", "uniform", "round-robin", "zipf:1.2", "zipf:1", "zipf:NaN", "zipf:+Inf", "zipf:", "rr"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := ParsePick(s)
+		switch {
+		case err != nil:
+			if !strings.HasPrefix(err.Error(), "pick ") {
+				t.Errorf("ParsePick(%q): error %q does not name the pick", s, err)
+			}
+		case p.Kind == PickZipf && !(p.S > 1 && p.S <= 1e6):
+			t.Errorf("ParsePick(%q) = %+v: zipf's exponent out of range", s, p)
+		case p.Kind != PickZipf && p.Kind != PickUniform && p.Kind != PickRoundRobin:
+			t.Errorf("ParsePick(%q) = %+v: unknown kind", s, p)
+		}
+	})
 }
