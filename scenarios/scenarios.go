@@ -110,6 +110,14 @@ type Workload struct {
 	// on the lost grant anyway, as a client that learns late still does:
 	// a correct lock then leaves its successor's key alone.
 	ReleaseLost bool `json:"release_lost,omitempty" yaml:"release_lost"`
+	// Rate, when set, makes the load open-loop: acquisitions arrive at
+	// this rate over all clients whatever the lock's latency, each served
+	// by a free client, and its latency counts from its intended start
+	// (docs/design.md §3), so a slow lock cannot hide its queue.
+	Rate Rate `json:"rate,omitempty" yaml:"rate"`
+	// Arrivals is the open-loop arrival process: uniform (default) or
+	// poisson, drawn from the run's seed.
+	Arrivals string `json:"arrivals,omitempty" yaml:"arrivals"`
 }
 
 // Step is one fault in a scenario file.
@@ -209,6 +217,9 @@ func (s *Scenario) Validate() error {
 	}
 	if !contains(workloads, s.Workload.Kind) {
 		return fmt.Errorf("%s: workload kind %q: valid kinds are %s", w, s.Workload.Kind, strings.Join(workloads, ", "))
+	}
+	if err := s.Workload.validateOpenLoop(w); err != nil {
+		return err
 	}
 	faults, err := s.parseSteps()
 	if err != nil {
@@ -585,7 +596,7 @@ var yamlWants = map[string]string{
 // The keys of a scenario file, a workload and a step.
 const (
 	scenarioKeys = "name, description, clients, lease_ttl, duration, workload, steps, nemesis, expect"
-	workloadKeys = "kind, hold, think, stagger, release_lost"
+	workloadKeys = "kind, hold, think, stagger, release_lost, rate, arrivals"
 	stepKeys     = "at, fault, target, for, delay, every"
 )
 

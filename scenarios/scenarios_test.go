@@ -183,7 +183,7 @@ func TestParseErrorsNameFileLineAndChoices(t *testing.T) {
 		{"clients not a number", "name: x\nclients: two\nduration: 1s\nworkload: {kind: hold}\n",
 			[]string{"line 2: clients must be an integer, not the string two"}},
 		{"workload a list", "name: x\nclients: 2\nduration: 1s\nworkload: [hold]\n",
-			[]string{"line 4: workload must be a mapping with keys kind, hold, think, stagger, release_lost, not a list"}},
+			[]string{"line 4: workload must be a mapping with keys kind, hold, think, stagger, release_lost, rate, arrivals, not a list"}},
 		{"release_lost not a boolean", "name: x\nclients: 2\nduration: 1s\nworkload: {kind: hold, release_lost: maybe}\n",
 			[]string{"line 4: release_lost must be true or false, not the string maybe"}},
 		{"steps a mapping", "name: x\nclients: 2\nduration: 1s\nworkload: {kind: hold}\nsteps: {at: 1s}\n",
