@@ -18,13 +18,15 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/lockbench/lockbench/check"
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/verdict"
 )
 
 // Latency names: the keys of Summary.LatencyMS. Every summary has all four.
 const (
-	// LatAcquire is an acquire's invoke → its ok.
+	// LatAcquire is an acquire's invoke → its ok; in an open-loop run,
+	// its intended start → its ok (AcquireStart).
 	LatAcquire = "acquire"
 	// LatHandoff is a holder's release invoke → the next grant of that lock.
 	LatHandoff = "handoff"
@@ -154,6 +156,10 @@ type Summary struct {
 	// measured just before its cells (suite.json only): it moves with the
 	// machine's load, so compare can normalize each run by its own floor.
 	SuiteFloor *Floor `json:"suite_floor,omitempty"`
+	// OpenLoop splits an open-loop run's acquire latency (measured from
+	// each arrival's intended start) into its parts (openloop.go); absent
+	// for a closed-loop run.
+	OpenLoop *OpenLoop `json:"open_loop,omitempty"`
 }
 
 // DefaultKeepAlive is locks.DefaultKeepAlive (a test in package harness
@@ -301,7 +307,7 @@ func Summarize(run RunInfo, c check.Checked) Summary {
 	for _, n := range LatencyNames {
 		hs[n] = newHist()
 	}
-	recordAcquireAndHold(hs, grants, ops.Holds)
+	recordAcquireAndHold(hs, events, grants, ops.Holds)
 	recordHandoffs(hs[LatHandoff], grants, ops.Holds)
 	unrecovered := recordUnavailability(hs[LatUnavailability], grants, ops.Faults)
 	if run.LeaseTTL > 0 {
@@ -333,6 +339,7 @@ func Summarize(run RunInfo, c check.Checked) Summary {
 	}
 	series := Series(ops)
 	s.Series = &series
+	s.OpenLoop = openLoopFigures(events, grants, elapsed)
 	addCheckReport(&s, rep)
 	return s
 }
@@ -359,12 +366,12 @@ func addCheckReport(s *Summary, rep check.Report) {
 	}
 }
 
-// recordAcquireAndHold records each granted acquire's wait and each hold
-// its holder released.
-func recordAcquireAndHold(hs map[string]hist, grants []check.Op, holds []check.Hold) {
+// recordAcquireAndHold records each granted acquire's wait (from its
+// intended start in an open-loop run) and each hold its holder released.
+func recordAcquireAndHold(hs map[string]hist, events []history.Event, grants []check.Op, holds []check.Hold) {
 	for _, g := range grants {
 		if g.Invoke >= 0 {
-			hs[LatAcquire].record(g.To - g.From)
+			hs[LatAcquire].record(g.To - AcquireStart(events, g))
 		}
 	}
 	for _, h := range holds {
