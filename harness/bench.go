@@ -100,6 +100,10 @@ type BenchSpec struct {
 	// not fit the open-file limit on their own connections runs on shared
 	// ones, and that changes its figures.
 	Notice func(msg string)
+	// Open, when set, makes the bench open-loop (benchrate.go): each lock
+	// at an offered rate, or swept to its saturation rate, with a pool of
+	// Clients[0] clients, instead of the closed-loop cells.
+	Open *OpenSpec
 }
 
 // Validate checks everything before a cluster starts, so that bad input
@@ -140,6 +144,11 @@ func (s BenchSpec) Validate() error {
 	}
 	if _, err := locks.Lookup(s.TargetLock); err != nil {
 		return &FieldError{Field: "TargetLock", Err: err}
+	}
+	if s.Open != nil {
+		if err := s.Open.validate(s); err != nil {
+			return err
+		}
 	}
 	for _, l := range s.Locks {
 		for _, n := range s.Clients {
@@ -194,6 +203,9 @@ func RunBench(ctx context.Context, spec BenchSpec) (b *report.Bench, err error) 
 	}
 	if err := os.MkdirAll(spec.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create bench folder: %w", err)
+	}
+	if spec.Open != nil {
+		return runOpenBench(ctx, spec)
 	}
 	r := newBenchRun(ctx, spec)
 	defer func() { err = r.finish(err) }()
