@@ -40,10 +40,11 @@ func TestSustained(t *testing.T) {
 		p    report.RatePoint
 		want bool
 	}{
-		{"kept up", report.RatePoint{OfferedPerS: 100, AchievedPerS: 99, EarlyP99MS: 12, LateP99MS: 14}, true},
-		{"5 % short", report.RatePoint{OfferedPerS: 100, AchievedPerS: 94.9, EarlyP99MS: 12, LateP99MS: 12}, false},
-		{"queue grew", report.RatePoint{OfferedPerS: 100, AchievedPerS: 97, EarlyP99MS: 80, LateP99MS: 160}, false},
-		{"ms noise is not growth", report.RatePoint{OfferedPerS: 100, AchievedPerS: 100, EarlyP99MS: 2, LateP99MS: 9}, true},
+		{"kept up", report.RatePoint{OfferedPerS: 100, AchievedPerS: 99, EarlyP50MS: 12, LateP50MS: 14}, true},
+		{"5 % short", report.RatePoint{OfferedPerS: 100, AchievedPerS: 94.9, EarlyP50MS: 12, LateP50MS: 12}, false},
+		{"queue grew", report.RatePoint{OfferedPerS: 100, AchievedPerS: 97, EarlyP50MS: 80, LateP50MS: 240}, false},
+		{"a stall is not growth", report.RatePoint{OfferedPerS: 100, AchievedPerS: 99, EarlyP50MS: 3, LateP50MS: 4, AcquireMS: report.Latency{P99: 120}}, true},
+		{"ms noise is not growth", report.RatePoint{OfferedPerS: 100, AchievedPerS: 100, EarlyP50MS: 2, LateP50MS: 13}, true},
 		{"error", report.RatePoint{OfferedPerS: 100, AchievedPerS: 100, Error: "x"}, false},
 	}
 	for _, tt := range tests {

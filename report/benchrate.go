@@ -51,13 +51,13 @@ type RatePoint struct {
 	Acquisitions int     `json:"acquisitions"`
 	// AcquireMS is intended start → grant; QueuedMS intended start →
 	// invoke (waiting for a free client); ServiceMS invoke → grant (what a
-	// closed-loop tool would report). EarlyP99MS and LateP99MS are the
-	// acquire p99 of the run's first and second half of grants.
+	// closed-loop tool would report). EarlyP50MS and LateP50MS are the
+	// acquire p50 of the run's first and second half of grants.
 	AcquireMS  Latency `json:"acquire_ms"`
 	QueuedMS   Latency `json:"queued_ms"`
 	ServiceMS  Latency `json:"service_ms"`
-	EarlyP99MS float64 `json:"early_p99_ms"`
-	LateP99MS  float64 `json:"late_p99_ms"`
+	EarlyP50MS float64 `json:"early_p50_ms"`
+	LateP50MS  float64 `json:"late_p50_ms"`
 	// Sustained says the run kept up with its offered rate (Method).
 	Sustained  bool   `json:"sustained"`
 	Violations int    `json:"violations"`
