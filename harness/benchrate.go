@@ -57,6 +57,13 @@ const (
 	// sweep (docs/measurements.md).
 	GrowthFactor  = 2.0
 	GrowthSlackMS = 10.0
+	// KneeFactor: in a sweep, a run is sustained only while its median
+	// acquire latency ≤ KneeFactor × the first probe's (the light-load
+	// latency, at SweepStartRate) + GrowthSlackMS: a queue that formed at
+	// the start and stands (a lock at its knee, e.g. mutex waiting for
+	// etcd's 100 ms watch resync on every contended handoff) keeps up
+	// with the rate, but not at the latency the lock has below it.
+	KneeFactor = 3.0
 )
 
 // SweepFractions are the shares of the saturation rate a sweep reports.
@@ -64,8 +71,8 @@ var SweepFractions = []float64{0.5, 0.8, 0.95}
 
 // SweepMethod is how the sweep judges a run and finds the saturation
 // rate, as bench.json and the table say it.
-var SweepMethod = fmt.Sprintf("a run is sustained when it achieved ≥ %.2f × its offered rate and the median acquire latency of its second half of grants ≤ %.1f × its first half's + %.0f ms (a queue growing from empty makes it ~3×); the offered rate starts at %.0f/s and doubles while sustained, then is bisected between the highest sustained and the lowest not sustained until they are within %.0f %% (at most %d runs); the saturation rate is the highest sustained; then one run at each of %s of it",
-	SustainedShare, GrowthFactor, GrowthSlackMS, SweepStartRate, 100*SweepResolution, SweepMaxProbes, fractionsText())
+var SweepMethod = fmt.Sprintf("a run is sustained when it achieved ≥ %.2f × its offered rate, the median acquire latency (from the intended start) of its second half of grants ≤ %.0f × its first half's + %.0f ms (a queue growing from empty makes it ~3×), and its median ≤ %.0f × the first probe's (light load) + %.0f ms (no standing queue); the offered rate starts at %.0f/s and doubles while sustained, then is bisected between the highest sustained and the lowest not sustained until they are within %.0f %% (at most %d runs); the saturation rate is the highest sustained; then one run at each of %s of it",
+	SustainedShare, GrowthFactor, GrowthSlackMS, KneeFactor, GrowthSlackMS, SweepStartRate, 100*SweepResolution, SweepMaxProbes, fractionsText())
 
 func fractionsText() string {
 	s := ""
@@ -147,10 +154,12 @@ func (s *sweep) observe(sustained bool) (next float64, done bool) {
 }
 
 // sustained reports whether a run kept up with its offered rate (see
-// SustainedShare, GrowthFactor).
-func sustained(p report.RatePoint) bool {
+// SustainedShare, GrowthFactor) and, given the light-load median refP50
+// (> 0: in a sweep), stayed below the knee (KneeFactor).
+func sustained(p report.RatePoint, refP50 float64) bool {
 	return p.Error == "" && p.AchievedPerS >= SustainedShare*p.OfferedPerS &&
-		p.LateP50MS <= GrowthFactor*p.EarlyP50MS+GrowthSlackMS
+		p.LateP50MS <= GrowthFactor*p.EarlyP50MS+GrowthSlackMS &&
+		(refP50 <= 0 || p.AcquireMS.P50 <= KneeFactor*refP50+GrowthSlackMS)
 }
 
 // runOpenBench is RunBench for an open-loop spec: the commit floor, each
@@ -207,12 +216,18 @@ func (r *benchRun) openStrategy(lock string) report.RateStrategy {
 	st := report.RateStrategy{Lock: lock}
 	o := r.spec.Open
 	if !o.Sweep {
-		st.Points = []report.RatePoint{r.ratePoint(lock, o.RatePerS, "")}
+		p := r.ratePoint(lock, o.RatePerS, "")
+		p.Sustained = sustained(p, 0)
+		st.Points = []report.RatePoint{p}
 		return st
 	}
 	sw := newSweep()
 	for rate, done := sw.cur, false; !done && r.ctx.Err() == nil; {
 		p := r.ratePoint(lock, rate, fmt.Sprintf("probe %d", sw.probes+1))
+		if sw.probes == 0 && p.Error == "" {
+			st.ReferenceP50MS = p.AcquireMS.P50
+		}
+		p.Sustained = sustained(p, st.ReferenceP50MS)
 		st.Probes = append(st.Probes, p)
 		rate, done = sw.observe(p.Sustained)
 	}
@@ -229,7 +244,7 @@ func (r *benchRun) openStrategy(lock string) report.RateStrategy {
 			break
 		}
 		p := r.ratePoint(lock, round1(f*sw.lo), fmt.Sprintf("%.0f %% of saturation", 100*f))
-		p.Fraction = f
+		p.Fraction, p.Sustained = f, sustained(p, st.ReferenceP50MS)
 		st.Points = append(st.Points, p)
 	}
 	return st
@@ -294,7 +309,6 @@ func fillRatePoint(p *report.RatePoint, s report.Summary, d time.Duration) {
 	if s.Interrupted {
 		p.Error = "interrupted"
 	}
-	p.Sustained = sustained(*p)
 }
 
 // achievedRate is the grants per second within the first d of the run.

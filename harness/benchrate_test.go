@@ -48,7 +48,7 @@ func TestSustained(t *testing.T) {
 		{"error", report.RatePoint{OfferedPerS: 100, AchievedPerS: 100, Error: "x"}, false},
 	}
 	for _, tt := range tests {
-		if got := sustained(tt.p); got != tt.want {
+		if got := sustained(tt.p, 0); got != tt.want {
 			t.Errorf("%s: sustained %v, want %v", tt.name, got, tt.want)
 		}
 	}
@@ -56,6 +56,22 @@ func TestSustained(t *testing.T) {
 
 // The achieved rate counts the whole intervals within the run's clock, not
 // the wind-down after it.
+// In a sweep a run also stays below the knee: its median within
+// KneeFactor × the light-load one (+ slack).
+func TestSustainedKnee(t *testing.T) {
+	p := report.RatePoint{OfferedPerS: 70, AchievedPerS: 69, EarlyP50MS: 200, LateP50MS: 210, AcquireMS: report.Latency{P50: 206}}
+	if !sustained(p, 0) {
+		t.Error("a standing queue that keeps up is sustained without a reference")
+	}
+	if sustained(p, 4.7) {
+		t.Error("a median of 206 ms against a light-load 4.7 ms is sustained")
+	}
+	p.AcquireMS.P50 = 20
+	if !sustained(p, 4.7) {
+		t.Error("a median of 20 ms against 4.7 ms (bound 24.1) is not sustained")
+	}
+}
+
 func TestAchievedRate(t *testing.T) {
 	s := report.Summary{Acquisitions: 45, DurationS: 2.2,
 		Series: &report.TimeSeries{IntervalS: 0.5, Grants: []int{10, 10, 10, 10, 5}}}

@@ -34,6 +34,9 @@ type RateStrategy struct {
 	// SaturationPerS is the highest offered rate the sweep found
 	// sustained (0: none, or no sweep).
 	SaturationPerS float64 `json:"saturation_per_s,omitempty"`
+	// ReferenceP50MS is the sweep's first probe's acquire p50: the
+	// light-load latency a run's median is held to (harness.KneeFactor).
+	ReferenceP50MS float64 `json:"reference_p50_ms,omitempty"`
 	// Probes are the sweep's search runs, in the order they ran.
 	Probes []RatePoint `json:"probes,omitempty"`
 	// Points are the runs reported: bench --rate R's one, or the sweep's
