@@ -1,6 +1,8 @@
 package report
 
 import (
+	"fmt"
+	"io"
 	"time"
 
 	"github.com/lockbench/lockbench/check"
@@ -82,4 +84,14 @@ func intended(e history.Event) bool {
 func compact(l Latency) Latency {
 	l.CDF, l.Samples = nil, nil
 	return l
+}
+
+// openLoopLine prints an open-loop run's acquire latency in its parts,
+// under the latency table (nothing for a closed-loop run).
+func openLoopLine(w io.Writer, o *OpenLoop) {
+	if o == nil {
+		return
+	}
+	fmt.Fprintf(w, "open loop: acquire counts from each arrival's intended start; queued (waiting for a free client) p50 %s p99 %s ms, service (call → grant) p50 %s p99 %s ms; median of the first and second half's grants %s, %s ms\n",
+		ms(o.QueuedMS.P50), ms(o.QueuedMS.P99), ms(o.ServiceMS.P50), ms(o.ServiceMS.P99), ms(o.EarlyP50MS), ms(o.LateP50MS))
 }
