@@ -74,6 +74,12 @@ var SweepFractions = []float64{0.5, 0.8, 0.95}
 var SweepMethod = fmt.Sprintf("a run is sustained when it achieved ≥ %.2f × its offered rate, the median acquire latency (from the intended start) of its second half of grants ≤ %.0f × its first half's + %.0f ms (a queue growing from empty makes it ~3×), and its median ≤ %.0f × the first probe's (light load) + %.0f ms (no standing queue); the offered rate starts at %.0f/s and doubles while sustained, then is bisected between the highest sustained and the lowest not sustained until they are within %.0f %% (at most %d runs); the saturation rate is the highest sustained; then one run at each of %s of it",
 	SustainedShare, GrowthFactor, GrowthSlackMS, KneeFactor, GrowthSlackMS, SweepStartRate, 100*SweepResolution, SweepMaxProbes, fractionsText())
 
+// RateMethod is how bench --rate R judges its runs sustained: the
+// sweep's criteria without the knee, which needs a light-load reference
+// only a sweep measures.
+var RateMethod = fmt.Sprintf("a run is sustained when it achieved ≥ %.2f × its offered rate and the median acquire latency (from the intended start) of its second half of grants ≤ %.0f × its first half's + %.0f ms: it kept up and its queue did not grow (a standing queue still counts as sustained; a sweep also holds the median to %.0f × the light-load one)",
+	SustainedShare, GrowthFactor, GrowthSlackMS, KneeFactor)
+
 func fractionsText() string {
 	s := ""
 	for i, f := range SweepFractions {
@@ -170,6 +176,7 @@ func runOpenBench(ctx context.Context, spec BenchSpec) (b *report.Bench, err err
 	r := newBenchRun(ctx, spec)
 	o := spec.Open
 	ol := &report.OpenLoopBench{Arrivals: o.arrivals(), Clients: spec.Clients[0], RatePerS: o.RatePerS, Sweep: o.Sweep}
+	ol.Method = RateMethod
 	if o.Sweep {
 		ol.Method = SweepMethod
 	}

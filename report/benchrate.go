@@ -22,8 +22,8 @@ type OpenLoopBench struct {
 	// RatePerS is the offered rate of bench --rate R; 0 in a sweep.
 	RatePerS float64 `json:"rate_per_s,omitempty"`
 	Sweep    bool    `json:"sweep,omitempty"`
-	// Method says how a run is judged sustained and how the saturation
-	// rate is searched for (harness.SweepMethod).
+	// Method says how a run is judged sustained and, in a sweep, how the
+	// saturation rate is searched for (harness.RateMethod, SweepMethod).
 	Method     string         `json:"method,omitempty"`
 	Strategies []RateStrategy `json:"strategies"`
 }
@@ -133,7 +133,11 @@ func benchOpenLoopLines(w io.Writer, b *Bench) error {
 	}
 	fmt.Fprintf(w, "open loop: %s arrivals served by a pool of %d clients; acquire latency from each arrival's intended start (queued: waiting for a free client; service: from the call, as a closed loop would measure)\n", o.Arrivals, o.Clients)
 	if o.Method != "" {
-		fmt.Fprintf(w, "sweep: %s\n", o.Method)
+		label := "sustained"
+		if o.Sweep {
+			label = "sweep"
+		}
+		fmt.Fprintf(w, "%s: %s\n", label, o.Method)
 	}
 	for _, s := range o.Strategies {
 		openLoopNotes(w, s)
