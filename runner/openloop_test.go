@@ -52,10 +52,11 @@ func TestOpenLoopRun(t *testing.T) {
 			t.Fatalf("intended starts %v, want the schedule %v", got, want)
 		}
 	}
-	// 40/s for 1.5 s is 60 arrivals, the last at 1.475 s: a closed loop of
-	// 3 clients on queue asks hundreds of times.
-	if n := len(got); n < 50 || n > 60 {
-		t.Errorf("%d acquisitions asked in 1.5 s at %d/s: want 50–60", n, rate)
+	// 40/s for 1.5 s is 60 arrivals, the last at 1.475 s: never more, and a
+	// closed loop of 3 clients on queue asks hundreds of times. (Fewer when
+	// a loaded machine keeps all 3 clients busy past the end.)
+	if n := len(got); n < 30 || n > 60 {
+		t.Errorf("%d acquisitions asked in 1.5 s at %d/s: want ≤ 60 (the schedule's), and ≥ 30", n, rate)
 	}
 	requireExclusion(t, out.Events, sc, c)
 }
