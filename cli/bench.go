@@ -38,7 +38,14 @@ const benchSynopsis = "bench [--clients 2,8,64] [--locks a,b] [--duration D] [fl
 	"probes that service on every member and replaces a cluster where it is\n" +
 	"stuck (an etcd bug: see the README).\n" +
 	"Writes bench.json and one run folder per cell into --out. etcd's data\n" +
-	"folder is made under --data-dir, else $TMPDIR."
+	"folder is made under --data-dir, else $TMPDIR.\n" +
+	"With --rate R (or --rate sweep) the bench is open-loop instead: after the\n" +
+	"floor, each lock serves acquisitions arriving at R/s (uniform or poisson,\n" +
+	"--arrivals) with a pool of --clients clients, its acquire latency measured\n" +
+	"from each arrival's intended start, so a lock that falls behind shows its\n" +
+	"queue; a sweep finds each lock's saturation rate (doubling, then\n" +
+	"bisecting; bench.json says the criterion) and reports 50, 80 and 95 % of\n" +
+	"it. It also writes bench.html, latency against offered rate."
 
 // benchOptions are bench's flags.
 type benchOptions struct {
@@ -49,6 +56,10 @@ type benchOptions struct {
 	cpuProfile                  string
 	cluster                     clusterFlags
 	client                      clientFlags
+	// open is --rate and --arrivals (benchrate.go); given is the flags set
+	// on the command line, which an open-loop bench checks.
+	open  openFlags
+	given map[string]bool
 }
 
 // benchFlags names the flag of each harness.BenchSpec field that Validate
@@ -58,6 +69,7 @@ var benchFlags = map[string]string{
 	"CellFloor": "cell-floor", "RecordRuns": "record-runs", "RecordDuration": "record-duration",
 	"TargetLock": "target-lock", "TargetClients": "target-clients",
 	"PairedRounds": "paired-rounds", "PairedSlice": "paired-slice", "LocksPerRun": "locks-per-run",
+	"Rate": "rate", "Arrivals": "arrivals",
 }
 
 // benchCommand is `lockbench bench`: throughput and handoff latency of
@@ -69,6 +81,7 @@ func benchCommand(ctx context.Context, e *env, args []string) error {
 	if err := fs.parseFlagsOnly(args); err != nil {
 		return err
 	}
+	o.given = fs.given()
 	if err := o.check(); err != nil {
 		return err
 	}
@@ -98,6 +111,7 @@ func (o *benchOptions) register(fs *flagSet) {
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole benchmark (clients and etcd members) to this file")
 	o.client.register(fs, false, true)
 	o.cluster.register(fs)
+	o.open.register(fs)
 }
 
 // check validates every flag and completes the spec, before anything
@@ -111,6 +125,12 @@ func (o *benchOptions) check() error {
 		if o.spec.LocksPerRun, err = parseInts("--locks-per-run", o.locksPerRun); err != nil {
 			return err
 		}
+	}
+	if o.spec.Open, err = o.open.spec(o.given); err != nil {
+		return err
+	}
+	if o.spec.Open != nil && !o.given["clients"] {
+		clients = []int{harness.DefaultRateClients}
 	}
 	cl, err := o.cluster.options()
 	if err != nil {
@@ -178,8 +198,13 @@ func runBench(ctx context.Context, e *env, o *benchOptions) error {
 	if spec.Cluster.UnsafeNoFsync {
 		fsync = "fsync OFF"
 	}
-	fmt.Fprintf(info, "lockbench: bench %s × clients %s, %s per cell, hold %s, %d-member etcd, %s\n",
-		strings.Join(spec.Locks, ","), joinInts(spec.Clients), spec.Duration, spec.Hold, spec.Cluster.Members, fsync)
+	if spec.Open != nil {
+		fmt.Fprintf(info, "lockbench: open-loop bench %s, %s, pool of %d clients, %s per run, hold %s, %d-member etcd, %s\n",
+			strings.Join(spec.Locks, ","), openText(spec.Open), spec.Clients[0], spec.Duration, spec.Hold, spec.Cluster.Members, fsync)
+	} else {
+		fmt.Fprintf(info, "lockbench: bench %s × clients %s, %s per cell, hold %s, %d-member etcd, %s\n",
+			strings.Join(spec.Locks, ","), joinInts(spec.Clients), spec.Duration, spec.Hold, spec.Cluster.Members, fsync)
+	}
 	progress := report.NewProgress(e.stderr, report.IsTerminal(os.Stderr) && e.stderr == io.Writer(os.Stderr), o.output.quiet)
 	spec.Progress = progress.Update
 	b, err := harness.RunBench(ctx, spec)

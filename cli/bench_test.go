@@ -44,6 +44,15 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"--keepalive", "sometimes"}, []string{`--keepalive sometimes`}},
 		{[]string{"--members", "0"}, []string{"--members 0"}},
 		{[]string{"extra"}, []string{`unexpected argument "extra"`}},
+		{[]string{"--rate", "fast"}, []string{"--rate fast", "acquisitions per second", "sweep"}},
+		{[]string{"--rate", "0"}, []string{"--rate 0", "> 0"}},
+		{[]string{"--rate", "-3/s"}, []string{"--rate -3/s"}},
+		{[]string{"--rate", "2e7"}, []string{"--rate 2e7", "≤ 1000000"}},
+		{[]string{"--rate", ""}, []string{"--rate is empty"}},
+		{[]string{"--rate", "100", "--clients", "2,8"}, []string{"--clients 2,8", "one client count"}},
+		{[]string{"--rate", "100", "--arrivals", "bursty"}, []string{"--arrivals bursty", "uniform, poisson"}},
+		{[]string{"--arrivals", "poisson"}, []string{"--arrivals poisson", "only with --rate"}},
+		{[]string{"--rate", "sweep", "--paired-rounds", "3"}, []string{"--paired-rounds", "does not apply with --rate"}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			args := append([]string{"bench", "--out", out, "--bench-out", lines}, tc.args...)
@@ -62,6 +71,47 @@ func TestBenchHelp(t *testing.T) {
 	code, stdout, _ := runCLI(t, "bench", "--help")
 	if code != ExitPass || !strings.Contains(stdout, "Usage: lockbench bench") || !strings.Contains(stdout, "-unsafe-no-fsync") || !strings.Contains(stdout, "2,8,64") {
 		t.Errorf("exit %d, stdout %q", code, stdout)
+	}
+}
+
+// TestBenchRateEndToEnd runs a tiny open-loop benchmark through the CLI:
+// its table, bench.json's open_loop with intended-start latencies, and
+// bench.html's latency-vs-rate chart.
+func TestBenchRateEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an etcd cluster")
+	}
+	out := filepath.Join(t.TempDir(), "bench")
+	code, stdout, stderr := runCLI(t, "bench", "--rate", "40", "--locks", "queue", "--clients", "3", "--duration", "800ms",
+		"--floor-duration", "200ms", "--out", out, "--quiet")
+	if code != ExitPass {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	for _, w := range []string{"offered /s", "│ queue │", "40.0", "open loop: uniform arrivals served by a pool of 3 clients", "floor: "} {
+		if !strings.Contains(stdout, w) {
+			t.Errorf("stdout lacks %q:\n%s", w, stdout)
+		}
+	}
+	b, err := report.LoadBench(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := b.OpenLoop
+	if o == nil || len(o.Strategies) != 1 || len(o.Strategies[0].Points) != 1 || len(b.Cells) != 0 {
+		t.Fatalf("bench.json: open_loop %+v, %d cells: want one queue run and no closed-loop cells", o, len(b.Cells))
+	}
+	p := o.Strategies[0].Points[0]
+	if p.OfferedPerS != 40 || p.AchievedPerS < 20 || p.AchievedPerS > 45 || p.AcquireMS.Count == 0 || p.ServiceMS.Count == 0 || p.Run == "" {
+		t.Errorf("the run: %+v", p)
+	}
+	page, err := os.ReadFile(filepath.Join(out, "bench.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"<svg", `class="rate-point"`, "queue p99", "Latency vs offered rate"} {
+		if !strings.Contains(string(page), w) {
+			t.Errorf("bench.html lacks %q", w)
+		}
 	}
 }
 

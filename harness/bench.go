@@ -111,6 +111,10 @@ type BenchSpec struct {
 	// not fit the open-file limit on their own connections runs on shared
 	// ones, and that changes its figures.
 	Notice func(msg string)
+	// Open, when set, makes the bench open-loop (benchrate.go): each lock
+	// at an offered rate, or swept to its saturation rate, with a pool of
+	// Clients[0] clients, instead of the closed-loop cells.
+	Open *OpenSpec
 }
 
 // Validate checks everything before a cluster starts, so that bad input
@@ -154,6 +158,11 @@ func (s BenchSpec) Validate() error {
 	}
 	if err := s.validateLocksPerRun(); err != nil {
 		return err
+	}
+	if s.Open != nil {
+		if err := s.Open.validate(s); err != nil {
+			return err
+		}
 	}
 	for _, l := range s.Locks {
 		for _, n := range s.Clients {
@@ -208,6 +217,9 @@ func RunBench(ctx context.Context, spec BenchSpec) (b *report.Bench, err error) 
 	}
 	if err := os.MkdirAll(spec.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create bench folder: %w", err)
+	}
+	if spec.Open != nil {
+		return runOpenBench(ctx, spec)
 	}
 	r := newBenchRun(ctx, spec)
 	defer func() { err = r.finish(err) }()

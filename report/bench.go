@@ -161,7 +161,10 @@ type Bench struct {
 	// target cell's ideal targets are judged on it.
 	Paired    *Paired    `json:"paired,omitempty"`
 	Recording *Recording `json:"recording,omitempty"`
-	Targets   []Target   `json:"targets"`
+	// OpenLoop is bench --rate's open-loop runs (benchrate.go); when set,
+	// the bench ran no closed-loop cells.
+	OpenLoop *OpenLoopBench `json:"open_loop,omitempty"`
+	Targets  []Target       `json:"targets"`
 	// Interrupted is set when a signal ended the benchmark early.
 	Interrupted bool `json:"interrupted,omitempty"`
 	// Host and Cluster are the machine and the cluster the figures were
@@ -470,13 +473,13 @@ func (b *Bench) HasViolations() bool {
 			return true
 		}
 	}
-	return false
+	return b.openLoopFailures(false) > 0
 }
 
 // SaturatedFailures counts the cells that found a violation on a saturated
 // harness: the bench's own outcome, not the locks' (docs/design.md §9).
 func (b *Bench) SaturatedFailures() int {
-	n := 0
+	n := b.openLoopFailures(true)
 	for _, c := range b.Cells {
 		if c.Saturated != "" && c.failed() {
 			n++
@@ -492,7 +495,12 @@ func (c BenchCell) failed() bool { return c.Violations > 0 || c.Verdict == strin
 // recording comparison, the targets and what went wrong in cells. It reads
 // only b, so a bench.json read back draws the same table.
 func BenchTable(w io.Writer, b *Bench) error {
-	if err := benchCellsTable(w, b); err != nil {
+	if len(b.Cells) > 0 || b.OpenLoop == nil {
+		if err := benchCellsTable(w, b); err != nil {
+			return err
+		}
+	}
+	if err := benchOpenLoopLines(w, b); err != nil {
 		return err
 	}
 	if err := benchNamesTable(w, b); err != nil {
@@ -715,6 +723,7 @@ func WriteBenchResultLines(w io.Writer, b *Bench) error {
 			}
 		}
 	}
+	writeOpenLoopLines(bw, b)
 	if r := b.Recording; r != nil {
 		for _, run := range r.Runs {
 			if run.Error == "" {

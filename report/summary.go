@@ -18,13 +18,15 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/lockbench/lockbench/check"
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/verdict"
 )
 
 // Latency names: the keys of Summary.LatencyMS. Every summary has all four.
 const (
-	// LatAcquire is an acquire's invoke → its ok.
+	// LatAcquire is an acquire's invoke → its ok; in an open-loop run,
+	// its intended start → its ok (AcquireStart).
 	LatAcquire = "acquire"
 	// LatHandoff is a holder's release invoke → the next grant of that lock.
 	LatHandoff = "handoff"
@@ -157,6 +159,10 @@ type Summary struct {
 	// Names is the figures by lock name, present only when the history has
 	// more than one (locknames.go; added later, additive).
 	Names *Names `json:"names,omitempty"`
+	// OpenLoop splits an open-loop run's acquire latency (measured from
+	// each arrival's intended start) into its parts (openloop.go); absent
+	// for a closed-loop run.
+	OpenLoop *OpenLoop `json:"open_loop,omitempty"`
 }
 
 // DefaultKeepAlive is locks.DefaultKeepAlive (a test in package harness
@@ -304,7 +310,7 @@ func Summarize(run RunInfo, c check.Checked) Summary {
 	for _, n := range LatencyNames {
 		hs[n] = newHist()
 	}
-	recordAcquireAndHold(hs, grants, ops.Holds)
+	recordAcquireAndHold(hs, events, grants, ops.Holds)
 	recordHandoffs(hs[LatHandoff], grants, ops.Holds)
 	unrecovered := recordUnavailability(hs[LatUnavailability], grants, ops.Faults)
 	if run.LeaseTTL > 0 {
@@ -337,6 +343,7 @@ func Summarize(run RunInfo, c check.Checked) Summary {
 	series := Series(ops)
 	s.Series = &series
 	s.Names = nameFigures(ops.Acquires, elapsed)
+	s.OpenLoop = openLoopFigures(events, grants, elapsed)
 	addCheckReport(&s, rep)
 	return s
 }
@@ -363,12 +370,12 @@ func addCheckReport(s *Summary, rep check.Report) {
 	}
 }
 
-// recordAcquireAndHold records each granted acquire's wait and each hold
-// its holder released.
-func recordAcquireAndHold(hs map[string]hist, grants []check.Op, holds []check.Hold) {
+// recordAcquireAndHold records each granted acquire's wait (from its
+// intended start in an open-loop run) and each hold its holder released.
+func recordAcquireAndHold(hs map[string]hist, events []history.Event, grants []check.Op, holds []check.Hold) {
 	for _, g := range grants {
 		if g.Invoke >= 0 {
-			hs[LatAcquire].record(g.To - g.From)
+			hs[LatAcquire].record(g.To - AcquireStart(events, g))
 		}
 	}
 	for _, h := range holds {

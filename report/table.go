@@ -50,7 +50,11 @@ func LatencyTable(w io.Writer, s Summary) error {
 			return err
 		}
 	}
-	return t.Render()
+	if err := t.Render(); err != nil {
+		return err
+	}
+	openLoopLine(w, s.OpenLoop)
+	return nil
 }
 
 // ChecksTable prints each check's verdict, violation count and note.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/check"
+	"github.com/lockbench/lockbench/history"
 )
 
 // SeriesIntervals is about how many intervals a run's TimeSeries has: the
@@ -76,7 +77,7 @@ func Series(ops *check.Ops) TimeSeries {
 	for _, g := range grants {
 		ts.Grants[min(int(g.To/iv), n-1)]++
 	}
-	ts.Acquire = perInterval(acquireWaits(grants), iv, n)
+	ts.Acquire = perInterval(acquireWaits(ops.Events, grants), iv, n)
 	ts.Handoff = perInterval(handoffGaps(grants, ops.Holds), iv, n)
 	for _, f := range faultSpans(ops, ops.End) {
 		ts.Faults = append(ts.Faults, FaultSpan{FromS: float64(f.From) / 1e9, ToS: float64(f.To) / 1e9, Label: f.Label, Open: f.Open})
@@ -97,12 +98,13 @@ func seriesInterval(end int64) int64 {
 	}
 }
 
-// acquireWaits are the granted acquires' waits (invoke → ok), by grant.
-func acquireWaits(grants []check.Op) []timed {
+// acquireWaits are the granted acquires' waits (invoke, or intended start,
+// → ok), by grant.
+func acquireWaits(events []history.Event, grants []check.Op) []timed {
 	var out []timed
 	for _, g := range grants {
 		if g.Invoke >= 0 {
-			out = append(out, timed{At: g.To, NS: g.To - g.From})
+			out = append(out, timed{At: g.To, NS: g.To - AcquireStart(events, g)})
 		}
 	}
 	return out

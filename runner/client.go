@@ -311,6 +311,11 @@ func (c *client) loop(ctx context.Context, gen int, cli *clientv3.Client, locker
 	}
 	failures := 0 // consecutive failed acquires
 	for c.checkpoint(ctx) {
+		// Open-loop load: wait for the next arrival (arrivals.go).
+		intended, ok := c.r.arrive(ctx)
+		if !ok || !c.checkpoint(ctx) {
+			return
+		}
 		// Wait for the lock (of the name picked), cancellable by
 		// cancel-waiters.
 		locker := c.pickName(ctx, gen, lockers, names.pick())
@@ -319,7 +324,7 @@ func (c *client) loop(ctx context.Context, gen int, cli *clientv3.Client, locker
 		c.mu.Lock()
 		c.queue.cancelLock = cancelLock
 		c.mu.Unlock()
-		c.emit(gen, history.Event{Type: history.Invoke, F: history.FAcquire})
+		c.emit(gen, history.Event{Type: history.Invoke, F: history.FAcquire, Value: intended})
 		g, err := locker.Lock(lctx)
 		c.mu.Lock()
 		c.queue.cancelLock = nil

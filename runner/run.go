@@ -172,6 +172,8 @@ type runner struct {
 	clients       []*client
 	shared        []*sharedConn // Config.SharedConns connections, if any
 	stopRun       context.CancelFunc
+	// arrivals is the open-loop schedule (arrivals.go); nil: closed loop.
+	arrivals *arrivals
 	// life is the clients' run, from the start of the clock to the end of
 	// the duration (or an early stop): every worker runs within it, also
 	// one that a crash-client's undo restarts mid-run, whose own context
@@ -222,7 +224,8 @@ func newRunner(cfg Config) (*runner, []chaos.Step, error) {
 		cfg.DialTimeout = 5 * time.Second
 	}
 	cfg.Endpoints = dataPath(cfg)
-	return &runner{cfg: cfg, strategy: strategy, stopRun: func() {}, stopKeepAlive: func() {}}, steps, nil
+	return &runner{cfg: cfg, strategy: strategy, stopRun: func() {}, stopKeepAlive: func() {},
+		arrivals: newArrivals(sc.Workload, cfg.Seed)}, steps, nil
 }
 
 // connect connects the admin client and every lock client, and initialises

@@ -121,6 +121,14 @@ type Workload struct {
 	// uniform (default), round-robin or zipf:S (ParsePick), drawn from the
 	// client's seeded stream, so the same seed makes the same picks.
 	Pick string `json:"pick,omitempty" yaml:"pick"`
+	// Rate, when set, makes the load open-loop: acquisitions arrive at
+	// this rate over all clients whatever the lock's latency, each served
+	// by a free client, and its latency counts from its intended start
+	// (docs/design.md §3), so a slow lock cannot hide its queue.
+	Rate Rate `json:"rate,omitempty" yaml:"rate"`
+	// Arrivals is the open-loop arrival process: uniform (default) or
+	// poisson, drawn from the run's seed.
+	Arrivals string `json:"arrivals,omitempty" yaml:"arrivals"`
 }
 
 // Step is one fault in a scenario file.
@@ -225,6 +233,9 @@ func (s *Scenario) Validate() error {
 		return fmt.Errorf("%s: workload kind %q: valid kinds are %s", w, s.Workload.Kind, strings.Join(workloads, ", "))
 	}
 	if err := s.validateNames(); err != nil {
+		return err
+	}
+	if err := s.Workload.validateOpenLoop(w); err != nil {
 		return err
 	}
 	faults, err := s.parseSteps()
@@ -605,7 +616,7 @@ var yamlWants = map[string]string{
 // The keys of a scenario file, a workload and a step.
 const (
 	scenarioKeys = "name, description, clients, lease_ttl, duration, workload, steps, nemesis, expect"
-	workloadKeys = "kind, hold, think, stagger, release_lost, locks, pick"
+	workloadKeys = "kind, hold, think, stagger, release_lost, locks, pick, rate, arrivals"
 	stepKeys     = "at, fault, target, for, delay, every"
 )
 

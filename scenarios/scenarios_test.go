@@ -211,7 +211,7 @@ func TestParseErrorsNameFileLineAndChoices(t *testing.T) {
 		{"clients not a number", "name: x\nclients: two\nduration: 1s\nworkload: {kind: hold}\n",
 			[]string{"line 2: clients must be an integer, not the string two"}},
 		{"workload a list", "name: x\nclients: 2\nduration: 1s\nworkload: [hold]\n",
-			[]string{"line 4: workload must be a mapping with keys kind, hold, think, stagger, release_lost, locks, pick, not a list"}},
+			[]string{"line 4: workload must be a mapping with keys kind, hold, think, stagger, release_lost, locks, pick, rate, arrivals, not a list"}},
 		{"negative locks", "name: x\nclients: 2\nduration: 1s\nworkload:\n  kind: hold\n  locks: -3\n",
 			[]string{"bad.yaml:6", "workload locks -3", "must be 1..65536", "job1"}},
 		{"zero locks given", "name: x\nclients: 2\nduration: 1s\nworkload: {kind: hold, locks: 0}\n",
