@@ -53,6 +53,7 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"--rate", "100", "--arrivals", "bursty"}, []string{"--arrivals bursty", "uniform, poisson"}},
 		{[]string{"--arrivals", "poisson"}, []string{"--arrivals poisson", "only with --rate"}},
 		{[]string{"--rate", "sweep", "--paired-rounds", "3"}, []string{"--paired-rounds", "does not apply with --rate"}},
+		{[]string{"--rate", "100", "--locks-per-run", "1,16"}, []string{"--locks-per-run", "does not apply with --rate"}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			args := append([]string{"bench", "--out", out, "--bench-out", lines}, tc.args...)

@@ -17,7 +17,7 @@ type openFlags struct {
 // closedOnly are bench's flags that configure the closed-loop cells or
 // their targets: an open-loop bench runs none of those, so giving one
 // with --rate is refused rather than ignored.
-var closedOnly = []string{"cell-floor", "record-runs", "record-duration", "paired-rounds", "paired-slice", "target-lock", "target-clients"}
+var closedOnly = []string{"cell-floor", "record-runs", "record-duration", "paired-rounds", "paired-slice", "target-lock", "target-clients", "locks-per-run"}
 
 func (f *openFlags) register(fs *flagSet) {
 	fs.StringVar(&f.rate, "rate", "", "open-loop load: acquisitions per second over all clients (e.g. 200 or 200/s), one run per lock at that rate; or sweep: find each lock's saturation rate and run at 50, 80 and 95 % of it (--clients is then the pool serving the arrivals, one count, default "+strconv.Itoa(harness.DefaultRateClients)+"; writes bench.html)")
