@@ -39,7 +39,7 @@ func runCommand(ctx context.Context, e *env, args []string) error {
 	o := runOptions{inject: injectDelayFlag{}}
 	fs.Var(o.inject, "inject-delay", injectUsage)
 	fs.StringVar(&o.lock, "lock", "mutex", "lock strategy: "+strings.Join(locks.Names(), ", "))
-	fs.StringVar(&o.scenario, "scenario", "contention", "scenario: "+strings.Join(scenarios.Names(), ", ")+", or a .yaml file")
+	fs.StringVar(&o.scenario, "scenario", "contention", "scenario: "+strings.Join(scenarios.Names(), ", ")+"; of the extended set (suite --extended) "+strings.Join(scenarios.ExtendedNames(), ", ")+"; or a .yaml file")
 	fs.IntVar(&o.clients, "clients", 0, "number of clients, each with its own etcd connection (default: the scenario's)")
 	fs.DurationVar(&o.duration, "duration", 0, "how long clients run, e.g. 10s (default: the scenario's)")
 	fs.DurationVar(&o.hold, "hold", 0, "how long a client holds the lock, e.g. 1ms (default: the scenario's)")

@@ -13,7 +13,7 @@ import (
 // TestReplaceMemberUnderQueue replaces a follower while queue clients
 // take turns: the fault ends ok, exactly one member has a new ID, the lock
 // is granted after the replacement, and exclusion holds. The run lasts as
-// long as examples/replace-member.yaml: a replacement takes up to 12 s
+// long as the extended set's replace-member: a replacement takes up to 12 s
 // (see cluster.replaceMember; under CI's load it outlasted a 4 s run).
 func TestReplaceMemberUnderQueue(t *testing.T) {
 	c := startCluster(t)
