@@ -71,11 +71,12 @@ func TestGitHubActionsRecipeRuns(t *testing.T) {
 	}
 	suite, merge, n := workflowCommands(t)
 	t.Chdir(t.TempDir())
-	narrow := []string{"--locks", "txn", "--scenarios", "contention,herd", "--quick-duration", "300ms"}
+	// 1 s cells: a 300 ms one failed under make test's load.
+	narrow := []string{"--locks", "txn", "--scenarios", "contention,herd", "--quick-duration", "1s"}
 	for i := 1; i <= n; i++ {
 		args := commandArgs(strings.ReplaceAll(suite, "${{ matrix.shard }}", strconv.Itoa(i)))
-		if code, _, stderr := runCLI(t, append(args, narrow...)...); code != 0 {
-			t.Fatalf("shard %d: exit %d: %s", i, code, stderr)
+		if code, stdout, stderr := runCLI(t, append(args, narrow...)...); code != 0 {
+			t.Fatalf("shard %d: exit %d: %s\n%s", i, code, stderr, stdout)
 		}
 	}
 	args := commandArgs(merge)

@@ -403,13 +403,17 @@ func (c *client) crash() error {
 		p.BlackholeRx()
 	}
 	cli.Close()
+	// The worker is stopped before its processes die: an adapter's Locker
+	// starts a fresh process for the next Lock after a kill, and the
+	// crashed worker must not make that Lock (a set marked dead hands out
+	// no Locker, and a cancelled Lock starts nothing).
+	lockers.all(true) // no Locker is made or handed out from here on
+	cancel()
 	// A Locker that is a process of its own (an adapter) dies for real.
 	var err error
-	lockers.all(true) // no Locker is made from here on
 	if kerr := lockers.processes(locks.Process.Kill); kerr != nil {
 		err = fmt.Errorf("client %d: kill its process: %w", c.id, kerr)
 	}
-	cancel()
 	// A proxy's Close waits for its connections to end; the client's side
 	// has just been closed, the member's side may take a while.
 	closeProxies(&c.r.closing, proxies)

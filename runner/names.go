@@ -116,12 +116,16 @@ type lockerSet struct {
 }
 
 // get is name's Locker, made on first use; a Locker that could not be
-// made is one whose every Lock fails with why (nothing was written, so
-// certainly not acquired).
+// made, or any once the client has crashed, is one whose every Lock fails
+// with why (nothing was written, so certainly not acquired).
 func (s *lockerSet) get(ctx context.Context, name string) locks.Locker {
 	s.mu.Lock()
 	l, ok := s.byName[name]
+	dead := s.dead
 	s.mu.Unlock()
+	if dead {
+		return failingLocker{fmt.Errorf("%w: lock %s: the client has crashed", locks.ErrNotAcquired, name)}
+	}
 	if ok {
 		return l
 	}
