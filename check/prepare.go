@@ -121,6 +121,9 @@ type prepared struct {
 
 	ws     *writeScan // memoized by writes
 	paired *Ops       // memoized by ops
+	// faults is memoized by faultOps: the lease check asks for it once
+	// per process, and each pass reads every event.
+	faults *Ops
 	// dels, delsSeen and delsDone memoize deletionsUnderHolders; excuses
 	// memoizes leaseExcused per process and recovery bound.
 	dels     []deletion
