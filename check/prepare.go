@@ -3,6 +3,7 @@ package check
 import (
 	"cmp"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/lockbench/lockbench/history"
@@ -130,6 +131,9 @@ type prepared struct {
 	delsSeen bool
 	delsDone bool
 	excuses  map[[2]int64][]window
+	// excusesMu guards excuses: fairness reads it beside lease and
+	// resource (Check).
+	excusesMu sync.Mutex
 }
 
 func (p *prepared) n() int { return len(p.ev) }

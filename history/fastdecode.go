@@ -61,11 +61,13 @@ func (p *parsedEvent) finish(e *Event) error {
 	case p.has&hasF == 0 || p.ev.F == "":
 		return errors.New(`missing "f"`)
 	}
-	if _, ok := knownTypes[string(p.ev.Type)]; !p.known && !ok {
-		return fmt.Errorf("type %q is not one of %s", p.ev.Type, validTypes)
-	}
-	if _, ok := knownFs[p.ev.F]; !p.known && !ok {
-		return fmt.Errorf("f %q is not one of %s", p.ev.F, validFs)
+	if !p.known {
+		if _, ok := knownTypes[string(p.ev.Type)]; !ok {
+			return fmt.Errorf("type %q is not one of %s", p.ev.Type, validTypes)
+		}
+		if _, ok := knownFs[p.ev.F]; !ok {
+			return fmt.Errorf("f %q is not one of %s", p.ev.F, validFs)
+		}
 	}
 	if p.ev.Time < 0 {
 		return fmt.Errorf("negative time %d", p.ev.Time)
