@@ -131,6 +131,9 @@ type prepared struct {
 	delsSeen bool
 	delsDone bool
 	excuses  map[[2]int64][]window
+	// relOnce memoizes releaseLatency in relMedian and relLongest.
+	relOnce               sync.Once
+	relMedian, relLongest int64
 	// excusesMu guards excuses: fairness reads it beside lease and
 	// resource (Check).
 	excusesMu sync.Mutex
