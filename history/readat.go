@@ -98,12 +98,85 @@ func (ix *lineIndex) close(start, end int64, first, lines int) {
 	}
 }
 
+// rangeStat is what indexRanges learns of one range of bs bytes.
+type rangeStat struct {
+	newlines    int
+	first, last int  // offsets in the range of its first and last '\n'; -1: none
+	gap         bool // it may hold a line of maxLine bytes or more
+	err         error
+}
+
+// indexRanges is indexLines's result found on every core, for the common
+// case: it cuts the file into ranges of bs bytes, counts each range's
+// newlines (bytes.Count, not a search per line), and makes one block of
+// the lines that end in each range. ok is false, and indexLines must do
+// the work, when a line might be maxLine bytes or longer (the error needs
+// its exact line), when a read fails, or when bs is below maxLine.
+func indexRanges(f io.ReaderAt, size int64, bs int) (lineIndex, bool) {
+	if bs < maxLine || size <= 0 {
+		return lineIndex{}, false
+	}
+	stats := make([]rangeStat, (size+int64(bs)-1)/int64(bs))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(stats)) {
+		wg.Go(func() {
+			buf := make([]byte, bs)
+			for r := int(next.Add(1) - 1); r < len(stats); r = int(next.Add(1) - 1) {
+				stats[r] = statRange(f, int64(r)*int64(bs), min(int64(bs), size-int64(r)*int64(bs)), buf)
+			}
+		})
+	}
+	wg.Wait()
+	var ix lineIndex
+	prevEnd := int64(0) // the end of the last block: just after a newline
+	for r, st := range stats {
+		off := int64(r) * int64(bs)
+		if st.err != nil || st.gap || st.first < 0 || off+int64(st.first)-prevEnd >= maxLine {
+			return lineIndex{}, false
+		}
+		end := off + int64(st.last) + 1
+		ix.close(prevEnd, end, ix.lines+1, st.newlines)
+		prevEnd = end
+	}
+	if tail := size - prevEnd; tail >= maxLine {
+		return lineIndex{}, false
+	} else if tail > 0 { // a last line without a newline
+		ix.close(prevEnd, size, ix.lines+1, 1)
+	}
+	return ix, true
+}
+
+// statRange reads the n bytes at off into buf and counts their lines.
+// A line of maxLine bytes or more holds an aligned window of maxLine/2
+// bytes with no newline in it, so looking for one newline per window
+// finds every such line (gap), and a few more that are not (a line of
+// maxLine/2 bytes may span a window), for indexLines to tell apart.
+func statRange(f io.ReaderAt, off, n int64, buf []byte) rangeStat {
+	data := buf[:n]
+	if _, err := f.ReadAt(data, off); err != nil {
+		return rangeStat{err: err}
+	}
+	st := rangeStat{newlines: bytes.Count(data, []byte{'\n'}), first: bytes.IndexByte(data, '\n'), last: bytes.LastIndexByte(data, '\n')}
+	const h = maxLine / 2
+	for w := 0; w+h <= len(data); w += h {
+		if bytes.IndexByte(data[w:w+h], '\n') < 0 {
+			st.gap = true
+			break
+		}
+	}
+	return st
+}
+
 // readAt decodes the history of size bytes in f on every core (see the
 // top of this file). Its events and errors are Read's.
 func readAt(f io.ReaderAt, size int64, bs int) ([]Event, error) {
-	ix, err := indexLines(io.NewSectionReader(f, 0, size), bs)
-	if err != nil {
-		return nil, err
+	ix, ok := indexRanges(f, size, bs)
+	if !ok {
+		var err error
+		if ix, err = indexLines(io.NewSectionReader(f, 0, size), bs); err != nil {
+			return nil, err
+		}
 	}
 	events := make([]Event, ix.lines)
 	var (

@@ -14,19 +14,24 @@ import (
 // readAtCases are inputs readAt must read exactly as Read does: events, or
 // the same error on the same line.
 var readAtCases = map[string]string{
-	"bench":             string(readBench(3000)),
-	"no final newline":  strings.TrimSuffix(string(readBench(500)), "\n"),
-	"blank lines":       "\n\n" + strings.ReplaceAll(string(readBench(400)), "}\n{", "}\n  \n\r\n{") + "\n\n",
-	"bad line late":     string(readBench(2000)) + `{"time":1,"process":0,"type":"ok","f":"aquire"}` + "\n" + string(readBench(50)),
-	"two bad lines":     string(readBench(700)) + "{}\n" + string(readBench(900)) + "[1]\n",
-	"slow path lines":   strings.ReplaceAll(string(readBench(300)), `"lock":"bench"`, `"lock":"b\u00e9nch","Extra":[1,2]`),
-	"empty":             "",
-	"only blanks":       "\n \t\n\n",
-	"long line":         string(readBench(300)) + `{"time":0,"process":0,"type":"ok","f":"acquire","error":"` + strings.Repeat("x", maxLine) + `"}` + "\n" + string(readBench(10)),
-	"long last line":    string(readBench(30)) + strings.Repeat(" ", maxLine),
-	"longest line":      string(readBench(30)) + lineOf(maxLine-1) + "\n" + lineOf(maxLine) + "\n",
-	"longest last line": string(readBench(30)) + lineOf(maxLine-1),
-	"bad before long":   "{}\n" + strings.Repeat("y", maxLine+5),
+	"bench":              string(readBench(3000)),
+	"no final newline":   strings.TrimSuffix(string(readBench(500)), "\n"),
+	"blank lines":        "\n\n" + strings.ReplaceAll(string(readBench(400)), "}\n{", "}\n  \n\r\n{") + "\n\n",
+	"bad line late":      string(readBench(2000)) + `{"time":1,"process":0,"type":"ok","f":"aquire"}` + "\n" + string(readBench(50)),
+	"two bad lines":      string(readBench(700)) + "{}\n" + string(readBench(900)) + "[1]\n",
+	"slow path lines":    strings.ReplaceAll(string(readBench(300)), `"lock":"bench"`, `"lock":"b\u00e9nch","Extra":[1,2]`),
+	"several ranges":     string(readBench(30_000)),
+	"ranges, bad line":   string(readBench(25_000)) + "{}\n" + string(readBench(5000)),
+	"ranges, long line":  string(readBench(12_000)) + lineOf(maxLine) + "\n" + string(readBench(12_000)),
+	"ranges, near long":  string(readBench(12_000)) + lineOf(maxLine-1) + "\n" + lineOf(maxLine/2+3) + "\n" + string(readBench(12_000)),
+	"ranges, no newline": strings.TrimSuffix(string(readBench(30_000)), "\n"),
+	"empty":              "",
+	"only blanks":        "\n \t\n\n",
+	"long line":          string(readBench(300)) + `{"time":0,"process":0,"type":"ok","f":"acquire","error":"` + strings.Repeat("x", maxLine) + `"}` + "\n" + string(readBench(10)),
+	"long last line":     string(readBench(30)) + strings.Repeat(" ", maxLine),
+	"longest line":       string(readBench(30)) + lineOf(maxLine-1) + "\n" + lineOf(maxLine) + "\n",
+	"longest last line":  string(readBench(30)) + lineOf(maxLine-1),
+	"bad before long":    "{}\n" + strings.Repeat("y", maxLine+5),
 	"value of every kind": `{"time":1,"process":-1,"type":"info","f":"fault","value":{"fault":"kill","for_ns":5}}
 {"time":2,"process":0,"type":"ok","f":"read","value":"a\"b"}
 {"time":3,"process":0,"type":"ok","f":"read","value":[1,{"x":null}]}
@@ -43,11 +48,13 @@ func lineOf(n int) string {
 
 // TestReadAtMatchesRead: the parallel file reader gives Read's events and
 // errors, at block sizes that cut the input into many blocks (and cut a
-// block beside every kind of line), and the one ReadFile uses.
+// block beside every kind of line, through indexLines), at sizes from
+// maxLine up (ranges counted side by side, indexRanges), and the one
+// ReadFile uses.
 func TestReadAtMatchesRead(t *testing.T) {
 	for name, in := range readAtCases {
 		want, wantErr := Read(strings.NewReader(in))
-		for _, bs := range []int{1, 97, 4096, blockSize} {
+		for _, bs := range []int{1, 97, 4096, maxLine, maxLine + 7, blockSize} {
 			got, err := readAt(strings.NewReader(in), int64(len(in)), bs)
 			if !sameError(err, wantErr) {
 				t.Errorf("%s, blocks of %d: err %v, want %v", name, bs, err, wantErr)
@@ -176,6 +183,28 @@ func BenchmarkReadAt(b *testing.B) {
 		evs, err := readAt(bytes.NewReader(data), int64(len(data)), blockSize)
 		if err != nil || len(evs) != 1_000_000 {
 			b.Fatalf("%d events, %v", len(evs), err)
+		}
+	}
+}
+
+// TestIndexRanges: the side-by-side count takes a history of ordinary
+// lines, in as many blocks as ranges, and leaves to indexLines any that
+// may hold a line too long.
+func TestIndexRanges(t *testing.T) {
+	for name, wantOK := range map[string]bool{"several ranges": true, "ranges, bad line": true,
+		"ranges, long line": false, "ranges, near long": false, "long last line": false} {
+		in := readAtCases[name]
+		ix, ok := indexRanges(strings.NewReader(in), int64(len(in)), maxLine)
+		if ok != wantOK {
+			t.Errorf("%s: ok = %v, want %v", name, ok, wantOK)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		seq, err := indexLines(strings.NewReader(in), maxLine)
+		if err != nil || ix.lines != seq.lines || len(ix.blocks) != (len(in)+maxLine-1)/maxLine {
+			t.Errorf("%s: %d lines in %d blocks; indexLines: %d lines (%v)", name, ix.lines, len(ix.blocks), seq.lines, err)
 		}
 	}
 }
