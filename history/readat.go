@@ -39,14 +39,14 @@ type lineIndex struct {
 	tooLong int
 }
 
-// indexLines reads r (sequentially, at most size bytes) and cuts it into
-// blocks of about bs bytes that end at line ends.
-func indexLines(r io.Reader, bs int) (lineIndex, error) {
+// indexLines reads r (sequentially; size bytes are expected) and cuts it
+// into blocks of about bs bytes that end at line ends.
+func indexLines(r io.Reader, size int64, bs int) (lineIndex, error) {
 	var ix lineIndex
-	buf := make([]byte, bs)
-	var pos int64    // file offset of buf[0]
-	var start int64  // where the current block starts
-	var lineAt int64 // where the current line starts
+	buf := make([]byte, max(min(int64(bs), size), 1)) // no more than the file
+	var pos int64                                     // file offset of buf[0]
+	var start int64                                   // where the current block starts
+	var lineAt int64                                  // where the current line starts
 	lines, first := 0, 1
 	for {
 		n, err := io.ReadFull(r, buf)
@@ -121,7 +121,7 @@ func indexRanges(f io.ReaderAt, size int64, bs int) (lineIndex, bool) {
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(stats)) {
 		wg.Go(func() {
-			buf := make([]byte, bs)
+			buf := make([]byte, min(int64(bs), size))
 			for r := int(next.Add(1) - 1); r < len(stats); r = int(next.Add(1) - 1) {
 				stats[r] = statRange(f, int64(r)*int64(bs), min(int64(bs), size-int64(r)*int64(bs)), buf)
 			}
@@ -174,7 +174,7 @@ func readAt(f io.ReaderAt, size int64, bs int) ([]Event, error) {
 	ix, ok := indexRanges(f, size, bs)
 	if !ok {
 		var err error
-		if ix, err = indexLines(io.NewSectionReader(f, 0, size), bs); err != nil {
+		if ix, err = indexLines(io.NewSectionReader(f, 0, size), size, bs); err != nil {
 			return nil, err
 		}
 	}

@@ -202,7 +202,7 @@ func TestIndexRanges(t *testing.T) {
 		if !ok {
 			continue
 		}
-		seq, err := indexLines(strings.NewReader(in), maxLine)
+		seq, err := indexLines(strings.NewReader(in), int64(len(in)), maxLine)
 		if err != nil || ix.lines != seq.lines || len(ix.blocks) != (len(in)+maxLine-1)/maxLine {
 			t.Errorf("%s: %d lines in %d blocks; indexLines: %d lines (%v)", name, ix.lines, len(ix.blocks), seq.lines, err)
 		}
