@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -110,13 +111,18 @@ func TestReadAtChangedFile(t *testing.T) {
 // changingReader serves data to the first pass (Read through a
 // SectionReader's ReadAt from offset 0 upwards) and, from the first read
 // that goes back, the same lines shifted by one byte.
+// ReadAt may be called from several goroutines at once, as io.ReaderAt
+// allows.
 type changingReader struct {
+	mu      sync.Mutex
 	data    []byte
 	last    int64
 	shifted bool
 }
 
 func (c *changingReader) ReadAt(p []byte, off int64) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if off < c.last {
 		c.shifted = true
 	}
