@@ -102,6 +102,8 @@ func runCheck(_ context.Context, e *env, o checkOptions) error {
 
 // readHistory decodes the history at path, or standard input for "-", as
 // it streams in: only the events are kept, never the file's bytes whole.
+// A file is decoded on every core (history.ReadFile); standard input line
+// by line.
 func readHistory(e *env, path string) ([]history.Event, error) {
 	if path != "-" {
 		return history.ReadFile(path)
