@@ -3,8 +3,10 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -190,5 +192,32 @@ func TestCheckBigFileBadLine(t *testing.T) {
 	_, _, stdin := runCLI(t, "check", "-")
 	if want := strings.Replace(stderr, p, "standard input", 1); stdin != want {
 		t.Errorf("standard input: %q, want %q", stdin, want)
+	}
+}
+
+// TestHoldCollectorPutsItBack: however holds overlap, the collector's
+// setting is what it was once the last is let go.
+func TestHoldCollectorPutsItBack(t *testing.T) {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		t.Skip("GOGC or GOMEMLIMIT set: holdCollector leaves the collector alone")
+	}
+	p := writeHistory(t, "h.jsonl", stall20s...)
+	percent := debug.SetGCPercent(77)
+	defer debug.SetGCPercent(percent)
+	a := holdCollector(p)
+	b := holdCollector(p)
+	if got := debug.SetGCPercent(-1); got != -1 {
+		t.Errorf("held: GC percent %d, want -1 (off)", got)
+	}
+	a()
+	if got := debug.SetGCPercent(-1); got != -1 {
+		t.Errorf("one hold left: GC percent %d, want -1 (off)", got)
+	}
+	b()
+	if got := debug.SetGCPercent(77); got != 77 {
+		t.Errorf("released: GC percent %d, want 77", got)
+	}
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Errorf("released: memory limit %d, want none", got)
 	}
 }
