@@ -282,7 +282,7 @@ func Check(events []history.Event, opts Options) Checked {
 	// pairing, the deletions, the write scan); the second's checks read
 	// only the index and the faults, built before either starts, and
 	// leaseExcused, which locks. Each check writes only its own Result.
-	p.faultOps()
+	p.faultEffects() // and faultOps
 	shared := []check{
 		{verdict.Fencing, p.fencing}, {verdict.Exclusion, p.exclusion}, {verdict.Resource, p.resource},
 		{verdict.Symmetry, p.symmetry}, {verdict.Lease, p.lease}, {verdict.Cancel, p.cancel},

@@ -96,7 +96,7 @@ func (p *prepared) leaseExcused(process int, r int64) []window {
 		if p.excuses == nil {
 			p.excuses = map[[2]int64][]window{}
 		}
-		ws = leaseExcuses(faultEffects(p.faultOps()), process, r, p.endTime)
+		ws = leaseExcuses(p.faultEffects(), process, r, p.endTime)
 		p.excuses[key] = ws
 	}
 	return ws

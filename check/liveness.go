@@ -152,7 +152,7 @@ func newLiveWalk(p *prepared, opts Options) *liveWalk {
 	}
 	w.deltas = p.possDeltas()
 	if w.bound >= 0 {
-		w.excused = excuses(faultEffects(p.faultOps()), w.rc)
+		w.excused = excuses(p.faultEffects(), w.rc)
 	}
 	return w
 }

@@ -125,6 +125,10 @@ type prepared struct {
 	// faults is memoized by faultOps: the lease check asks for it once
 	// per process, and each pass reads every event.
 	faults *Ops
+	// effects memoizes faultEffects(faults): it decodes each fault's
+	// value, and the lease check asks once per process.
+	effects     []faultEffect
+	effectsOnce sync.Once
 	// dels, delsSeen and delsDone memoize deletionsUnderHolders; excuses
 	// memoizes leaseExcused per process and recovery bound.
 	dels     []deletion
