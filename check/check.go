@@ -281,7 +281,8 @@ func Check(events []history.Event, opts Options) Checked {
 	// seconds on one core). The first builds what its checks share (the
 	// pairing, the deletions, the write scan); the second's checks read
 	// only the index and the faults, built before either starts, and
-	// leaseExcused, which locks. Each check writes only its own Result.
+	// leaseExcused, which locks (and releaseLatency, measured once). Each
+	// check writes only its own Result.
 	p.faultEffects() // and faultOps
 	shared := []check{
 		{verdict.Fencing, p.fencing}, {verdict.Exclusion, p.exclusion}, {verdict.Resource, p.resource},
@@ -292,7 +293,9 @@ func Check(events []history.Event, opts Options) Checked {
 	}
 	res := make([]Result, len(shared)+len(alone))
 	var wg sync.WaitGroup
+	var panicked any // a broken invariant's panic, raised again in the caller
 	wg.Go(func() {
+		defer func() { panicked = recover() }()
 		p.ops()
 		p.deletionsUnderHolders()
 		p.writes(opts)
@@ -300,10 +303,15 @@ func Check(events []history.Event, opts Options) Checked {
 			res[k] = c.run(opts)
 		}
 	})
-	for k, c := range alone {
-		res[len(shared)+k] = c.run(opts)
+	func() {
+		defer wg.Wait() // also when one of these panics
+		for k, c := range alone {
+			res[len(shared)+k] = c.run(opts)
+		}
+	}()
+	if panicked != nil {
+		panic(panicked)
 	}
-	wg.Wait()
 	for k, c := range append(shared, alone...) {
 		r.Checks[c.name] = res[k]
 	}
