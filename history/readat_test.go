@@ -214,3 +214,23 @@ func TestIndexRanges(t *testing.T) {
 		}
 	}
 }
+
+// FuzzReadAtEquivalence: for any input, readAt (both first passes) gives
+// what Read gives, events or error. Its coverage varies with how the
+// decoders are scheduled, so the fuzzer stops now and then to minimize an
+// input that looked new:
+//
+//	go test -run '^$' -fuzz FuzzReadAtEquivalence -fuzztime 60s -parallel 1 ./history
+func FuzzReadAtEquivalence(f *testing.F) {
+	f.Add(readBench(6))
+	f.Add([]byte("\n{}\n" + readAtCases["value of every kind"]))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		want, wantErr := Read(bytes.NewReader(data))
+		for _, bs := range []int{3, maxLine} {
+			got, err := readAt(bytes.NewReader(data), int64(len(data)), bs)
+			if !sameError(err, wantErr) || !reflect.DeepEqual(got, want) {
+				t.Fatalf("blocks of %d: %d events, %v; Read: %d events, %v", bs, len(got), err, len(want), wantErr)
+			}
+		}
+	})
+}
