@@ -365,7 +365,7 @@ func (p *prepared) revokeExcuses(opts Options) revokeExcuses {
 	r := revokeExcuses{revokes: map[int][]int64{}, lost: map[int64]int64{}, bound: int64(opts.OverrunBound)}
 	fo := p.faultOps()
 	r.pauses = fo.Pauses
-	for _, f := range faultEffects(fo) {
+	for _, f := range p.faultEffects() {
 		if f.cost == chaos.CostRevoke && f.process >= 0 {
 			r.revokes[f.process] = append(r.revokes[f.process], f.from)
 		}

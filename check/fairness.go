@@ -160,6 +160,7 @@ func newFairWalk(p *prepared, opts Options) *fairWalk {
 	for l := range nl {
 		w.off[l+1] = w.off[l] + int(p.nAcq[l]) + 1
 		nGrants += int(p.nGrant[l])
+		w.grantList[l] = make([]grantRec, 0, p.nGrant[l])
 	}
 	w.tree = make(fenwick, w.off[nl])
 	w.reqT, w.reqLine = make([]int64, w.off[nl]), make([]int32, w.off[nl])

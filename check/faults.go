@@ -25,6 +25,13 @@ type faultEffect struct {
 	member bool
 }
 
+// faultEffects is faultEffects of the history's faults, decoded once;
+// its callers only read it.
+func (p *prepared) faultEffects() []faultEffect {
+	p.effectsOnce.Do(func() { p.effects = faultEffects(p.faultOps()) })
+	return p.effects
+}
+
 // faultEffects lists the faults and pauses of a history. A fault is
 // weighed by what it says it costs (chaos.Cost); one this build does not
 // know (from another tool's history) by its target.

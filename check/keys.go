@@ -89,12 +89,14 @@ func (p *prepared) deletionsUnderHolders() ([]deletion, bool) {
 // explained by a fault (leaseExcuses), built once per process.
 func (p *prepared) leaseExcused(process int, r int64) []window {
 	key := [2]int64{int64(process), r}
+	p.excusesMu.Lock() // checks that run side by side share the memo
+	defer p.excusesMu.Unlock()
 	ws, ok := p.excuses[key]
 	if !ok {
 		if p.excuses == nil {
 			p.excuses = map[[2]int64][]window{}
 		}
-		ws = leaseExcuses(faultEffects(p.faultOps()), process, r, p.endTime)
+		ws = leaseExcuses(p.faultEffects(), process, r, p.endTime)
 		p.excuses[key] = ws
 	}
 	return ws

@@ -152,7 +152,7 @@ func newLiveWalk(p *prepared, opts Options) *liveWalk {
 	}
 	w.deltas = p.possDeltas()
 	if w.bound >= 0 {
-		w.excused = excuses(faultEffects(p.faultOps()), w.rc)
+		w.excused = excuses(p.faultEffects(), w.rc)
 	}
 	return w
 }
@@ -425,6 +425,13 @@ func (w *liveWalk) stallBound(from int64, startup bool) string {
 // releaseLatency is the median and the longest latency of the releases
 // that ended ok (invoke → ok), -1 and 0 when there are none.
 func (p *prepared) releaseLatency() (median, longest int64) {
+	p.relOnce.Do(func() { p.relMedian, p.relLongest = p.measureReleases() })
+	return p.relMedian, p.relLongest
+}
+
+// measureReleases is releaseLatency, measured: a sort of every release's
+// latency, once for liveness and fairness both.
+func (p *prepared) measureReleases() (median, longest int64) {
 	var lat []int64
 	for i := range p.n() {
 		if p.op(i) != opRelease || p.ty(i) != tyInvoke || p.pair[i] < 0 || p.ty(int(p.pair[i])) != tyOK {

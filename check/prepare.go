@@ -3,6 +3,7 @@ package check
 import (
 	"cmp"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/lockbench/lockbench/history"
@@ -124,12 +125,25 @@ type prepared struct {
 
 	ws     *writeScan // memoized by writes
 	paired *Ops       // memoized by ops
+	// faults is memoized by faultOps: the lease check asks for it once
+	// per process, and each pass reads every event.
+	faults *Ops
+	// effects memoizes faultEffects(faults): it decodes each fault's
+	// value, and the lease check asks once per process.
+	effects     []faultEffect
+	effectsOnce sync.Once
 	// dels, delsSeen and delsDone memoize deletionsUnderHolders; excuses
 	// memoizes leaseExcused per process and recovery bound.
 	dels     []deletion
 	delsSeen bool
 	delsDone bool
 	excuses  map[[2]int64][]window
+	// relOnce memoizes releaseLatency in relMedian and relLongest.
+	relOnce               sync.Once
+	relMedian, relLongest int64
+	// excusesMu guards excuses: fairness reads it beside lease and
+	// resource (Check).
+	excusesMu sync.Mutex
 }
 
 func (p *prepared) n() int { return len(p.ev) }

@@ -2,8 +2,11 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -155,5 +158,66 @@ func TestCheckReadsStandardInput(t *testing.T) {
 	code, _, stderr = runCLI(t, "check", "-")
 	if code != ExitUsage || !strings.Contains(stderr, "standard input: line 1") || !strings.Contains(stderr, `"aquire"`) {
 		t.Errorf("bad standard input: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestCheckBigFileBadLine: a history of several of the reader's blocks
+// (decoded side by side) with one bad line deep inside is refused with
+// that line's number and exit 2, as the same bytes on standard input are
+// (read line by line), and nothing is printed on standard output.
+func TestCheckBigFileBadLine(t *testing.T) {
+	lines := make([]string, 0, 120_002)
+	for i := range 60_000 {
+		lines = append(lines,
+			fmt.Sprintf(`{"time":%d,"process":0,"type":"invoke","f":"acquire","lock":"l"}`, 2*i),
+			fmt.Sprintf(`{"time":%d,"process":0,"type":"ok","f":"acquire","lock":"l","token":%d,"key":"l/%d","lease":"7f"}`, 2*i+1, i+1, i))
+	}
+	lines[100_001] = `{"time":200001,"process":0,"type":"ok","f":"aquire","lock":"l"}`
+	p := writeHistory(t, "big.jsonl", lines...)
+	if st, err := os.Stat(p); err != nil || st.Size() < 2*4<<20 {
+		t.Fatalf("%v: %d bytes, want more than two blocks", err, st.Size())
+	}
+	code, stdout, stderr := runCLI(t, "check", p)
+	if code != ExitUsage || stdout != "" || !strings.Contains(stderr, p+": line 100002: ") || !strings.Contains(stderr, `f "aquire" is not one of`) {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	old := os.Stdin
+	os.Stdin = f
+	defer func() { os.Stdin = old }()
+	_, _, stdin := runCLI(t, "check", "-")
+	if want := strings.Replace(stderr, p, "standard input", 1); stdin != want {
+		t.Errorf("standard input: %q, want %q", stdin, want)
+	}
+}
+
+// TestHoldCollectorPutsItBack: however holds overlap, the collector's
+// setting is what it was once the last is let go.
+func TestHoldCollectorPutsItBack(t *testing.T) {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		t.Skip("GOGC or GOMEMLIMIT set: holdCollector leaves the collector alone")
+	}
+	p := writeHistory(t, "h.jsonl", stall20s...)
+	percent := debug.SetGCPercent(77)
+	defer debug.SetGCPercent(percent)
+	a := holdCollector(p)
+	b := holdCollector(p)
+	if got := debug.SetGCPercent(-1); got != -1 {
+		t.Errorf("held: GC percent %d, want -1 (off)", got)
+	}
+	a()
+	if got := debug.SetGCPercent(-1); got != -1 {
+		t.Errorf("one hold left: GC percent %d, want -1 (off)", got)
+	}
+	b()
+	if got := debug.SetGCPercent(77); got != 77 {
+		t.Errorf("released: GC percent %d, want 77", got)
+	}
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Errorf("released: memory limit %d, want none", got)
 	}
 }

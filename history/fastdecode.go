@@ -42,6 +42,9 @@ const (
 type parsedEvent struct {
 	ev  Event
 	has uint16
+	// known says fastDecode found Type and F among the known names, so
+	// finish need not look them up again.
+	known bool
 }
 
 // finish validates p against the contract and stores it in e. Both decode
@@ -58,11 +61,13 @@ func (p *parsedEvent) finish(e *Event) error {
 	case p.has&hasF == 0 || p.ev.F == "":
 		return errors.New(`missing "f"`)
 	}
-	if _, ok := knownTypes[string(p.ev.Type)]; !ok {
-		return fmt.Errorf("type %q is not one of %s", p.ev.Type, validTypes)
-	}
-	if _, ok := knownFs[p.ev.F]; !ok {
-		return fmt.Errorf("f %q is not one of %s", p.ev.F, validFs)
+	if !p.known {
+		if _, ok := knownTypes[string(p.ev.Type)]; !ok {
+			return fmt.Errorf("type %q is not one of %s", p.ev.Type, validTypes)
+		}
+		if _, ok := knownFs[p.ev.F]; !ok {
+			return fmt.Errorf("f %q is not one of %s", p.ev.F, validFs)
+		}
 	}
 	if p.ev.Time < 0 {
 		return fmt.Errorf("negative time %d", p.ev.Time)
@@ -147,6 +152,52 @@ const (
 	nStr
 )
 
+// decoder is what one reader keeps from line to line so that decoding
+// allocates less: the last lock name (a history names few, and each line
+// would otherwise make its own copy) and an arena the values are cut
+// from. A nil *decoder keeps nothing.
+type decoder struct {
+	lock  string
+	arena []byte
+}
+
+// arenaBlock is the size of a decoder's value arena; a value longer than
+// arenaMax gets its own allocation.
+const (
+	arenaBlock = 64 << 10
+	arenaMax   = 1 << 10
+)
+
+// decode decodes and validates one line, as decodeEvent does.
+func (d *decoder) decode(b []byte, e *Event) error {
+	var p parsedEvent
+	if d.fastDecode(b, &p) {
+		return p.finish(e)
+	}
+	return decodeEventSlow(b, e)
+}
+
+// value is a copy of v that does not alias b, as json.RawMessage makes;
+// a decoder cuts it from its arena (capped, so that an append to one
+// value cannot write over the next).
+func (d *decoder) value(v []byte) json.RawMessage {
+	if d == nil || len(v) > arenaMax {
+		return append(json.RawMessage(nil), v...)
+	}
+	if cap(d.arena)-len(d.arena) < len(v) {
+		d.arena = make([]byte, 0, arenaBlock)
+	}
+	at := len(d.arena)
+	d.arena = append(d.arena, v...)
+	return d.arena[at:len(d.arena):len(d.arena)]
+}
+
+// fastDecode is a nil decoder's fastDecode: nothing kept between lines.
+func fastDecode(b []byte, p *parsedEvent) bool {
+	var d *decoder
+	return d.fastDecode(b, p)
+}
+
 // fastDecode parses a line of the shape Write produces into p. It reports
 // false, leaving p in an unspecified state, for any line it is not sure to
 // decode exactly as encoding/json would: the caller must then decode the
@@ -155,10 +206,11 @@ const (
 // It is one function of ~150 lines on purpose: it is the hot loop of
 // reading a history (one call per line), and its key switch reads best as
 // one piece beside the encoder it mirrors (Write).
-func fastDecode(b []byte, p *parsedEvent) bool {
+func (d *decoder) fastDecode(b []byte, p *parsedEvent) bool {
 	var spans [nStr]span
 	var strs uint8 // bit i set: spans[i] holds a string to make
 	var raw span   // the value's bytes, if any and not null
+	knownT, knownF := false, false
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
@@ -204,17 +256,27 @@ func fastDecode(b []byte, p *parsedEvent) bool {
 		case "type":
 			bit = hasType
 			if i, ok = stringField(b, i, &spans[strType]); ok {
-				internKnown(b, spans[strType], knownTypes, &p.ev.Type, &strs, strType)
+				p.ev.Type, knownT = typeNamed(b[spans[strType].start:spans[strType].end])
+				if !knownT {
+					strs |= 1 << strType
+				}
 			}
 		case "f":
 			bit = hasF
 			if i, ok = stringField(b, i, &spans[strF]); ok {
-				internKnown(b, spans[strF], knownFs, &p.ev.F, &strs, strF)
+				p.ev.F, knownF = functionNamed(b[spans[strF].start:spans[strF].end])
+				if !knownF {
+					strs |= 1 << strF
+				}
 			}
 		case "lock":
 			bit = hasLock
 			i, ok = stringField(b, i, &spans[strLock])
-			strs |= 1 << strLock
+			if sp := spans[strLock]; d != nil && string(b[sp.start:sp.end]) == d.lock {
+				p.ev.Lock = d.lock
+			} else {
+				strs |= 1 << strLock
+			}
 		case "error":
 			bit = hasError
 			i, ok = stringField(b, i, &spans[strError])
@@ -288,6 +350,9 @@ func fastDecode(b []byte, p *parsedEvent) bool {
 				p.ev.F = s
 			case strLock:
 				p.ev.Lock = s
+				if d != nil {
+					d.lock = s
+				}
 			case strError:
 				p.ev.Error = s
 			case strKey:
@@ -299,8 +364,9 @@ func fastDecode(b []byte, p *parsedEvent) bool {
 	}
 	if raw.end > raw.start {
 		// A copy, as json.RawMessage makes: b is the reader's buffer.
-		p.ev.Value = append(json.RawMessage(nil), b[raw.start:raw.end]...)
+		p.ev.Value = d.value(b[raw.start:raw.end])
 	}
+	p.known = knownT && knownF
 	return true
 }
 
@@ -510,12 +576,49 @@ func joinNames[T ~string](names []T) string {
 	return strings.Join(s, ", ")
 }
 
-// internKnown stores in *dst the constant that the string at sp spells, if
-// known; otherwise it marks sp (bit) as a string to make.
-func internKnown[T ~string](b []byte, sp span, known map[string]T, dst *T, strs *uint8, bit int) {
-	if v, ok := known[string(b[sp.start:sp.end])]; ok {
-		*dst = v
-	} else {
-		*strs |= 1 << bit
+// typeNamed is the Type constant that b spells, if any: a switch, which
+// costs less than a map's hash on every line.
+func typeNamed(b []byte) (Type, bool) {
+	switch string(b) {
+	case string(Invoke):
+		return Invoke, true
+	case string(OK):
+		return OK, true
+	case string(Fail):
+		return Fail, true
+	case string(Info):
+		return Info, true
 	}
+	return "", false
+}
+
+// functionNamed is the F constant that b spells, if any.
+func functionNamed(b []byte) (string, bool) {
+	switch string(b) {
+	case FAcquire:
+		return FAcquire, true
+	case FRelease:
+		return FRelease, true
+	case FRead:
+		return FRead, true
+	case FWrite:
+		return FWrite, true
+	case FCrash:
+		return FCrash, true
+	case FPause:
+		return FPause, true
+	case FResume:
+		return FResume, true
+	case FLeaseLost:
+		return FLeaseLost, true
+	case FWakeup:
+		return FWakeup, true
+	case FFault:
+		return FFault, true
+	case FRPCs:
+		return FRPCs, true
+	case FKeyDeleted:
+		return FKeyDeleted, true
+	}
+	return "", false
 }

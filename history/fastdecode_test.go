@@ -184,11 +184,18 @@ func checkSame(t *testing.T, line []byte) {
 	}
 	slowErr := decodeEventSlow(line, &slow)
 	wantErr := decodeEventLegacy(line, &want)
+	// A reader's decoder, as readAt and Read keep one from line to line:
+	// the second decode finds the line's lock name in its cache.
+	var d decoder
+	var first, again Event
+	firstErr := d.decode(line, &first)
+	againErr := d.decode(line, &again)
 	for _, c := range []struct {
 		name string
 		ev   Event
 		err  error
-	}{{"decodeEvent", got, gotErr}, {"decodeEventSlow", slow, slowErr}} {
+	}{{"decodeEvent", got, gotErr}, {"decodeEventSlow", slow, slowErr},
+		{"decoder.decode", first, firstErr}, {"decoder.decode again", again, againErr}} {
 		if (c.err == nil) != (wantErr == nil) || c.err != nil && c.err.Error() != wantErr.Error() {
 			t.Fatalf("%s(%q): err = %v, want %v", c.name, line, c.err, wantErr)
 		}

@@ -50,6 +50,7 @@ func Read(r io.Reader) ([]Event, error) {
 	var chunks [][]Event
 	cur := make([]Event, 0, 1024)
 	n, line := 0, 0
+	var d decoder
 	for sc.Scan() {
 		line++
 		b := bytes.TrimSpace(sc.Bytes())
@@ -61,7 +62,7 @@ func Read(r io.Reader) ([]Event, error) {
 			cur = make([]Event, 0, min(2*cap(cur), 1<<16))
 		}
 		cur = cur[:len(cur)+1]
-		if err := decodeEvent(b, &cur[len(cur)-1]); err != nil {
+		if err := d.decode(b, &cur[len(cur)-1]); err != nil {
 			return nil, &LineError{Line: line, Err: err}
 		}
 		n++
@@ -82,15 +83,20 @@ func Read(r io.Reader) ([]Event, error) {
 	return events, nil
 }
 
-// ReadFile reads a history from path; a path that is not a regular file
-// or is over wholefile.HistoryLimit is refused before it is read.
+// ReadFile reads a history from path, as Read would, on every core
+// (readAt); a path that is not a regular file or is over
+// wholefile.HistoryLimit is refused before it is read.
 func ReadFile(path string) ([]Event, error) {
 	f, err := wholefile.Open(path, "history", wholefile.HistoryLimit)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	ev, err := Read(f)
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	ev, err := readAt(f, st.Size(), blockSize)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
