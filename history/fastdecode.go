@@ -619,6 +619,8 @@ func functionNamed(b []byte) (string, bool) {
 		return FRPCs, true
 	case FKeyDeleted:
 		return FKeyDeleted, true
+	case FClock:
+		return FClock, true
 	}
 	return "", false
 }
