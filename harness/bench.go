@@ -442,19 +442,31 @@ func (r *benchRun) cellOn(lock string, n int, sc scenarios.Scenario) report.Benc
 		fillCell(&cell, res.Summary)
 		cell.Run, _ = filepath.Rel(r.spec.Dir, res.Dir)
 	}
-	if found, replace := checkLockService(r.ctx, r.c, lock); found != "" {
-		cell.Note = "after the cell: " + found
-		if replace {
-			// Such a member cannot stop: close what can be, and start
-			// afresh for the next cell.
-			cell.Note += "; the cluster is replaced"
-			if cerr := r.dropCluster(); cerr != nil {
-				cell.Note += fmt.Sprintf(" (%v)", cerr)
-			}
-		}
+	if note := r.lockServiceNote(lock, "after the cell"); note != "" {
+		cell.Note = note
 		r.progress("%s × %d clients: %s", lock, n, cell.Note)
 	}
 	return cell
+}
+
+// lockServiceNote probes etcd's lock service after a run of lock (see
+// checkLockService) and, where it is stuck, replaces the bench's cluster;
+// it returns what to note of the run, after saying when ("" when sound).
+func (r *benchRun) lockServiceNote(lock, when string) string {
+	found, replace := checkLockService(r.ctx, r.c, lock)
+	if found == "" {
+		return ""
+	}
+	note := when + ": " + found
+	if replace {
+		// Such a member cannot stop: close what can be, and start afresh
+		// for the next run.
+		note += "; the cluster is replaced"
+		if err := r.dropCluster(); err != nil {
+			note += fmt.Sprintf(" (%v)", err)
+		}
+	}
+	return note
 }
 
 // recording runs the target cell once with recording switched on and off

@@ -286,14 +286,8 @@ func (r *benchRun) ratePoint(lock string, rate float64, what string) report.Rate
 		fillRatePoint(&p, res.Summary, r.spec.Duration)
 		p.Run, _ = filepath.Rel(r.spec.Dir, res.Dir)
 	}
-	if found, replace := checkLockService(r.ctx, r.c, lock); found != "" {
-		p.Note = "after the run: " + found
-		if replace {
-			p.Note += "; the cluster is replaced"
-			if cerr := r.dropCluster(); cerr != nil {
-				p.Note += fmt.Sprintf(" (%v)", cerr)
-			}
-		}
+	if note := r.lockServiceNote(lock, "after the run"); note != "" {
+		p.Note = note
 	}
 	return p
 }

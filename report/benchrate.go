@@ -312,12 +312,7 @@ func ratePlot(b *strings.Builder, g tsGeom, l tsLine, color string) {
 		fmt.Fprintf(&dots, `<circle class="rate-point" cx="%.1f" cy="%.1f" r="2.5"><title>%s at %s/s offered: %s ms</title></circle>`,
 			x, y, name, trimFloat(l.X[i]), ms(v))
 	}
-	dash := ""
-	if l.Dash {
-		dash = ` stroke-dasharray="4 3"`
-	}
-	fmt.Fprintf(b, `<g class="ts-series" data-series="%s" fill="%s"><path d="%s" fill="none" stroke="%s" stroke-width="1.5"%s/>%s</g>`,
-		name, color, path.String(), color, dash, dots.String())
+	seriesGroup(b, name, color, l.Dash, path.String(), dots.String())
 }
 
 func cmpFloat(a, b float64) int {

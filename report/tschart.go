@@ -170,12 +170,18 @@ func tsPlot(b *strings.Builder, g tsGeom, l tsLine, color string, log bool) {
 		fmt.Fprintf(&dots, `<circle class="ts-point" cx="%.1f" cy="%.1f" r="2"><title>%s at %ss: %s</title></circle>`,
 			x, y, name, trimFloat(l.X[i]), trimFloat(v))
 	}
-	dash := ""
-	if l.Dash {
-		dash = ` stroke-dasharray="4 3"`
+	seriesGroup(b, name, color, l.Dash, path.String(), dots.String())
+}
+
+// seriesGroup writes one drawn line of a chart: its path (dashed when
+// dash) and its dots, in a group named for the legend and the tests.
+func seriesGroup(b *strings.Builder, name, color string, dash bool, path, dots string) {
+	stroke := ""
+	if dash {
+		stroke = ` stroke-dasharray="4 3"`
 	}
 	fmt.Fprintf(b, `<g class="ts-series" data-series="%s" fill="%s"><path d="%s" fill="none" stroke="%s" stroke-width="1.5"%s/>%s</g>`,
-		name, color, path.String(), color, dash, dots.String())
+		name, color, path, color, stroke, dots)
 }
 
 // throughputLine is a run's grants per second in each interval, at the
