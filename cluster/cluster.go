@@ -404,6 +404,13 @@ func (c *Cluster) Tick() time.Duration { return c.opts.Tick }
 // UnsafeNoFsync reports whether the cluster runs without fsync.
 func (c *Cluster) UnsafeNoFsync() bool { return c.opts.UnsafeNoFsync }
 
+// PeerRelays reports whether the members were started with peer relays
+// (Options.PeerRelays).
+func (c *Cluster) PeerRelays() bool { return c.opts.PeerRelays }
+
+// SnapshotCount is Options.SnapshotCount (0: etcd's default).
+func (c *Cluster) SnapshotCount() uint64 { return c.opts.SnapshotCount }
+
 // Healthy reports whether every member runs and one leads: a cluster fit
 // to start a new run on.
 func (c *Cluster) Healthy() bool {

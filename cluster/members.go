@@ -62,6 +62,12 @@ type Members interface {
 	Election() time.Duration
 	// UnsafeNoFsync reports whether the members run without fsync.
 	UnsafeNoFsync() bool
+	// PeerRelays reports whether the members' peer traffic goes through
+	// relays lockbench can cut and shape (every commit a little slower);
+	// SnapshotCount is the snapshot count they run with (0: etcd's
+	// default). Runs record both, since they change what is measured.
+	PeerRelays() bool
+	SnapshotCount() uint64
 	// TLS reports whether clients talk https; ClientTLSConfig is then
 	// the configuration they need.
 	TLS() bool

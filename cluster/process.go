@@ -295,6 +295,13 @@ func (pc *ProcessCluster) Election() time.Duration { return pc.opts.Election }
 // UnsafeNoFsync reports whether the members run without fsync.
 func (pc *ProcessCluster) UnsafeNoFsync() bool { return pc.opts.UnsafeNoFsync }
 
+// PeerRelays is true: every member process's peers reach it through a
+// relay.
+func (pc *ProcessCluster) PeerRelays() bool { return true }
+
+// SnapshotCount is 0: member processes run with etcd's default.
+func (pc *ProcessCluster) SnapshotCount() uint64 { return 0 }
+
 // TLS is false: the process cluster serves plain http.
 func (pc *ProcessCluster) TLS() bool { return false }
 

@@ -320,11 +320,7 @@ func (r *benchRun) ensure() error {
 	if r.admin, err = newAdmin(c); err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
-	r.b.Cluster = rundir.ClusterConfig{
-		Members: c.Count(), TickMS: c.Tick().Milliseconds(), ElectionMS: c.Election().Milliseconds(),
-		UnsafeNoFsync: c.UnsafeNoFsync(), Endpoints: c.Endpoints(), TLS: c.TLS(),
-		Version: c.Version(), Kind: c.Kind(), EtcdBin: etcdBinOf(c),
-	}
+	r.b.Cluster = clusterConfig(c)
 	return nil
 }
 

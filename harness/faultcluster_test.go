@@ -100,13 +100,21 @@ func TestSuiteGivesEachCellItsCluster(t *testing.T) {
 		t.Fatalf("%d cells, want 6; notes %q", len(res.Cells), res.Notes)
 	}
 	for _, c := range res.Cells {
-		if c.Summary.Scenario == "contention" {
-			continue
-		}
-		events, err := history.ReadFile(filepath.Join(res.Dir, c.Dir, rundir.HistoryFile))
+		f, err := rundir.Load(filepath.Join(res.Dir, c.Dir))
 		if err != nil {
 			t.Fatal(err)
 		}
+		// config.json says which cluster the cell had: contention shares
+		// the default one, drop-peers has relays, snapshot-catchup a
+		// snapshot count of its own.
+		want := map[string][2]any{"contention": {false, uint64(0)}, "drop-peers": {true, uint64(0)}, "snapshot-catchup": {false, uint64(CatchUpSnapshotCount)}}[c.Summary.Scenario]
+		if got := [2]any{f.Config.Cluster.PeerRelays, f.Config.Cluster.SnapshotCount}; got != want {
+			t.Errorf("%s seed %d: config.json's cluster has peer_relays, snapshot_count %v, want %v", c.Summary.Scenario, c.Summary.Seed, got, want)
+		}
+		if c.Summary.Scenario == "contention" {
+			continue
+		}
+		events := f.Events
 		var ok, failed int
 		var why []string
 		for _, e := range events {
@@ -159,10 +167,14 @@ func TestRunGivesTheScenarioItsCluster(t *testing.T) {
 	if len(notices) != 1 || !strings.Contains(notices[0], "scenario delay-peers: its faults need the cluster started with peer relays") {
 		t.Errorf("notices %q", notices)
 	}
-	events, err := history.ReadFile(filepath.Join(res.Dir, rundir.HistoryFile))
+	f, err := rundir.Load(res.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !f.Config.Cluster.PeerRelays {
+		t.Errorf("config.json's cluster lacks peer_relays: %+v", f.Config.Cluster)
+	}
+	events := f.Events
 	var ok int
 	for _, e := range events {
 		if e.F == history.FFault && e.Type != history.Invoke {

@@ -170,11 +170,7 @@ func RunOn(ctx context.Context, c cluster.Members, spec RunSpec) (*Result, error
 		endpoints: c.Endpoints(),
 		cluster:   c,
 		client:    clientv3.Config{TLS: tlsCfg},
-		config: rundir.ClusterConfig{
-			Members: c.Count(), TickMS: c.Tick().Milliseconds(), ElectionMS: c.Election().Milliseconds(),
-			UnsafeNoFsync: c.UnsafeNoFsync(), Endpoints: c.Endpoints(), TLS: c.TLS(),
-			Version: c.Version(), Kind: c.Kind(), EtcdBin: etcdBinOf(c),
-		},
+		config:    clusterConfig(c),
 	})
 }
 
@@ -260,6 +256,17 @@ func NewRunID(lock, scenario string, seed int64) string {
 
 // etcdBinOf is the member processes' binary, for config.json; "" for the
 // embedded kind.
+// clusterConfig is what config.json and bench.json record of a cluster
+// lockbench started.
+func clusterConfig(c cluster.Members) rundir.ClusterConfig {
+	return rundir.ClusterConfig{
+		Members: c.Count(), TickMS: c.Tick().Milliseconds(), ElectionMS: c.Election().Milliseconds(),
+		UnsafeNoFsync: c.UnsafeNoFsync(), Endpoints: c.Endpoints(), TLS: c.TLS(),
+		Version: c.Version(), Kind: c.Kind(), EtcdBin: etcdBinOf(c),
+		PeerRelays: c.PeerRelays(), SnapshotCount: c.SnapshotCount(),
+	}
+}
+
 func etcdBinOf(c cluster.Members) string {
 	if pc, ok := c.(*cluster.ProcessCluster); ok {
 		b := pc.Binary()

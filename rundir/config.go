@@ -90,6 +90,11 @@ type ClusterConfig struct {
 	// processes' binary (docs/processes.md).
 	Kind    string `json:"cluster_kind,omitempty"`
 	EtcdBin string `json:"etcd_bin,omitempty"`
+	// PeerRelays and SnapshotCount say whether the members ran with peer
+	// relays and a snapshot count of lockbench's (harness.ClusterFor
+	// gives both to cells whose faults need them); omitted when off.
+	PeerRelays    bool   `json:"peer_relays,omitempty"`
+	SnapshotCount uint64 `json:"snapshot_count,omitempty"`
 }
 
 // HostInfo records the machine, since absolute figures depend on it.
