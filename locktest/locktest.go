@@ -29,6 +29,10 @@
 //     next Lock works on a new lease.
 //   - TryLock (for a locks.TryLocker): fails at once with locks.ErrLocked
 //     while the lock is held, leaving no key; succeeds once it is free.
+//   - SiblingName: a second lock name with the first as a string prefix
+//     ("lock0" beside "lock", as job10 beside job1) held while the first
+//     is taken and released, and the other way round: neither holder's
+//     key is deleted or re-created, nor its Lost closed.
 //
 // And around every subtest, that nothing outside Options.Prefix is read,
 // written or deleted: every request the Lockers' clients send is inspected
@@ -152,6 +156,7 @@ var subtests = []struct {
 	{"CancelCutOff", (*suite).cancelCutOff},
 	{"Lost", (*suite).lost},
 	{"TryLock", (*suite).tryLock},
+	{"SiblingName", (*suite).siblingName},
 }
 
 // usedPrefixes are the namespaces of this process's earlier subtests: a

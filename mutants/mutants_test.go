@@ -37,7 +37,6 @@ func startCluster(t *testing.T) *cluster.Cluster {
 var onlyUnderFaults = map[string]string{
 	"mut-timeout-as-granted": "its bug needs an answer later than the RPC deadline (late-answers); locktest's requests are answered",
 	"mut-requeue-once":       "its one bug is the order it serves in; locktest tests what a lock does, not whom it serves first",
-	"mut-unlock-prefix":      "its bug needs a second lock name with the first as a string prefix (job1, job10); locktest runs one name",
 }
 
 // TestLocktestCatchesEveryMutant runs the conformance suite over the whole
