@@ -127,6 +127,15 @@ func nodeEtcd3Expect() map[string]map[string]verdict.Verdict {
 		// holder sleeps (as in lease-expiry): exclusion passed in 1 of
 		// seeds 7-10.
 		expectation{"lease-expiry-fenced", verdict.Exclusion, verdict.Any},
+		// A try-lock promises no order, so fairness fails only a wait
+		// through ChanceRounds × the other clients' grants (14 in
+		// holder-crash). lockbench's retry back-off reaches 1.6 s, and the
+		// client that released asks again at once: at 9.9 acquisitions/s
+		// one back-off alone spans 14 grants. Failed once (2 waits, under
+		// make test's load, 2026-12-02); passed 14 of 14 seeds at 6.4-8.2
+		// acquisitions/s. The history was not kept, so this reading of it
+		// is the arithmetic's, not the events'.
+		expectation{"holder-crash", verdict.Fairness, verdict.Any},
 	)
 	// A try-lock's waiters sleep through lockbench's retry back-off
 	// (doubling up to 1.6 s), so the lock can lie free past the 1 s
