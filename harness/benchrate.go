@@ -286,9 +286,7 @@ func (r *benchRun) ratePoint(lock string, rate float64, what string) report.Rate
 		fillRatePoint(&p, res.Summary, r.spec.Duration)
 		p.Run, _ = filepath.Rel(r.spec.Dir, res.Dir)
 	}
-	if note := r.lockServiceNote(lock, "after the run"); note != "" {
-		p.Note = note
-	}
+	p.Note = r.lockServiceNote(lock, "after the run")
 	return p
 }
 

@@ -114,10 +114,9 @@ func TestSuiteGivesEachCellItsCluster(t *testing.T) {
 		if c.Summary.Scenario == "contention" {
 			continue
 		}
-		events := f.Events
 		var ok, failed int
 		var why []string
-		for _, e := range events {
+		for _, e := range f.Events {
 			if e.F != history.FFault {
 				continue
 			}
@@ -174,9 +173,8 @@ func TestRunGivesTheScenarioItsCluster(t *testing.T) {
 	if !f.Config.Cluster.PeerRelays {
 		t.Errorf("config.json's cluster lacks peer_relays: %+v", f.Config.Cluster)
 	}
-	events := f.Events
 	var ok int
-	for _, e := range events {
+	for _, e := range f.Events {
 		if e.F == history.FFault && e.Type != history.Invoke {
 			if e.Type != history.OK {
 				t.Errorf("fault %s: %s", e.Type, e.Error)

@@ -265,9 +265,16 @@ func (s *suite) locker() (locks.Locker, *clientv3.Client) {
 // lockerOn makes a Locker on cli, closed at the suite's end.
 func (s *suite) lockerOn(cli *clientv3.Client) locks.Locker {
 	s.t.Helper()
-	l, err := s.factory(s.ctx, cli, s.opts)
+	return s.lockerWith(cli, s.opts)
+}
+
+// lockerWith makes a Locker of opts (another lock name) on cli, closed at
+// the suite's end.
+func (s *suite) lockerWith(cli *clientv3.Client, opts locks.Options) locks.Locker {
+	s.t.Helper()
+	l, err := s.factory(s.ctx, cli, opts)
 	if err != nil {
-		s.t.Fatalf("new locker: %v", err)
+		s.t.Fatalf("new locker for %q: %v", opts.Name, err)
 	}
 	s.mu.Lock()
 	s.lockers = append(s.lockers, l)

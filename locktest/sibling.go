@@ -14,13 +14,7 @@ func (s *suite) siblingName() {
 	t := s.t
 	sibOpts := s.opts
 	sibOpts.Name = s.opts.Name + "0"
-	sib, err := s.factory(s.ctx, s.dial(s.wire), sibOpts)
-	if err != nil {
-		t.Fatalf("new locker for the sibling name %q: %v", sibOpts.Name, err)
-	}
-	s.mu.Lock()
-	s.lockers = append(s.lockers, sib)
-	s.mu.Unlock()
+	sib := s.lockerWith(s.dial(s.wire), sibOpts)
 	ctx, cancel := s.lockCtx()
 	defer cancel()
 	gs, err := sib.Lock(ctx)
