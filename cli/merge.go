@@ -4,20 +4,23 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/rundir"
 )
 
 // mergeCommand is `lockbench merge DIR…`: the shards of one sharded suite
 // (suite --shard I/N, on one machine or many) joined into one suite
 // folder, as the unsharded suite would have written it.
 func mergeCommand(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "merge", "merge SHARD_DIR... [--out DIR] [--junit FILE]")
-	out := fs.String("out", harness.DefaultOut, "parent folder: the merged suite is written to OUT/suite-<time>-merged/ (its cells' run folders stay in the shards' folders)")
+	fs := newFlags(e, "merge", "merge SHARD_DIR... | WORKER_RUN_DIR... [--out DIR] [--junit FILE]")
+	out := fs.String("out", harness.DefaultOut, "parent folder: merged shards are written to OUT/suite-<time>-merged/ (its cells' run folders stay in the shards' folders), merged workers to OUT/<run-id>-merged/")
 	junit := fs.String("junit", "", "also write the merged suite as JUnit XML to this file, - for stdout (as suite's --junit)")
 	pos, err := fs.parseInterspersed(args)
 	if err != nil {
@@ -33,6 +36,12 @@ func mergeCommand(ctx context.Context, e *env, args []string) error {
 	}
 	if err := checkOutputs(*out, ""); err != nil {
 		return err
+	}
+	if workerFolders(pos) {
+		if *junit != "" {
+			return badInputf("--junit is for merged shards (a suite); a merged run's verdict is its run folder's")
+		}
+		return mergeWorkers(e, pos, *out)
 	}
 	shards, err := harness.LoadShards(pos)
 	if err != nil {
@@ -80,4 +89,50 @@ func interruptedNote(interrupted bool) string {
 		return "; a shard was interrupted"
 	}
 	return ""
+}
+
+// workerFolders reports whether merge was given run folders (the workers
+// of one run, run --worker I/N) rather than suite folders: the first
+// holds a config.json and no suite.json.
+func workerFolders(paths []string) bool {
+	_, cerr := os.Stat(filepath.Join(paths[0], rundir.ConfigFile))
+	_, serr := os.Stat(filepath.Join(paths[0], rundir.SuiteFile))
+	return cerr == nil && serr != nil
+}
+
+// mergeWorkers is `lockbench merge` of the workers' run folders: one run
+// folder on worker 1's clock, each worker's offset printed with its
+// uncertainty, and the run's outcome as run's.
+func mergeWorkers(e *env, dirs []string, out string) error {
+	ws, err := harness.LoadWorkers(dirs)
+	if err != nil {
+		return badInput(err)
+	}
+	m, err := harness.WriteMergedRun(out, ws)
+	if err != nil {
+		return err
+	}
+	for _, c := range m.Clocks {
+		fmt.Fprintf(e.stdout, "worker %s: clock offset %+.3f ms ± %.3f ms against worker 1's, clients %s\n",
+			c.Worker, float64(c.OffsetNS)/1e6, float64(c.UncertaintyNS)/1e6, clientList(c.Processes))
+	}
+	fmt.Fprintf(e.stdout, "merged %d events of %d workers in %s (%.2f s per million events)\n",
+		m.Events, len(ws), m.Merge.Round(time.Millisecond), m.Merge.Seconds()/max(float64(m.Events), 1)*1e6)
+	if err := printRun(e, m.Result, 0, ""); err != nil {
+		return err
+	}
+	return runOutcome(m.Summary, nil)
+}
+
+// clientList is a worker's clients, shortened past a few.
+func clientList(ids []int) string {
+	var parts []string
+	for i, id := range ids {
+		if i == 4 && len(ids) > 5 {
+			parts = append(parts, fmt.Sprintf("… (%d in all)", len(ids)))
+			break
+		}
+		parts = append(parts, strconv.Itoa(id))
+	}
+	return strings.Join(parts, ", ")
 }

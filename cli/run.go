@@ -12,6 +12,7 @@ import (
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
+	"github.com/lockbench/lockbench/runner"
 	"github.com/lockbench/lockbench/scenarios"
 	"github.com/lockbench/lockbench/verdict"
 )
@@ -31,6 +32,9 @@ type runOptions struct {
 	external       *harness.External
 	inject         injectDelayFlag
 	output         outputFlags
+	worker         string
+	workerWait     time.Duration
+	clockSkew      time.Duration
 }
 
 // runCommand is `lockbench run`: one strategy × one scenario.
@@ -46,6 +50,9 @@ func runCommand(ctx context.Context, e *env, args []string) error {
 	fs.Int64Var(&o.seed, "seed", 1, "seed for every random choice: same seed, same schedule")
 	fs.StringVar(&o.out, "out", harness.DefaultOut, "parent folder: the run is written to OUT/<run-id>/ (as suite's --out; bench's --out is the bench folder itself)")
 	fs.StringVar(&o.benchOut, "bench-out", "", "also write the run's figures as Go benchmark lines to this file (- for stdout), for benchstat")
+	fs.StringVar(&o.worker, "worker", "", "drive only share I of N of the run's clients (I/N, e.g. 2/4: clients I-1, I-1+N, ...), one process of N on one or many machines against one cluster (--endpoints, the same --prefix for all); the N workers start together, and lockbench merge joins their run folders into the run's (docs/scale.md)")
+	fs.DurationVar(&o.workerWait, "worker-wait", runner.DefaultWorkerWait, "with --worker: how long to wait for the other workers to start, and worker 1 for them to finish")
+	fs.DurationVar(&o.clockSkew, "clock-skew", 0, "test-only, with --worker: every time this worker records reads D (≥0) ahead, as a machine with a wrong clock would; the merge must find it from its probes")
 	o.client.register(fs, true, true)
 	o.cluster.register(fs)
 	o.ext.register(fs)
@@ -94,6 +101,9 @@ func (o *runOptions) check() error {
 	if o.spec.InjectDelay, err = o.inject.only(o.lock); err != nil {
 		return err
 	}
+	if err := o.workerSpec(ext); err != nil {
+		return err
+	}
 	if err := o.spec.Validate(); err != nil {
 		return badInput(flagError(err, runFlags))
 	}
@@ -109,6 +119,34 @@ func (o *runOptions) check() error {
 		return err
 	}
 	return checkOutputs(o.out, o.benchOut)
+}
+
+// workerSpec sets the spec's --worker and --clock-skew: a worker shares
+// an external cluster and a prefix with the others.
+func (o *runOptions) workerSpec(ext *harness.External) error {
+	switch {
+	case (o.set["clock-skew"] || o.set["worker-wait"]) && !o.set["worker"]:
+		return badInputf("--clock-skew and --worker-wait are for a worker's run: give --worker I/N too")
+	case o.clockSkew < 0:
+		return badInputf("--clock-skew %s: must be ≥0", o.clockSkew)
+	case o.workerWait <= 0:
+		return badInputf("--worker-wait %s: must be > 0", o.workerWait)
+	case !o.set["worker"]:
+		return nil
+	}
+	w, err := harness.ParseWorker(o.worker)
+	if err != nil {
+		return badInputf("--worker %w", err)
+	}
+	switch {
+	case w.Count > 1 && ext == nil:
+		return badInputf("--worker %s: workers drive one run on a cluster they share: give its --endpoints (and one --prefix for all of them)", o.worker)
+	case w.Count > 1 && !o.set["prefix"]:
+		return badInputf("--worker %s: every worker of a run must use the same key prefix: give --prefix (e.g. /lockbench/run1/)", o.worker)
+	}
+	w.Wait = o.workerWait
+	o.spec.Worker, o.spec.ClockSkew = w, o.clockSkew
+	return nil
 }
 
 // checkOutputs checks --out (a folder) and --bench-out (a file, if given)
@@ -176,6 +214,9 @@ func runRun(ctx context.Context, e *env, o *runOptions) error {
 		}
 		fmt.Fprintf(info, "lockbench: %s × %s, %d clients, %s, seed %d, %s\n",
 			spec.Lock, sc.Name, sc.Clients, sc.Duration, spec.Seed, o.ext.describe(o.external))
+		if w := spec.Worker; w.Count > 1 {
+			fmt.Fprintf(info, "lockbench: worker %s, waiting up to %s for the other workers under %s\n", w, o.workerWait, o.external.Prefix)
+		}
 		res, err = harness.RunExternal(ctx, *o.external, spec)
 	} else {
 		if spec.Cluster, err = o.cluster.withData(e, spec.Cluster); err != nil {

@@ -39,8 +39,9 @@ import (
 // answer arrived, in nanoseconds on the worker's clock (its history's
 // time base), and the revision etcd committed it at.
 type Probe struct {
-	Sent, Received int64
-	Revision       int64
+	Sent     int64 `json:"sent_ns"`
+	Received int64 `json:"received_ns"`
+	Revision int64 `json:"revision"`
 }
 
 // Offset is a worker's clock against the reference worker's (worker 0):

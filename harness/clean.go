@@ -60,7 +60,7 @@ func Clean(ctx context.Context, ext External, prefix string, delete bool) (*Clea
 	// The checks run makes first (every endpoint answers, the credentials
 	// work): an endpoint that does not answer is the same *InputError,
 	// naming it, and not a bare deadline on the listing.
-	if _, err := healthCheck(ctx, x, cc); err != nil {
+	if _, err := healthCheck(ctx, x, cc, false); err != nil {
 		return nil, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, x.DialTimeout)

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lockbench/lockbench/rundir"
+	"github.com/lockbench/lockbench/runner"
 )
 
 // Defaults for an external cluster.
@@ -187,7 +188,7 @@ type clusterInfo struct {
 // dial timeout, then checks through all of them that a quorum answers and
 // that the prefix (when given) holds no keys. Any failure is an InputError
 // that names the endpoint, unless ctx ended.
-func healthCheck(ctx context.Context, x External, cc clientv3.Config) (clusterInfo, error) {
+func healthCheck(ctx context.Context, x External, cc clientv3.Config, worker bool) (clusterInfo, error) {
 	var info clusterInfo
 	errs := make([]error, len(x.Endpoints))
 	versions := make([]string, len(x.Endpoints))
@@ -229,6 +230,18 @@ func healthCheck(ctx context.Context, x External, cc clientv3.Config) (clusterIn
 	if x.Prefix != "" {
 		// A linearizable read: it also proves that a quorum answers.
 		resp, err := cli.Get(qctx, x.Prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		for _, sub := range runner.WorkerPrepKeys {
+			if err != nil || !worker {
+				break
+			}
+			// The other workers of the run check and say ready there
+			// before it starts (a start or done is another run's); counted
+			// at the same revision, as the pre-flights come and go.
+			var own *clientv3.GetResponse
+			if own, err = cli.Get(qctx, x.Prefix+sub, clientv3.WithPrefix(), clientv3.WithCountOnly(), clientv3.WithRev(resp.Header.Revision)); err == nil {
+				resp.Count -= own.Count
+			}
+		}
 		if errors.Is(err, rpctypes.ErrPermissionDenied) {
 			return info, permissionErr(x.User, x.Prefix, x.Prefix, "read", err)
 		}
@@ -325,10 +338,10 @@ func (x External) ready(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := healthCheck(ctx, x, cc); err != nil {
+	if _, err := healthCheck(ctx, x, cc, false); err != nil {
 		return err
 	}
-	return preflight(ctx, x, cc, x.grantOn(), x.grantOn())
+	return preflight(ctx, x, cc, x.grantOn(), x.grantOn(), runner.Worker{})
 }
 
 // RunExternal runs spec on an external cluster: it checks the input, then
@@ -350,13 +363,17 @@ func RunExternal(ctx context.Context, ext External, spec RunSpec) (*Result, erro
 	if err := spec.fitFDs(len(x.Endpoints), false); err != nil {
 		return nil, &InputError{err}
 	}
-	info, err := healthCheck(ctx, x, cc)
+	worker := spec.Worker.Count > 1
+	if worker && x.Prefix == "" {
+		return nil, inputErr("worker %s: every worker of a run must use the same key prefix: give it (--prefix)", spec.Worker)
+	}
+	info, err := healthCheck(ctx, x, cc, worker)
 	if err != nil {
 		return nil, err
 	}
 	// The run's prefix is fixed here, so that the pre-flight probes it.
 	runID, prefix := target{prefix: x.Prefix, parent: x.Parent}.identify(spec)
-	if err := preflight(ctx, x, cc, prefix, x.grantOn()); err != nil {
+	if err := preflight(ctx, x, cc, prefix, x.grantOn(), spec.Worker); err != nil {
 		return nil, err
 	}
 	return runTarget(ctx, spec, target{

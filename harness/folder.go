@@ -26,11 +26,16 @@ func finishRun(parent string, cfg rundir.Config, sc scenarios.Scenario, out *run
 		Elapsed: out.Elapsed, Interrupted: out.Interrupted, Stopped: out.Stopped, Stuck: out.Stuck,
 		Saturation: sat,
 	}, c)
-	dir, err := rundir.Write(parent, cfg.RunID,
+	files := []rundir.File{
 		rundir.JSONFile(rundir.ConfigFile, cfg),
-		rundir.File{Name: rundir.HistoryFile, Render: func(w io.Writer) error { return history.Write(w, out.Events) }},
+		{Name: rundir.HistoryFile, Render: func(w io.Writer) error { return history.Write(w, out.Events) }},
 		rundir.JSONFile(rundir.SummaryFile, sum),
-		rundir.File{Name: rundir.HTMLFile, Render: func(w io.Writer) error { return report.WriteRunHTML(w, cfg, c, sum) }})
+		{Name: rundir.HTMLFile, Render: func(w io.Writer) error { return report.WriteRunHTML(w, cfg, c, sum) }},
+	}
+	if cfg.Worker != nil {
+		files = append(files, rundir.File{Name: rundir.ProbesFile, Render: rundir.ProbesRender(out.Probes)})
+	}
+	dir, err := rundir.Write(parent, cfg.RunID, files...)
 	if err != nil {
 		return nil, err
 	}

@@ -52,6 +52,12 @@ type RunSpec struct {
 	// such as shared connections picked because a connection per client
 	// would not fit the open-file limit: they change what is measured.
 	Notice func(msg string)
+	// Worker, when set, makes this process one of several that drive the
+	// run together on an external cluster (runner.Worker); RunExternal
+	// takes it, with the prefix every worker shares.
+	Worker runner.Worker
+	// ClockSkew, test-only, skews the history's clock (runner.Config).
+	ClockSkew time.Duration
 	// runID, when set, names the run (default NewRunID): a suite running
 	// cells in parallel issues ids that no two of its runs share.
 	runID string
@@ -87,6 +93,9 @@ func (s RunSpec) validate(refuse bool) error {
 		}
 	}
 	if err := runner.CheckSharedConns(s.Scenario, s.SharedConns); err != nil {
+		return err
+	}
+	if err := runner.CheckWorker(s.Worker, s.Scenario); err != nil {
 		return err
 	}
 	if err := checkClients(s.Scenario.Clients, s.SharedConns); err != nil {
@@ -205,6 +214,9 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 	if spec.InjectDelay != 0 {
 		cfg.InjectDelay = spec.InjectDelay.String()
 	}
+	if w := spec.Worker; w.Count > 1 {
+		cfg.Worker = &rundir.Worker{Index: w.Index, Count: w.Count, ClockSkewNS: int64(spec.ClockSkew)}
+	}
 	if spec.Started != nil {
 		spec.Started(t.endpoints)
 	}
@@ -214,7 +226,7 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 		Scenario: spec.Scenario, Lock: spec.Lock, Seed: spec.Seed, Prefix: cfg.Prefix,
 		Endpoints: t.endpoints, Cluster: t.cluster, ClientConfig: t.client, DialTimeout: t.dial,
 		KeepAlive: spec.KeepAlive, RPCTimeout: spec.RPCTimeout, SharedConns: spec.SharedConns,
-		GrantDelay: spec.InjectDelay,
+		GrantDelay: spec.InjectDelay, Worker: spec.Worker, ClockSkew: spec.ClockSkew,
 	})
 	sat := probe.stop()
 	if err != nil {
@@ -242,6 +254,9 @@ func (t target) identify(spec RunSpec) (runID, prefix string) {
 	runID, prefix = cmp.Or(t.runID, spec.runID), t.prefix
 	if runID == "" {
 		runID = NewRunID(spec.Lock, spec.Scenario.Name, spec.Seed)
+		if w := spec.Worker; w.Count > 1 {
+			runID += fmt.Sprintf("-w%dof%d", w.Index, w.Count)
+		}
 	}
 	if prefix == "" {
 		prefix = cmp.Or(t.parent, DefaultCleanPrefix) + runID + "/"

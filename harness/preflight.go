@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/lockbench/lockbench/runner"
 )
 
 // preflightKey is the key, under a run's prefix, that the permission
@@ -28,7 +31,7 @@ const preflightTTL = 5
 // is refused leaves nothing on the cluster.
 // grantOn is the prefix the message tells to grant: the run's own, or
 // /lockbench/ for a run-id prefix, which is new on every run.
-func preflight(ctx context.Context, x External, cc clientv3.Config, prefix, grantOn string) (err error) {
+func preflight(ctx context.Context, x External, cc clientv3.Config, prefix, grantOn string, worker runner.Worker) (err error) {
 	pctx, cancel := context.WithTimeout(ctx, x.DialTimeout)
 	defer cancel()
 	cli, err := newClient(pctx, x, cc, x.Endpoints)
@@ -37,6 +40,10 @@ func preflight(ctx context.Context, x External, cc clientv3.Config, prefix, gran
 	}
 	defer cli.Close()
 	key := prefix + preflightKey
+	if worker.Count > 1 {
+		// Beside the other workers', where their health checks expect it.
+		key = prefix + runner.WorkerPrepKeys[1] + strconv.Itoa(worker.Index)
+	}
 	denied := func(step string, err error) error {
 		if ctx.Err() != nil {
 			return ctx.Err()

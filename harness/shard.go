@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/runner"
 )
 
 // A sharded suite runs one part of a matrix per process (suite --shard
@@ -26,18 +27,30 @@ type ShardSpec struct{ Index, Count int }
 
 // ParseShard parses --shard's "I/N": 1 ≤ I ≤ N.
 func ParseShard(s string) (ShardSpec, error) {
+	i, n, err := parseIndexOf(s, "shard")
+	return ShardSpec{Index: i, Count: n}, err
+}
+
+// ParseWorker parses run --worker's "I/N": 1 ≤ I ≤ N.
+func ParseWorker(s string) (runner.Worker, error) {
+	i, n, err := parseIndexOf(s, "worker")
+	return runner.Worker{Index: i, Count: n}, err
+}
+
+// parseIndexOf parses "I/N", part I of N of what.
+func parseIndexOf(s, what string) (i, n int, err error) {
 	is, ns, ok := strings.Cut(s, "/")
 	i, ierr := strconv.Atoi(is)
 	n, nerr := strconv.Atoi(ns)
 	switch {
 	case !ok || ierr != nil || nerr != nil:
-		return ShardSpec{}, fmt.Errorf("%q is not I/N (shard I of N, e.g. 1/4)", s)
+		return 0, 0, fmt.Errorf("%q is not I/N (%s I of N, e.g. 1/4)", s, what)
 	case n < 1:
-		return ShardSpec{}, fmt.Errorf("%q: N must be ≥1", s)
+		return 0, 0, fmt.Errorf("%q: N must be ≥1", s)
 	case i < 1 || i > n:
-		return ShardSpec{}, fmt.Errorf("%q: I must be 1..%d", s, n)
+		return 0, 0, fmt.Errorf("%q: I must be 1..%d", s, n)
 	}
-	return ShardSpec{Index: i, Count: n}, nil
+	return i, n, nil
 }
 
 // sharded reports whether the spec runs only part of the matrix.

@@ -20,8 +20,11 @@ var ErrFull = errors.New("history: event limit reached")
 // file is sorted without a sort, and a reader may trust line order.
 type Recorder struct {
 	start time.Time
-	max   int
-	off   bool
+	// skew is added to every time (SkewedRecorder): a clock that reads
+	// ahead of the run's start, as another machine's may.
+	skew time.Duration
+	max  int
+	off  bool
 
 	mu     sync.Mutex
 	events []Event
@@ -36,6 +39,16 @@ func NewRecorder(max int) *Recorder {
 	return &Recorder{start: time.Now(), max: max, events: make([]Event, 0, 1024)}
 }
 
+// NewSkewedRecorder is NewRecorder whose times all read skew (≥ 0) ahead
+// while Start stays the true start: a worker whose history's clock is off
+// by skew against the wall clock, to show that merging workers' histories
+// (package clocks) does not rely on their wall clocks. Test-only.
+func NewSkewedRecorder(limit int, skew time.Duration) *Recorder {
+	r := NewRecorder(limit)
+	r.skew = max(skew, 0)
+	return r
+}
+
 // NewDiscardRecorder returns a recorder that keeps nothing; it exists to
 // measure what recording costs a run.
 func NewDiscardRecorder() *Recorder {
@@ -48,7 +61,7 @@ func NewDiscardRecorder() *Recorder {
 func (r *Recorder) Start() time.Time { return r.start }
 
 // Now is the current time on the run's clock.
-func (r *Recorder) Now() int64 { return int64(time.Since(r.start)) }
+func (r *Recorder) Now() int64 { return int64(time.Since(r.start) + r.skew) }
 
 // Append stamps e with the current run time and adds it. It returns the
 // stamped time, and ErrFull (once, then silently) when the limit is hit.
@@ -58,7 +71,7 @@ func (r *Recorder) Append(e Event) (int64, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e.Time = int64(time.Since(r.start))
+	e.Time = int64(time.Since(r.start) + r.skew)
 	if len(r.events) >= r.max {
 		if r.full {
 			return e.Time, nil

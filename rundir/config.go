@@ -63,6 +63,23 @@ type Config struct {
 	// (--inject-delay), empty when none: such a run's figures are not the
 	// strategy's own.
 	InjectDelay string `json:"inject_delay,omitempty"`
+	// Worker is set in the folder of one worker of a run that several
+	// processes drove together (run --worker I/N): its share, which the
+	// merge of the workers' folders checks.
+	Worker *Worker `json:"worker,omitempty"`
+	// MergedFrom names, in a merged run's folder (lockbench merge), the
+	// workers' run folders it was made from, by worker index.
+	MergedFrom []string `json:"merged_from,omitempty"`
+}
+
+// Worker is one worker's share of a run: worker Index (from 1) of Count
+// drove the scenario's clients Index−1, Index−1+Count, …
+type Worker struct {
+	Index int `json:"index"`
+	Count int `json:"count"`
+	// ClockSkewNS is the test-only skew its history's clock was given
+	// (--clock-skew); such a run shows the merge's alignment, not a lock.
+	ClockSkewNS int64 `json:"clock_skew_ns,omitempty"`
 }
 
 // ClusterConfig records the cluster a run used, since figures and the

@@ -1,14 +1,17 @@
 package rundir
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"io"
 	"strings"
 
+	"github.com/lockbench/lockbench/clocks"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/wholefile"
 )
@@ -23,6 +26,9 @@ type Folder struct {
 	// bytes, checked to be a JSON object: package report reads it), to
 	// tell what changed when today's checker disagrees.
 	Summary json.RawMessage
+	// Probes are a worker's probe writes (ProbesFile), none in the folder
+	// of a run that one process drove.
+	Probes []clocks.Probe
 }
 
 // Load reads a run folder: config.json, history.jsonl and summary.json.
@@ -54,7 +60,49 @@ func Load(dir string) (*Folder, error) {
 		return nil, fmt.Errorf("%s: %w", sumPath, err)
 	}
 	f.Summary = b
+	if f.Config.Worker != nil {
+		if f.Probes, err = readProbes(filepath.Join(dir, ProbesFile)); err != nil {
+			return nil, err
+		}
+	}
 	return f, nil
+}
+
+// readProbes reads a worker's probes file.
+func readProbes(path string) ([]clocks.Probe, error) {
+	b, err := wholefile.Read(path, ProbesFile, wholefile.JSONLimit)
+	if err != nil {
+		return nil, readErr(path, err)
+	}
+	var out []clocks.Probe
+	for i, line := 0, 0; i < len(b); line++ {
+		end := bytes.IndexByte(b[i:], '\n')
+		if end < 0 {
+			end = len(b) - i
+		}
+		if l := bytes.TrimSpace(b[i : i+end]); len(l) > 0 {
+			var p clocks.Probe
+			if err := json.Unmarshal(l, &p); err != nil {
+				return nil, fmt.Errorf("%s: line %d: %w", path, line+1, err)
+			}
+			out = append(out, p)
+		}
+		i += end + 1
+	}
+	return out, nil
+}
+
+// ProbesRender renders probes as ProbesFile.
+func ProbesRender(probes []clocks.Probe) func(io.Writer) error {
+	return func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		for _, p := range probes {
+			if err := enc.Encode(p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 // isRunFolder says, as an error wrapping ErrNotRunFolder, why dir is not a

@@ -8,7 +8,7 @@
 // codec): package harness re-checks a folder, package report draws it.
 //
 // A run folder holds config.json, history.jsonl, summary.json and
-// report.html; a suite folder holds suite.json and report.html beside its
+// report.html (and a worker's, probes.jsonl); a suite folder holds suite.json and report.html beside its
 // cells' run folders; a bench folder holds bench.json beside its cells'
 // run folders (docs/design.md describes the contract).
 package rundir
@@ -35,6 +35,9 @@ const (
 	// BenchFile is a benchmark's result (report.Bench), beside its cells'
 	// run folders.
 	BenchFile = "bench.json"
+	// ProbesFile is a worker's probe writes (clocks.Probe, one per line),
+	// beside its history: what the merge aligns the workers' clocks by.
+	ProbesFile = "probes.jsonl"
 )
 
 // SchemaVersion is the version of the JSON files lockbench writes

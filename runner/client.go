@@ -32,7 +32,9 @@ const (
 // rpcs).
 type client struct {
 	id int
-	r  *runner
+	// pos is the client's place in runner.clients.
+	pos int
+	r   *runner
 
 	mu     sync.Mutex
 	conn   connection
@@ -129,7 +131,7 @@ type waitSeen struct {
 func (c *client) connect(ctx context.Context) error {
 	var cli *clientv3.Client
 	if n := len(c.r.shared); n > 0 {
-		cli = c.r.shared[c.id%n].cli
+		cli = c.r.shared[c.pos%n].cli
 	} else {
 		var err error
 		if cli, err = c.r.newEtcdClient(c.endpoints(), &c.conn.rpcs, leaseGrants(c.leaseGranted)); err != nil {

@@ -63,17 +63,18 @@ func CheckSharedConns(sc scenarios.Scenario, n int) error {
 	return nil
 }
 
-// rpcsOf is client id's RPC count. On a shared connection the RPCs of its
+// rpcsOf is client c's RPC count. On a shared connection the RPCs of its
 // clients cannot be told apart: its count is shared out evenly among them
 // (the total stays exact).
-func (r *runner) rpcsOf(id int) int64 {
+func (r *runner) rpcsOf(c *client) int64 {
 	n := len(r.shared)
 	if n == 0 {
-		return r.clients[id].conn.rpcs.Count()
+		return c.conn.rpcs.Count()
 	}
-	total := r.shared[id%n].rpcs.Count()
-	users := int64((len(r.clients) - id%n + n - 1) / n) // clients i with i mod n == id mod n
-	k := int64(id / n)                                  // this client's place among them
+	at := c.pos
+	total := r.shared[at%n].rpcs.Count()
+	users := int64((len(r.clients) - at%n + n - 1) / n) // clients i with i mod n == at mod n
+	k := int64(at / n)                                  // this client's place among them
 	share := total / users
 	if k < total%users {
 		share++

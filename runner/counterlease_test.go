@@ -54,17 +54,17 @@ func TestCounterUnderLease(t *testing.T) {
 		r.close()
 		t.Fatalf("counter: %v %v", resp, err)
 	}
-	if kv := resp.Kvs[0]; writes == 0 || kv.Lease != int64(r.counterLease) || kv.Version < 2 {
-		t.Errorf("after %d writes the counter has lease %x (want the admin's %x), version %d", writes, kv.Lease, r.counterLease, kv.Version)
+	if kv := resp.Kvs[0]; writes == 0 || kv.Lease != int64(r.adminLease) || kv.Version < 2 {
+		t.Errorf("after %d writes the counter has lease %x (want the admin's %x), version %d", writes, kv.Lease, r.adminLease, kv.Version)
 	}
-	ttl, err := cli.TimeToLive(ctx, r.counterLease)
-	if err != nil || ttl.TTL <= 0 || ttl.GrantedTTL != counterLeaseTTL {
-		t.Errorf("counter lease TTL %d of %d (%v): want alive, granted %d", ttl.TTL, ttl.GrantedTTL, err, counterLeaseTTL)
+	ttl, err := cli.TimeToLive(ctx, r.adminLease)
+	if err != nil || ttl.TTL <= 0 || ttl.GrantedTTL != adminLeaseTTL {
+		t.Errorf("counter lease TTL %d of %d (%v): want alive, granted %d", ttl.TTL, ttl.GrantedTTL, err, adminLeaseTTL)
 	}
 	// What a SIGKILL leaves: the lease ends (here: revoked instead of
 	// waiting out its TTL), and the counter goes with it.
 	r.stopKeepAlive()
-	if _, err := cli.Revoke(ctx, r.counterLease); err != nil {
+	if _, err := cli.Revoke(ctx, r.adminLease); err != nil {
 		t.Fatal(err)
 	}
 	if resp, err := cli.Get(ctx, counterKey(prefix)); err != nil || len(resp.Kvs) != 0 {

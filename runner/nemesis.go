@@ -67,6 +67,9 @@ func (r *runner) strike(ctx context.Context, st chaos.PlannedStep) *activeFault 
 	// Resolve the target now: the leader or the holder is whoever it is at
 	// this moment. An unresolved target is recorded as a failed fault.
 	target, err := r.resolve(ctx, st)
+	if err == nil && st.Fault.Targets() == chaos.ClientTarget && r.client(target) == nil {
+		return nil // another worker's client: that worker strikes it
+	}
 	if err == nil {
 		v.Resolved = describe(st.Fault.Targets(), target)
 	}

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/lockbench/lockbench/chaos"
+	"github.com/lockbench/lockbench/clocks"
 	"github.com/lockbench/lockbench/cluster"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locks"
@@ -77,6 +78,13 @@ type Config struct {
 	// returns it (see delayedLocker): a known regression on demand, to
 	// show that lockbench regress catches one.
 	GrantDelay time.Duration
+	// Worker, when set, is this process's share of a run that several
+	// drive together (workers.go); zero: the whole run.
+	Worker Worker
+	// ClockSkew, test-only, makes every time the run records read this
+	// much (≥ 0) ahead (history.NewSkewedRecorder): a worker on a machine
+	// whose clock is off.
+	ClockSkew time.Duration
 }
 
 // dataPath is the endpoints the run's clients dial. On the embedded
@@ -119,6 +127,9 @@ type Outcome struct {
 	// when they had them): the front doors or the members' own listeners
 	// (see Config.FrontDoors).
 	Endpoints []string
+	// Probes are a worker's probe writes, on the history's clock (none
+	// when the run is not split among workers).
+	Probes []clocks.Probe
 }
 
 // opTimeout bounds a release, a counter operation or a fault action: they
@@ -129,14 +140,14 @@ const opTimeout = 5 * time.Second
 // namespace.
 func counterKey(prefix string) string { return prefix + "counter" }
 
-// counterLeaseTTL is the TTL of the admin client's lease that the counter
-// lives under, kept alive by the admin client for the whole run: the
-// counter of a killed run (SIGKILL, where close never deletes the prefix)
-// expires this long after, instead of staying on an external cluster
-// forever. Long enough to outlast a leader election or a member crash that
+// adminLeaseTTL is the TTL of the admin client's lease that the counter
+// (and a worker's meeting keys) live under, kept alive by the admin client
+// for the whole run: the counter of a killed run (SIGKILL, where close
+// never deletes the prefix) expires this long after, instead of staying
+// on an external cluster forever. Long enough to outlast a leader election or a member crash that
 // interrupts the keepalive stream; clients write the counter with
 // WithIgnoreLease, so their writes keep it under this lease.
-const counterLeaseTTL = 30 // seconds
+const adminLeaseTTL = 30 // seconds
 
 // Run drives Scenario.Clients clients against the lock for the scenario's
 // duration while injecting its fault steps, and returns the recorded
@@ -166,12 +177,15 @@ type runner struct {
 	strategy locks.Strategy
 	rec      *history.Recorder
 	admin    *clientv3.Client
-	// counterLease holds the counter; stopKeepAlive ends its keepalive.
-	counterLease  clientv3.LeaseID
+	// adminLease holds the counter and the worker's meeting keys;
+	// stopKeepAlive ends its keepalive.
+	adminLease    clientv3.LeaseID
 	stopKeepAlive context.CancelFunc
-	clients       []*client
-	shared        []*sharedConn // Config.SharedConns connections, if any
-	stopRun       context.CancelFunc
+	// clients are the clients this process drives, in id order: all of
+	// them, or a worker's share (see client).
+	clients []*client
+	shared  []*sharedConn // Config.SharedConns connections, if any
+	stopRun context.CancelFunc
 	// arrivals is the open-loop schedule (arrivals.go); nil: closed loop.
 	arrivals *arrivals
 	// life is the clients' run, from the start of the clock to the end of
@@ -194,6 +208,9 @@ type runner struct {
 	// waitWorkers); they are not waited for again.
 	stuck []string
 
+	// probes are a worker's probe writes, once the run has ended.
+	probes []clocks.Probe
+
 	mu      sync.Mutex
 	stopped string
 	seq     int64 // orders acquire requests, for waiter:K
@@ -212,6 +229,9 @@ func newRunner(cfg Config) (*runner, []chaos.Step, error) {
 	}
 	if cfg.Cluster == nil && sc.Needs().Members {
 		return nil, nil, fmt.Errorf("scenario %s injects member faults, which need a cluster lockbench started; on an external cluster only client faults work", sc.Name)
+	}
+	if err := CheckWorker(cfg.Worker, sc); err != nil {
+		return nil, nil, err
 	}
 	strategy, err := locks.Lookup(cfg.Lock)
 	if err != nil {
@@ -245,46 +265,73 @@ func (r *runner) connect(ctx context.Context) error {
 		}
 		r.shared = append(r.shared, s)
 	}
-	r.clients = make([]*client, sc.Clients)
-	for i := range r.clients {
-		c := &client{id: i, r: r}
+	for i := range sc.Clients {
+		if !r.cfg.Worker.drives(i) {
+			continue
+		}
+		c := &client{id: i, pos: len(r.clients), r: r}
 		if sc.Needs().ClientProxy {
 			if err := c.startProxies(); err != nil {
 				return err
 			}
 		}
-		r.clients[i] = c
+		r.clients = append(r.clients, c)
 		if err := c.connect(ctx); err != nil {
 			return err
 		}
 	}
-	if sc.Workload.Kind == scenarios.WorkloadHold {
-		return nil
+	counter := sc.Workload.Kind != scenarios.WorkloadHold
+	if counter || !r.cfg.Worker.whole() {
+		if err := r.grantAdminLease(ctx); err != nil {
+			return err
+		}
 	}
-	return r.initCounter(ctx)
+	return r.meet(ctx, func(ctx context.Context) error {
+		if !counter {
+			return nil
+		}
+		return r.initCounter(ctx)
+	})
 }
 
-// initCounter puts the counter under a lease of the admin client, kept
-// alive until close (see counterLeaseTTL).
-func (r *runner) initCounter(ctx context.Context) error {
+// client is the client of id this process drives, nil when another
+// worker drives it.
+func (r *runner) client(id int) *client {
+	n := max(r.cfg.Worker.Count, 1)
+	if id < 0 || !r.cfg.Worker.drives(id) || id/n >= len(r.clients) {
+		return nil
+	}
+	return r.clients[id/n]
+}
+
+// grantAdminLease grants the admin client's lease, kept alive until close
+// (see adminLeaseTTL).
+func (r *runner) grantAdminLease(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	lease, err := r.admin.Grant(cctx, counterLeaseTTL)
+	lease, err := r.admin.Grant(cctx, adminLeaseTTL)
 	if err != nil {
-		return fmt.Errorf("initialise counter: lease: %w", err)
+		return fmt.Errorf("admin lease: %w", err)
 	}
-	r.counterLease = lease.ID
+	r.adminLease = lease.ID
 	kctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	r.stopKeepAlive = stop
 	ka, err := r.admin.KeepAlive(kctx, lease.ID)
 	if err != nil {
-		return fmt.Errorf("initialise counter: keep lease alive: %w", err)
+		return fmt.Errorf("admin lease: keep alive: %w", err)
 	}
 	go func() {
 		for range ka { // drained, or the client stops sending
 		}
 	}()
-	if _, err := r.admin.Put(cctx, counterKey(r.cfg.Prefix), "0", clientv3.WithLease(lease.ID)); err != nil {
+	return nil
+}
+
+// initCounter puts the counter under the admin lease.
+func (r *runner) initCounter(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	if _, err := r.admin.Put(cctx, counterKey(r.cfg.Prefix), "0", clientv3.WithLease(r.adminLease)); err != nil {
 		return fmt.Errorf("initialise counter: %w", err)
 	}
 	return nil
@@ -294,9 +341,12 @@ func (r *runner) initCounter(ctx context.Context) error {
 // until the duration is over (or ctx or the history limit ends the run)
 // and every worker has returned. The error is the nemesis's.
 func (r *runner) run(ctx context.Context, plan []chaos.PlannedStep) error {
-	if r.cfg.NoRecord {
+	switch {
+	case r.cfg.NoRecord:
 		r.rec = history.NewDiscardRecorder()
-	} else {
+	case r.cfg.ClockSkew > 0:
+		r.rec = history.NewSkewedRecorder(r.cfg.MaxEvents, r.cfg.ClockSkew)
+	default:
 		r.rec = history.NewRecorder(r.cfg.MaxEvents)
 	}
 	// The history limit stops the run through stopRun (see record).
@@ -319,6 +369,8 @@ func (r *runner) run(ctx context.Context, plan []chaos.PlannedStep) error {
 
 	g, gctx := errgroup.WithContext(deadline)
 	r.life = gctx
+	probeCtx, stopProbes := context.WithCancel(ctx)
+	probes := r.startProbes(probeCtx)
 	for _, c := range r.clients {
 		c.startWorker(gctx)
 	}
@@ -327,6 +379,8 @@ func (r *runner) run(ctx context.Context, plan []chaos.PlannedStep) error {
 	// The workers are not in the group (a failing client is data, not an
 	// error): wait for each, the one a restart started included.
 	r.waitWorkers()
+	stopProbes()
+	r.probes = probes.wait()
 	return err
 }
 
@@ -378,9 +432,10 @@ func (r *runner) outcome(ctx context.Context) *Outcome {
 		name := c.lockName()
 		c.mu.Unlock()
 		r.record(history.Event{Process: c.id, Type: history.OK, F: history.FRPCs, Lock: name,
-			Value: history.IntValue(r.rpcsOf(c.id))})
+			Value: history.IntValue(r.rpcsOf(c))})
 	}
-	if r.cfg.Scenario.Workload.Kind != scenarios.WorkloadHold {
+	r.leave(ctx)
+	if r.cfg.Scenario.Workload.Kind != scenarios.WorkloadHold && r.cfg.Worker.coordinates() {
 		r.finalRead()
 	}
 	out := &Outcome{
@@ -392,9 +447,10 @@ func (r *runner) outcome(ctx context.Context) *Outcome {
 		Stuck:        r.stuck,
 		Acquisitions: r.acquisitions.Load(),
 		Endpoints:    r.cfg.Endpoints,
+		Probes:       r.probes,
 	}
 	for _, c := range r.clients {
-		out.RPCs = append(out.RPCs, r.rpcsOf(c.id))
+		out.RPCs = append(out.RPCs, r.rpcsOf(c))
 	}
 	return out
 }
@@ -406,11 +462,7 @@ func (r *runner) record(e history.Event) int64 {
 	}
 	t, err := r.rec.Append(e)
 	if err != nil {
-		r.mu.Lock()
-		if r.stopped == "" {
-			r.stopped = err.Error()
-		}
-		r.mu.Unlock()
+		r.stop(err.Error())
 		r.stopRun()
 	}
 	return t
@@ -443,7 +495,9 @@ func (r *runner) finalRead() {
 }
 
 // close stops every client and removes the run's keys (on an external
-// cluster nothing of the run may stay behind).
+// cluster nothing of the run may stay behind): the whole prefix, or a
+// worker other than the first its own meeting keys (the rest is the other
+// workers', and worker 1 deletes it once every worker is done).
 func (r *runner) close() {
 	for _, c := range r.clients {
 		if c != nil {
@@ -457,11 +511,17 @@ func (r *runner) close() {
 	if r.admin != nil {
 		r.stopKeepAlive()
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-		if r.counterLease != 0 {
-			r.admin.Revoke(ctx, r.counterLease)
+		if r.adminLease != 0 {
+			r.admin.Revoke(ctx, r.adminLease)
 		}
-		if r.cfg.Prefix != "" {
+		switch {
+		case r.cfg.Prefix == "":
+		case r.cfg.Worker.coordinates():
 			r.admin.Delete(ctx, r.cfg.Prefix, clientv3.WithPrefix())
+		default:
+			for _, k := range []string{"ready/", "done/", "probe/"} {
+				r.admin.Delete(ctx, r.workerKey(k+strconv.Itoa(r.cfg.Worker.Index)))
+			}
 		}
 		cancel()
 		r.admin.Close()

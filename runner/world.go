@@ -55,7 +55,9 @@ func (r *runner) ResumeMember(i int) error { return r.cfg.Cluster.Resume(i) }
 
 // chaos.Queue: where the clients stand, read under each client's lock.
 
-func (r *runner) Clients() int { return len(r.clients) }
+// Clients counts every client of the run, a worker's or not: client:N and
+// random name a client of the scenario, which only its worker strikes.
+func (r *runner) Clients() int { return r.cfg.Scenario.Clients }
 
 func (r *runner) Holder() int {
 	best, bestT := -1, int64(-1)
@@ -108,7 +110,7 @@ func (r *runner) focusName(orElse string) string {
 	if h < 0 {
 		return orElse
 	}
-	c := r.clients[h]
+	c := r.client(h)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.lockName()
@@ -134,22 +136,22 @@ func (r *runner) CancelWaiting() int {
 	return len(cancels)
 }
 
-func (r *runner) CrashClient(i int) error { return r.clients[i].crash() }
+func (r *runner) CrashClient(i int) error { return r.client(i).crash() }
 
-func (r *runner) RestartClient(ctx context.Context, i int) error { return r.clients[i].restart(ctx) }
+func (r *runner) RestartClient(ctx context.Context, i int) error { return r.client(i).restart(ctx) }
 
-func (r *runner) PauseClient(i int) error { return r.clients[i].pause() }
+func (r *runner) PauseClient(i int) error { return r.client(i).pause() }
 
-func (r *runner) ResumeClient(i int) error { return r.clients[i].resume() }
+func (r *runner) ResumeClient(i int) error { return r.client(i).resume() }
 
-func (r *runner) IsolateClient(i int, cut bool) error { return r.clients[i].isolate(cut) }
+func (r *runner) IsolateClient(i int, cut bool) error { return r.client(i).isolate(cut) }
 
-func (r *runner) DelayClient(i int, d time.Duration) error { return r.clients[i].delay(d, true) }
+func (r *runner) DelayClient(i int, d time.Duration) error { return r.client(i).delay(d, true) }
 
-func (r *runner) DelayAnswers(i int, d time.Duration) error { return r.clients[i].delay(d, false) }
+func (r *runner) DelayAnswers(i int, d time.Duration) error { return r.client(i).delay(d, false) }
 
 func (r *runner) RevokeLease(ctx context.Context, i int) error {
-	c := r.clients[i]
+	c := r.client(i)
 	c.mu.Lock()
 	lease, state := c.queue.lastLease, c.queue.state
 	if c.queue.grant != nil {

@@ -1,0 +1,245 @@
+package runner
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/lockbench/lockbench/clocks"
+	"github.com/lockbench/lockbench/scenarios"
+)
+
+// Worker is one of Count processes that drive one run together, on one
+// cluster and one key prefix (lockbench run --worker I/N): one machine
+// cannot drive the clients of a production fleet. Worker Index (from 1)
+// drives the scenario's clients Index−1, Index−1+Count, …, under their
+// ids in the scenario, so that the workers' histories merged (lockbench
+// merge) are the run's. The zero Worker is the whole run.
+//
+// The workers meet through etcd, under PREFIX/workers/: each says it is
+// ready once its clients are connected; worker 1, the coordinator, sets
+// up the counter, then says start; each starts its clock on start. At the
+// end each says done; worker 1 waits for every done, says finished (each
+// other worker closes on it), reads the counter and deletes the prefix. Throughout, each commits probe
+// writes that package clocks aligns the workers' clocks by.
+type Worker struct {
+	Index, Count int
+	// Wait bounds how long the worker waits for the others at the start
+	// (pods are scheduled, machines boot) and worker 1 for the others'
+	// done; 0 means DefaultWorkerWait.
+	Wait time.Duration
+}
+
+// DefaultWorkerWait is Worker.Wait's default.
+const DefaultWorkerWait = 5 * time.Minute
+
+// wait is w.Wait with its default.
+func (w Worker) wait() time.Duration { return cmp.Or(w.Wait, DefaultWorkerWait) }
+
+// probeEvery bounds the pause between a worker's probe writes, drawn
+// uniformly below it: about twenty a second per worker, small commits
+// beside the lock's hundreds. The pauses are random so that the workers'
+// probes do not keep one phase: a pair's bound is only as tight as the
+// time between two probes of different workers, and random pauses bring
+// some pairs within a round trip of each other every few seconds.
+const probeEvery = 100 * time.Millisecond
+
+// whole reports whether w is the whole run (no --worker).
+func (w Worker) whole() bool { return w.Count <= 1 }
+
+// drives reports whether the worker drives client id.
+func (w Worker) drives(id int) bool { return w.whole() || id%w.Count == w.Index-1 }
+
+// coordinates reports whether the worker owns the run's shared state: the
+// counter, the final read, the prefix's deletion.
+func (w Worker) coordinates() bool { return w.whole() || w.Index == 1 }
+
+// String is I/N, as the flag takes it.
+func (w Worker) String() string { return strconv.Itoa(w.Index) + "/" + strconv.Itoa(w.Count) }
+
+// CheckWorker refuses what several workers cannot split: member faults
+// (the members are the cluster's, not a worker's) and an arrival rate.
+// Run checks it, and so can a caller before it starts anything.
+func CheckWorker(w Worker, sc scenarios.Scenario) error {
+	switch {
+	case w.whole():
+		return nil
+	case w.Index < 1 || w.Index > w.Count:
+		return fmt.Errorf("worker %s: want I/N with 1 ≤ I ≤ N", w)
+	case w.Count > sc.Clients:
+		return fmt.Errorf("worker %s: scenario %s has %d clients, fewer than the %d workers (each drives at least one)", w, sc.Name, sc.Clients, w.Count)
+	case sc.Needs().Members:
+		return fmt.Errorf("worker %s: scenario %s injects member faults, which workers sharing an external cluster cannot do; workers take client faults only", w, sc.Name)
+	case sc.Workload.Rate > 0:
+		return fmt.Errorf("worker %s: scenario %s is open-loop (rate), which is not split across workers; run it from one process", w, sc.Name)
+	}
+	return nil
+}
+
+// WorkerPrepKeys are where, under the run's prefix, workers write before
+// the run starts: their ready (meet) and, first, the harness's permission
+// pre-flight of each (PREFIX/workers/preflight/I). A worker's check that
+// the prefix is unused allows these, the other workers', and nothing else.
+var WorkerPrepKeys = []string{"workers/ready/", "workers/preflight/"}
+
+// workerKey is a key of the workers' meeting place in the run's prefix.
+func (r *runner) workerKey(what string) string {
+	return r.cfg.Prefix + "workers/" + what
+}
+
+// meet says this worker is ready and waits for the start: worker 1 waits
+// for every worker's ready, sets up the counter (setup), then says start.
+func (r *runner) meet(ctx context.Context, setup func(context.Context) error) error {
+	w := r.cfg.Worker
+	if w.whole() {
+		return setup(ctx)
+	}
+	if err := r.putWorkerKey(ctx, "ready/"+strconv.Itoa(w.Index)); err != nil {
+		return fmt.Errorf("worker %s: say ready: %w", w, err)
+	}
+	if !w.coordinates() {
+		return r.awaitMeeting(ctx, "start", 1)
+	}
+	if err := r.awaitMeeting(ctx, "ready/", w.Count); err != nil {
+		return err
+	}
+	if err := setup(ctx); err != nil {
+		return err
+	}
+	if err := r.putWorkerKey(ctx, "start"); err != nil {
+		return fmt.Errorf("worker %s: say start: %w", w, err)
+	}
+	return nil
+}
+
+// putWorkerKey writes a key of the meeting place, under the admin lease
+// when there is one, so that a killed run's keys expire.
+func (r *runner) putWorkerKey(ctx context.Context, what string) error {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	var opts []clientv3.OpOption
+	if r.adminLease != 0 {
+		opts = append(opts, clientv3.WithLease(r.adminLease))
+	}
+	_, err := r.admin.Put(ctx, r.workerKey(what), "", opts...)
+	return err
+}
+
+// awaitMeeting waits, up to WorkerWait, until the meeting place holds n
+// keys under what (a prefix when it ends in "/").
+func (r *runner) awaitMeeting(ctx context.Context, what string, n int) error {
+	deadline := time.Now().Add(r.cfg.Worker.wait())
+	var opts []clientv3.OpOption
+	if what[len(what)-1] == '/' {
+		opts = append(opts, clientv3.WithPrefix())
+	}
+	opts = append(opts, clientv3.WithCountOnly())
+	for {
+		gctx, cancel := context.WithTimeout(ctx, opTimeout)
+		resp, err := r.admin.Get(gctx, r.workerKey(what), opts...)
+		cancel()
+		if err == nil && resp.Count >= int64(n) {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			got := int64(0)
+			if err == nil {
+				got = resp.Count
+			}
+			return fmt.Errorf("worker %s: waited %s for %s of %d workers (have %d, last error %v): are they all running with the same --endpoints and --prefix?", r.cfg.Worker, r.cfg.Worker.wait(), what, n, got, err)
+		}
+		Sleep(ctx, 10*time.Millisecond)
+	}
+}
+
+// leave says this worker is done and waits until every worker is: worker
+// 1 for every done, then it says finished, which the others wait for. The
+// counter's final value and the prefix belong to the whole run, and a
+// worker's done goes with its lease when it closes, so none may close
+// before worker 1 has seen every done. What it could not wait for is the
+// run's Stopped reason.
+func (r *runner) leave(ctx context.Context) {
+	w := r.cfg.Worker
+	if w.whole() {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	if err := r.putWorkerKey(ctx, "done/"+strconv.Itoa(w.Index)); err != nil {
+		r.stop(fmt.Sprintf("worker %s: say done: %v", w, err))
+		return
+	}
+	if !w.coordinates() {
+		if err := r.awaitMeeting(ctx, "finished", 1); err != nil {
+			r.stop(err.Error())
+		}
+		return
+	}
+	if err := r.awaitMeeting(ctx, "done/", w.Count); err != nil {
+		r.stop(err.Error())
+	}
+	if err := r.putWorkerKey(ctx, "finished"); err != nil {
+		r.stop(fmt.Sprintf("worker %s: say finished: %v", w, err))
+	}
+}
+
+// stop records why the run ended early, unless a reason is recorded.
+func (r *runner) stop(why string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped == "" {
+		r.stopped = why
+	}
+}
+
+// prober commits a probe write every probeEvery until ctx ends, each
+// timed on the run's clock, for package clocks; nothing when the run is
+// not split.
+type prober struct {
+	mu     sync.Mutex
+	probes []clocks.Probe
+	done   chan struct{}
+}
+
+// startProbes starts the worker's probes; stop them with stopProbes.
+func (r *runner) startProbes(ctx context.Context) *prober {
+	p := &prober{done: make(chan struct{})}
+	if r.cfg.Worker.whole() {
+		close(p.done)
+		return p
+	}
+	key := r.workerKey("probe/" + strconv.Itoa(r.cfg.Worker.Index))
+	go func() {
+		defer close(p.done)
+		for ctx.Err() == nil {
+			pctx, cancel := context.WithTimeout(ctx, opTimeout)
+			sent := r.rec.Now()
+			resp, err := r.admin.Put(pctx, key, "")
+			received := r.rec.Now()
+			cancel()
+			if err == nil {
+				p.mu.Lock()
+				p.probes = append(p.probes, clocks.Probe{Sent: sent, Received: received, Revision: resp.Header.Revision})
+				p.mu.Unlock()
+			}
+			Sleep(ctx, rand.N(probeEvery))
+		}
+	}()
+	return p
+}
+
+// wait waits for the probes to stop and returns them.
+func (p *prober) wait() []clocks.Probe {
+	<-p.done
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.probes
+}
