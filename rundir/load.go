@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"io"
 	"strings"
 
 	"github.com/lockbench/lockbench/clocks"
