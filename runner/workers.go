@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/lockbench/lockbench/clocks"
+	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/scenarios"
 )
 
@@ -78,9 +79,56 @@ func CheckWorker(w Worker, sc scenarios.Scenario) error {
 		return fmt.Errorf("worker %s: scenario %s injects member faults, which workers sharing an external cluster cannot do; workers take client faults only", w, sc.Name)
 	case sc.Workload.Rate > 0:
 		return fmt.Errorf("worker %s: scenario %s is open-loop (rate), which is not split across workers; run it from one process", w, sc.Name)
+	case sc.Workload.LockCount() > 1:
+		return fmt.Errorf("worker %s: scenario %s has %d lock names; workers share one name's queue only (holder and waiter:K are read from it): run it from one process", w, sc.Name, sc.Workload.LockCount())
 	}
 	return nil
 }
+
+// storeQueue is, for a worker, the lock's queue as etcd holds it: the
+// keys under the name's prefix by create revision, the holder's first,
+// each as the id of the client it belongs to if this worker drives that
+// client (and it has not crashed), else elsewhere. Every worker reads the
+// same queue, so holder and waiter:K name the same client in all of them
+// and only its worker strikes (a worker knows only its own clients, so
+// the queue must come from the store). Every key-per-waiter strategy
+// keeps a key per waiter there, named by its lease; a try-lock (txn) has
+// the holder's key only, so waiter:K finds no target with workers.
+func (r *runner) storeQueue() []int {
+	ctx, cancel := context.WithTimeout(r.life, opTimeout)
+	defer cancel()
+	// Not keys-only: etcd 3.7 answers that from its index, without leases.
+	resp, err := r.admin.Get(ctx, r.cfg.Prefix+"locks/"+locks.DefaultName+"/", clientv3.WithPrefix(),
+		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+	if err != nil {
+		return nil
+	}
+	own := map[int64]int{}
+	for _, c := range r.clients {
+		c.mu.Lock()
+		if (c.queue.state == waiting || c.queue.state == holding) && !c.faults.crashed {
+			own[int64(c.queue.lease)] = c.id
+			if g := c.queue.grant; g != nil {
+				own[int64(g.Lease)] = c.id
+			}
+		}
+		c.mu.Unlock()
+	}
+	out := make([]int, len(resp.Kvs))
+	for i, kv := range resp.Kvs {
+		id, ok := own[kv.Lease]
+		if !ok || kv.Lease == 0 {
+			id = r.elsewhere()
+		}
+		out[i] = id
+	}
+	return out
+}
+
+// elsewhere is the id that stands, in a worker's resolution of a target,
+// for a client this worker does not drive (or cannot strike): one past
+// the last client, which no worker drives.
+func (r *runner) elsewhere() int { return r.cfg.Scenario.Clients }
 
 // WorkerPrepKeys are where, under the run's prefix, workers write before
 // the run starts: their ready (meet) and, first, the harness's permission

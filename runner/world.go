@@ -60,6 +60,12 @@ func (r *runner) ResumeMember(i int) error { return r.cfg.Cluster.Resume(i) }
 func (r *runner) Clients() int { return r.cfg.Scenario.Clients }
 
 func (r *runner) Holder() int {
+	if !r.cfg.Worker.whole() {
+		if q := r.storeQueue(); len(q) > 0 {
+			return q[0]
+		}
+		return -1
+	}
 	best, bestT := -1, int64(-1)
 	for _, c := range r.clients {
 		c.mu.Lock()
@@ -74,8 +80,15 @@ func (r *runner) Holder() int {
 // Holder is, with several lock names, the client that has held its name
 // the longest (of any name); Waiters are the queue of one name, in request
 // order: the holder's name, or the longest waiter's when none is held
-// (focusName). With one name both are that name's, as always.
+// (focusName). With one name both are that name's, as always. A worker
+// reads both from the store (storeQueue).
 func (r *runner) Waiters() []int {
+	if !r.cfg.Worker.whole() {
+		if q := r.storeQueue(); len(q) > 0 {
+			return q[1:]
+		}
+		return nil
+	}
 	type w struct {
 		id   int
 		seq  int64
