@@ -148,7 +148,7 @@ func (r *runner) meet(ctx context.Context, setup func(context.Context) error) er
 	if w.whole() {
 		return setup(ctx)
 	}
-	if err := r.putWorkerKey(ctx, "ready/"+strconv.Itoa(w.Index)); err != nil {
+	if _, err := r.putWorkerKey(ctx, "ready/"+strconv.Itoa(w.Index)); err != nil {
 		return fmt.Errorf("worker %s: say ready: %w", w, err)
 	}
 	if !w.coordinates() {
@@ -160,23 +160,45 @@ func (r *runner) meet(ctx context.Context, setup func(context.Context) error) er
 	if err := setup(ctx); err != nil {
 		return err
 	}
-	if err := r.putWorkerKey(ctx, "start"); err != nil {
+	if _, err := r.putWorkerKey(ctx, "start"); err != nil {
 		return fmt.Errorf("worker %s: say start: %w", w, err)
 	}
 	return nil
 }
 
 // putWorkerKey writes a key of the meeting place, under the admin lease
-// when there is one, so that a killed run's keys expire.
-func (r *runner) putWorkerKey(ctx context.Context, what string) error {
+// when there is one, so that a killed run's keys expire, and returns the
+// revision it was written at.
+func (r *runner) putWorkerKey(ctx context.Context, what string) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	var opts []clientv3.OpOption
 	if r.adminLease != 0 {
 		opts = append(opts, clientv3.WithLease(r.adminLease))
 	}
-	_, err := r.admin.Put(ctx, r.workerKey(what), "", opts...)
-	return err
+	resp, err := r.admin.Put(ctx, r.workerKey(what), "", opts...)
+	if err != nil {
+		return 0, err
+	}
+	return resp.Header.Revision, nil
+}
+
+// awaitPut waits, up to the worker's wait, for a put of the meeting
+// place's key what since revision from: worker 1 may delete it (with the
+// prefix) at once, which a read could miss but a watch from the revision
+// cannot.
+func (r *runner) awaitPut(ctx context.Context, what string, from int64) error {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.Worker.wait())
+	defer cancel()
+	for wr := range r.admin.Watch(ctx, r.workerKey(what), clientv3.WithRev(from), clientv3.WithFilterDelete()) {
+		if wr.Err() != nil {
+			return fmt.Errorf("worker %s: watch for %s: %w", r.cfg.Worker, what, wr.Err())
+		}
+		if len(wr.Events) > 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("worker %s: waited %s for worker 1's %s: is it still running?", r.cfg.Worker, r.cfg.Worker.wait(), what)
 }
 
 // awaitMeeting waits, up to WorkerWait, until the meeting place holds n
@@ -221,12 +243,13 @@ func (r *runner) leave(ctx context.Context) {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
-	if err := r.putWorkerKey(ctx, "done/"+strconv.Itoa(w.Index)); err != nil {
+	rev, err := r.putWorkerKey(ctx, "done/"+strconv.Itoa(w.Index))
+	if err != nil {
 		r.stop(fmt.Sprintf("worker %s: say done: %v", w, err))
 		return
 	}
 	if !w.coordinates() {
-		if err := r.awaitMeeting(ctx, "finished", 1); err != nil {
+		if err := r.awaitPut(ctx, "finished", rev); err != nil {
 			r.stop(err.Error())
 		}
 		return
@@ -234,7 +257,7 @@ func (r *runner) leave(ctx context.Context) {
 	if err := r.awaitMeeting(ctx, "done/", w.Count); err != nil {
 		r.stop(err.Error())
 	}
-	if err := r.putWorkerKey(ctx, "finished"); err != nil {
+	if _, err := r.putWorkerKey(ctx, "finished"); err != nil {
 		r.stop(fmt.Sprintf("worker %s: say finished: %v", w, err))
 	}
 }
