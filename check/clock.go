@@ -20,6 +20,7 @@ import (
 type clocks struct {
 	worker      []int32 // index of the FClock event; -1: none
 	uncertainty []int64
+	index       map[int]int32 // process index by process id
 }
 
 // clockUncertainty reads the history's FClock events; nil when it has
@@ -27,7 +28,6 @@ type clocks struct {
 // every check ignores what it cannot read.
 func (p *prepared) clockUncertainty() *clocks {
 	var out *clocks
-	var index map[int]int32
 	for i := range p.ev {
 		if p.op(i) != opClock {
 			continue
@@ -37,15 +37,15 @@ func (p *prepared) clockUncertainty() *clocks {
 			continue
 		}
 		if out == nil {
-			out = &clocks{worker: make([]int32, len(p.procs)), uncertainty: make([]int64, len(p.procs))}
-			index = make(map[int]int32, len(p.procs))
+			out = &clocks{worker: make([]int32, len(p.procs)), uncertainty: make([]int64, len(p.procs)),
+				index: make(map[int]int32, len(p.procs))}
 			for pi, proc := range p.procs {
-				index[proc] = int32(pi)
+				out.index[proc] = int32(pi)
 				out.worker[pi] = -1
 			}
 		}
 		for _, proc := range v.Processes {
-			if pi, ok := index[proc]; ok {
+			if pi, ok := out.index[proc]; ok {
 				out.worker[pi], out.uncertainty[pi] = int32(i), v.UncertaintyNS
 			}
 		}
@@ -62,4 +62,19 @@ func (c *clocks) within(a, b *ivRec) bool {
 	}
 	overlap := min(endKey(a), endKey(b)) - b.From
 	return overlap <= c.uncertainty[a.pi]+c.uncertainty[b.pi]
+}
+
+// near reports whether two events of processes a and b (ids), apart ns
+// apart, are on different workers' clocks and no further apart than
+// their uncertainties together: which came first is not certain.
+func (c *clocks) near(a, b int, apart int64) bool {
+	if c == nil {
+		return false
+	}
+	pa, oka := c.index[a]
+	pb, okb := c.index[b]
+	if !oka || !okb || c.worker[pa] == c.worker[pb] {
+		return false
+	}
+	return max(apart, -apart) <= c.uncertainty[pa]+c.uncertainty[pb]
 }

@@ -1,7 +1,9 @@
 package check
 
 import (
+	"cmp"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -54,6 +56,45 @@ func TestExclusionClockUncertainty(t *testing.T) {
 			}
 			if tt.want == verdict.Unknown && (!strings.Contains(r.Note, "clocks' uncertainty") || r.Metrics["clock_uncertain_overlaps"] != 1) {
 				t.Errorf("note %q, metrics %v: want the uncertain overlap said and counted", r.Note, r.Metrics)
+			}
+		})
+	}
+}
+
+// TestFencingClockUncertainty: in a merged history, a grant whose token
+// is below an earlier grant's of another worker, closer to it than their
+// clocks' uncertainties together, may have come first: unknown, counted
+// apart; further apart, or on one clock, it fails as before.
+func TestFencingClockUncertainty(t *testing.T) {
+	// Process 1 is granted token 11 at 5, process 0 token 10 at gap later.
+	grants := func(gap int64) []history.Event {
+		return []history.Event{
+			ev(0, 1, inv, acq, 0), ev(5, 1, ok, acq, 11), ev(6, 1, inv, rel, 0), ev(7, 1, ok, rel, 0),
+			ev(1, 0, inv, acq, 0), ev(5+gap, 0, ok, acq, 10), ev(20, 0, inv, rel, 0), ev(21, 0, ok, rel, 0),
+		}
+	}
+	two := []history.Event{clockEvent("1/2", 2, 0), clockEvent("2/2", 2, 1)}
+	tests := []struct {
+		name   string
+		clocks []history.Event
+		gap    int64
+		want   verdict.Verdict
+	}{
+		{"one clock", nil, 3, verdict.Fail},
+		{"two workers, 2+2 ns: 3 ns apart", two, 3, verdict.Unknown},
+		{"two workers, 2+2 ns: 5 ns apart", two, 5, verdict.Fail},
+		{"one worker's two processes", []history.Event{clockEvent("1/2", 5, 0, 1)}, 3, verdict.Fail},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			events := append(append([]history.Event{}, tt.clocks...), grants(tt.gap)...)
+			slices.SortStableFunc(events, func(a, b history.Event) int { return cmp.Compare(a.Time, b.Time) })
+			r := CheckFencing(events, Options{})
+			if r.Verdict != tt.want {
+				t.Fatalf("verdict %s, want %s (%s, %v)", r.Verdict, tt.want, r.Note, r.Violations)
+			}
+			if tt.want == verdict.Unknown && (!strings.Contains(r.Note, "clocks' uncertainty") || r.Metrics["clock_uncertain_regressions"] != 1) {
+				t.Errorf("note %q, metrics %v: want the uncertain regression said and counted", r.Note, r.Metrics)
 			}
 		})
 	}

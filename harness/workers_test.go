@@ -26,9 +26,9 @@ var workerSkews = []time.Duration{50 * time.Millisecond, 0, 500 * time.Milliseco
 
 // Four workers drive one run on one cluster, each with a skewed clock;
 // the merge of their folders must give the single-process verdict on
-// exclusion (queue passes contention, queue-naive fails waiter-crash, as
-// its scenario expects) and find every worker's true offset within its
-// uncertainty. LOCKBENCH_WORKER_SEEDS=10 runs ten seeds (docs/scale.md).
+// exclusion (queue passes waiter-crash, queue-naive fails it, as the
+// scenario expects; queue in contention is never failed) and find every
+// worker's true offset within its uncertainty. LOCKBENCH_WORKER_SEEDS=10 runs ten seeds (docs/scale.md).
 func TestWorkersMergeToTheRunsVerdict(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an etcd cluster")
@@ -49,10 +49,16 @@ func TestWorkersMergeToTheRunsVerdict(t *testing.T) {
 	defer c.Close()
 	for _, tc := range []struct {
 		lock, scenario string
-		want           verdict.Verdict
+		// want is the single process's exclusion verdict; orUnknown
+		// allows unknown, with no certain overlap: in contention, ~600
+		// handoffs in 3 s, most between two workers, some shorter than
+		// the offsets' error (a handoff is one commit, < 1 ms here).
+		want      verdict.Verdict
+		orUnknown bool
 	}{
-		{"queue", "contention", verdict.Pass},
-		{"queue-naive", "waiter-crash", verdict.Fail},
+		{"queue", "waiter-crash", verdict.Pass, false},
+		{"queue-naive", "waiter-crash", verdict.Fail, false},
+		{"queue", "contention", verdict.Pass, true},
 	} {
 		for seed := int64(1); seed <= int64(seeds); seed++ {
 			t.Run(fmt.Sprintf("%s/%s/seed%d", tc.lock, tc.scenario, seed), func(t *testing.T) {
@@ -68,8 +74,13 @@ func TestWorkersMergeToTheRunsVerdict(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got := m.Summary.Checks["exclusion"].Verdict; got != tc.want {
-					t.Errorf("merged exclusion %s, want %s: %v", got, tc.want, m.Summary.Violations)
+				ex := m.Summary.Checks["exclusion"]
+				switch {
+				case ex.Verdict == tc.want:
+				case tc.orUnknown && ex.Verdict == verdict.Unknown && ex.Metrics["overlaps"] == 0:
+					t.Logf("merged exclusion unknown: %v clock-uncertain overlaps", ex.Metrics["clock_uncertain_overlaps"])
+				default:
+					t.Errorf("merged exclusion %s, want %s: %v %v", ex.Verdict, tc.want, ex.Metrics, m.Summary.Violations)
 				}
 				for i, cv := range m.Clocks {
 					truth := trueOffset(ws[0].Config, ws[i].Config)
