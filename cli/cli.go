@@ -41,7 +41,7 @@ Usage:
   lockbench run     --lock NAME --scenario NAME [flags]  run one scenario on an embedded (or --endpoints) etcd cluster
   lockbench suite   [--locks a,b] [--scenarios x,y] [--seeds N] [--first-seed S]
                                                          run the strategy × scenario matrix; exit 1 when a verdict differs from its expectation
-  lockbench merge   SHARD_DIR... [--out DIR] [--junit F] join the folders of suite --shard I/N into one suite folder
+  lockbench merge   SHARD_DIR...|WORKER_DIR... [--out D] join suite --shard I/N's folders into one suite, or run --worker I/N's into one run
   lockbench bench   [--clients 2,8,64] [--locks ...]     contended throughput and handoff latency against the commit floor
   lockbench check   FILE.jsonl|- [--json] [flags]        re-check a saved (or hand-written) history (-: standard input)
   lockbench report  RUN_DIR                              re-render a run's tables and report.html

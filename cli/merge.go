@@ -37,6 +37,9 @@ func mergeCommand(ctx context.Context, e *env, args []string) error {
 	if err := checkOutputs(*out, ""); err != nil {
 		return err
 	}
+	if err := mergeable(pos[0]); err != nil {
+		return err
+	}
 	if workerFolders(pos) {
 		if *junit != "" {
 			return badInputf("--junit is for merged shards (a suite); a merged run's verdict is its run folder's")
@@ -116,8 +119,11 @@ func mergeWorkers(e *env, dirs []string, out string) error {
 		fmt.Fprintf(e.stdout, "worker %s: clock offset %+.3f ms ± %.3f ms against worker 1's, clients %s\n",
 			c.Worker, float64(c.OffsetNS)/1e6, float64(c.UncertaintyNS)/1e6, clientList(c.Processes))
 	}
-	fmt.Fprintf(e.stdout, "merged %d events of %d workers in %s (%.2f s per million events)\n",
-		m.Events, len(ws), m.Merge.Round(time.Millisecond), m.Merge.Seconds()/max(float64(m.Events), 1)*1e6)
+	rate := "" // a rate of a few events is the fixed cost's
+	if m.Events >= 100_000 {
+		rate = fmt.Sprintf(" (%.2f s per million events)", m.Merge.Seconds()/float64(m.Events)*1e6)
+	}
+	fmt.Fprintf(e.stdout, "merged %d events of %d workers in %s%s\n", m.Events, len(ws), m.Merge.Round(time.Millisecond), rate)
 	if err := printRun(e, m.Result, 0, ""); err != nil {
 		return err
 	}
@@ -135,4 +141,19 @@ func clientList(ids []int) string {
 		parts = append(parts, strconv.Itoa(id))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// mergeable refuses a first folder that is neither a suite's nor a run's,
+// saying what merge takes.
+func mergeable(path string) error {
+	st, err := os.Stat(path)
+	if err != nil || !st.IsDir() {
+		return nil // a suite.json file, or missing: LoadShards says which
+	}
+	for _, name := range []string{rundir.SuiteFile, rundir.ConfigFile} {
+		if _, err := os.Stat(filepath.Join(path, name)); err == nil {
+			return nil
+		}
+	}
+	return badInputf("%s: neither a suite folder (no %s: suite --shard I/N writes one) nor a worker's run folder (no %s: run --worker I/N writes one)", path, rundir.SuiteFile, rundir.ConfigFile)
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -135,4 +136,46 @@ func cellKeys(cells []report.Summary) []string {
 		out[i] = c.Key() + "/" + c.RunID
 	}
 	return out
+}
+
+// workerData is one of four workers' run folders of one queue-naive ×
+// waiter-crash run (seed 1, clocks skewed by 0, 50, 100 and 150 ms),
+// saved from `lockbench run --worker I/4` processes on one cluster.
+func workerData(i int) string { return filepath.Join("testdata", "workers", "w"+strconv.Itoa(i)) }
+
+// TestMergeJoinsWorkers: the four workers' folders, in any order, merge
+// into one run that fails exclusion as the single-process run does (exit
+// 1), each worker's offset printed; without one worker the merge is bad
+// input naming it, and writes nothing.
+func TestMergeJoinsWorkers(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, stderr := runCLI(t, "merge", "--out", out, workerData(3), workerData(1), workerData(4), workerData(2))
+	if code != ExitViolation {
+		t.Fatalf("exit %d, want %d (a violation); stderr %s", code, ExitViolation, stderr)
+	}
+	for _, want := range []string{"worker 1/4: clock offset +0.000 ms", "worker 4/4: clock offset -1", "clients 0, 4", "held by two processes at once"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout does not say %q:\n%s", want, stdout)
+		}
+	}
+	dirs, _ := filepath.Glob(filepath.Join(out, "*-merged"))
+	if len(dirs) != 1 {
+		t.Fatalf("merged folders %v, want one", dirs)
+	}
+	f, err := rundir.Load(dirs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Config.Worker != nil || len(f.Config.MergedFrom) != 4 || f.Events[0].F != "clock" {
+		t.Errorf("merged config worker %v, merged_from %v, first event %+v", f.Config.Worker, f.Config.MergedFrom, f.Events[0])
+	}
+
+	empty := t.TempDir()
+	code, _, stderr = runCLI(t, "merge", "--out", empty, workerData(1), workerData(2), workerData(4))
+	if code != ExitUsage || !strings.Contains(stderr, "missing worker 3/4") {
+		t.Errorf("without worker 3: exit %d, stderr %q; want %d naming it", code, stderr, ExitUsage)
+	}
+	if left, _ := os.ReadDir(empty); len(left) != 0 {
+		t.Errorf("a refused merge wrote %v", left)
+	}
 }
