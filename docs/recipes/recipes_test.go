@@ -130,34 +130,7 @@ func TestGitHubActionsRecipe(t *testing.T) {
 // mounted where the shards write; and the workflow's suite and merge
 // flags, so the two recipes run the same suite.
 func TestKubernetesRecipe(t *testing.T) {
-	b, err := os.ReadFile("kubernetes.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var jobs []batchv1.Job
-	var claims []corev1.PersistentVolumeClaim
-	for doc := range strings.SplitSeq(string(b), "\n---\n") {
-		var meta struct{ Kind string }
-		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
-			t.Fatal(err)
-		}
-		switch meta.Kind {
-		case "Job":
-			var j batchv1.Job
-			if err := yaml.UnmarshalStrict([]byte(doc), &j); err != nil {
-				t.Fatalf("Job: %v", err)
-			}
-			jobs = append(jobs, j)
-		case "PersistentVolumeClaim":
-			var c corev1.PersistentVolumeClaim
-			if err := yaml.UnmarshalStrict([]byte(doc), &c); err != nil {
-				t.Fatalf("PersistentVolumeClaim: %v", err)
-			}
-			claims = append(claims, c)
-		default:
-			t.Fatalf("kind %q: want Job or PersistentVolumeClaim", meta.Kind)
-		}
-	}
+	jobs, claims := readManifest(t, "kubernetes.yaml")
 	if len(jobs) != 2 || len(claims) != 1 {
 		t.Fatalf("%d Jobs, %d claims: want a shards Job, a merge Job and their volume's claim", len(jobs), len(claims))
 	}
@@ -191,6 +164,83 @@ func TestKubernetesRecipe(t *testing.T) {
 	_, wn, wsuite, _ := readWorkflow(t)
 	if wn != n || !slices.Equal(suiteFlags(wsuite), suiteFlags(suiteCmd)) {
 		t.Errorf("kubernetes runs %q, the workflow %q: want the same suite and shard count", suiteCmd, wsuite)
+	}
+}
+
+// readManifest decodes a recipe's Jobs and claims with the Kubernetes
+// API's types, unknown fields refused.
+func readManifest(t *testing.T, name string) (jobs []batchv1.Job, claims []corev1.PersistentVolumeClaim) {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for doc := range strings.SplitSeq(string(b), "\n---\n") {
+		var meta struct{ Kind string }
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatal(err)
+		}
+		switch meta.Kind {
+		case "Job":
+			var j batchv1.Job
+			if err := yaml.UnmarshalStrict([]byte(doc), &j); err != nil {
+				t.Fatalf("Job: %v", err)
+			}
+			jobs = append(jobs, j)
+		case "PersistentVolumeClaim":
+			var c corev1.PersistentVolumeClaim
+			if err := yaml.UnmarshalStrict([]byte(doc), &c); err != nil {
+				t.Fatalf("PersistentVolumeClaim: %v", err)
+			}
+			claims = append(claims, c)
+		default:
+			t.Fatalf("kind %q: want Job or PersistentVolumeClaim", meta.Kind)
+		}
+	}
+	return jobs, claims
+}
+
+// workerArg is a run command's --worker I/N.
+var workerArg = regexp.MustCompile(`--worker (.+?)/(\d+)`)
+
+// TestKubernetesWorkersRecipe: an Indexed Job of N workers of one run,
+// all running at once (they wait for each other: parallelism below N
+// would never start the run), each JOB_COMPLETION_INDEX+1 of N, none
+// retried, every one on the same endpoints and prefix; and a merge Job
+// over the same volume of the workers' folders.
+func TestKubernetesWorkersRecipe(t *testing.T) {
+	jobs, claims := readManifest(t, "kubernetes-workers.yaml")
+	if len(jobs) != 2 || len(claims) != 1 {
+		t.Fatalf("%d Jobs, %d claims: want a workers Job, a merge Job and their volume's claim", len(jobs), len(claims))
+	}
+	workers, merge := jobs[0], jobs[1]
+	runCmd, mount := podCommand(t, workers, claims[0].Name)
+	mergeCmd, mergeMount := podCommand(t, merge, claims[0].Name)
+	m := workerArg.FindStringSubmatch(runCmd)
+	if !strings.HasPrefix(runCmd, "lockbench run ") || m == nil || m[1] != "$((JOB_COMPLETION_INDEX + 1))" {
+		t.Fatalf("worker pods run %q: want lockbench run --worker $((JOB_COMPLETION_INDEX + 1))/N", runCmd)
+	}
+	n, _ := strconv.Atoi(m[2])
+	sp := workers.Spec
+	if sp.CompletionMode == nil || *sp.CompletionMode != batchv1.IndexedCompletion {
+		t.Error("workers Job: completionMode must be Indexed")
+	}
+	if sp.Completions == nil || *sp.Completions != int32(n) || sp.Parallelism == nil || *sp.Parallelism != int32(n) {
+		t.Errorf("workers Job: completions %s, parallelism %s; want both %d: every worker runs at once", int32Text(sp.Completions), int32Text(sp.Parallelism), n)
+	}
+	if sp.BackoffLimitPerIndex == nil || *sp.BackoffLimitPerIndex != 0 || sp.BackoffLimit != nil {
+		t.Error("workers Job: want backoffLimitPerIndex 0 and no backoffLimit: a retried worker would wait alone")
+	}
+	for _, f := range []string{"--endpoints", "--prefix"} {
+		if v := flagValue(t, runCmd, f); strings.Contains(v, "JOB_COMPLETION_INDEX") {
+			t.Errorf("%s %s: every worker must give the same", f, v)
+		}
+	}
+	if out := flagValue(t, runCmd, "--out"); out != mount || mergeMount != mount {
+		t.Errorf("workers write to %s; volume mounted at %s (workers), %s (merge): want one place", out, mount, mergeMount)
+	}
+	if glob := strings.Fields(mergeCmd)[2]; !strings.HasPrefix(mergeCmd, "lockbench merge ") || glob != mount+"/*-w?of"+strconv.Itoa(n) {
+		t.Errorf("merge pod runs %q: want lockbench merge %s/*-w?of%d", mergeCmd, mount, n)
 	}
 }
 
