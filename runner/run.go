@@ -144,9 +144,10 @@ func counterKey(prefix string) string { return prefix + "counter" }
 // (and a worker's meeting keys) live under, kept alive by the admin client
 // for the whole run: the counter of a killed run (SIGKILL, where close
 // never deletes the prefix) expires this long after, instead of staying
-// on an external cluster forever. Long enough to outlast a leader election or a member crash that
-// interrupts the keepalive stream; clients write the counter with
-// WithIgnoreLease, so their writes keep it under this lease.
+// on an external cluster forever. Long enough to outlast a leader
+// election or a member crash that interrupts the keepalive stream;
+// clients write the counter with WithIgnoreLease, so their writes keep it
+// under this lease.
 const adminLeaseTTL = 30 // seconds
 
 // Run drives Scenario.Clients clients against the lock for the scenario's

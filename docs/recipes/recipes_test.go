@@ -145,16 +145,7 @@ func TestKubernetesRecipe(t *testing.T) {
 		t.Fatalf("shard pods run %q: want --shard $((JOB_COMPLETION_INDEX + 1))/N (the index counts from 0)", suiteCmd)
 	}
 	n, _ := strconv.Atoi(m[2])
-	sp := shards.Spec
-	if sp.CompletionMode == nil || *sp.CompletionMode != batchv1.IndexedCompletion {
-		t.Error("shards Job: completionMode must be Indexed (JOB_COMPLETION_INDEX is set only then)")
-	}
-	if sp.Completions == nil || *sp.Completions != int32(n) || sp.Parallelism == nil || *sp.Parallelism != int32(n) {
-		t.Errorf("shards Job: completions %s, parallelism %s; want both %d, the shard count", int32Text(sp.Completions), int32Text(sp.Parallelism), n)
-	}
-	if sp.BackoffLimitPerIndex == nil || *sp.BackoffLimitPerIndex != 0 || sp.BackoffLimit != nil {
-		t.Error("shards Job: want backoffLimitPerIndex 0 and no backoffLimit: a failing shard is a result, neither retried nor stopping the others")
-	}
+	checkIndexedJob(t, shards, n, "a failing shard is a result, neither retried nor stopping the others")
 	if out := flagValue(t, suiteCmd, "--out"); out != mount || mergeMount != mount {
 		t.Errorf("shards write to %s; volume mounted at %s (shards), %s (merge): want one place", out, mount, mergeMount)
 	}
@@ -221,16 +212,7 @@ func TestKubernetesWorkersRecipe(t *testing.T) {
 		t.Fatalf("worker pods run %q: want lockbench run --worker $((JOB_COMPLETION_INDEX + 1))/N", runCmd)
 	}
 	n, _ := strconv.Atoi(m[2])
-	sp := workers.Spec
-	if sp.CompletionMode == nil || *sp.CompletionMode != batchv1.IndexedCompletion {
-		t.Error("workers Job: completionMode must be Indexed")
-	}
-	if sp.Completions == nil || *sp.Completions != int32(n) || sp.Parallelism == nil || *sp.Parallelism != int32(n) {
-		t.Errorf("workers Job: completions %s, parallelism %s; want both %d: every worker runs at once", int32Text(sp.Completions), int32Text(sp.Parallelism), n)
-	}
-	if sp.BackoffLimitPerIndex == nil || *sp.BackoffLimitPerIndex != 0 || sp.BackoffLimit != nil {
-		t.Error("workers Job: want backoffLimitPerIndex 0 and no backoffLimit: a retried worker would wait alone")
-	}
+	checkIndexedJob(t, workers, n, "a retried worker would wait alone")
 	for _, f := range []string{"--endpoints", "--prefix"} {
 		if v := flagValue(t, runCmd, f); strings.Contains(v, "JOB_COMPLETION_INDEX") {
 			t.Errorf("%s %s: every worker must give the same", f, v)
@@ -241,6 +223,24 @@ func TestKubernetesWorkersRecipe(t *testing.T) {
 	}
 	if glob := strings.Fields(mergeCmd)[2]; !strings.HasPrefix(mergeCmd, "lockbench merge ") || glob != mount+"/*-w?of"+strconv.Itoa(n) {
 		t.Errorf("merge pod runs %q: want lockbench merge %s/*-w?of%d", mergeCmd, mount, n)
+	}
+}
+
+// checkIndexedJob checks that Job j runs its n pods indexed
+// (JOB_COMPLETION_INDEX is set only then), all at once, none retried
+// (why says why not) and none stopping the others (a Job-wide
+// backoffLimit would).
+func checkIndexedJob(t *testing.T, j batchv1.Job, n int, why string) {
+	t.Helper()
+	sp := j.Spec
+	if sp.CompletionMode == nil || *sp.CompletionMode != batchv1.IndexedCompletion {
+		t.Errorf("Job %s: completionMode must be Indexed (JOB_COMPLETION_INDEX is set only then)", j.Name)
+	}
+	if sp.Completions == nil || *sp.Completions != int32(n) || sp.Parallelism == nil || *sp.Parallelism != int32(n) {
+		t.Errorf("Job %s: completions %s, parallelism %s; want both %d, the --shard or --worker count", j.Name, int32Text(sp.Completions), int32Text(sp.Parallelism), n)
+	}
+	if sp.BackoffLimitPerIndex == nil || *sp.BackoffLimitPerIndex != 0 || sp.BackoffLimit != nil {
+		t.Errorf("Job %s: want backoffLimitPerIndex 0 and no backoffLimit: %s", j.Name, why)
 	}
 }
 
