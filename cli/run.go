@@ -215,7 +215,7 @@ func runRun(ctx context.Context, e *env, o *runOptions) error {
 		fmt.Fprintf(info, "lockbench: %s × %s, %d clients, %s, seed %d, %s\n",
 			spec.Lock, sc.Name, sc.Clients, sc.Duration, spec.Seed, o.ext.describe(o.external))
 		if w := spec.Worker; w.Count > 1 {
-			fmt.Fprintf(info, "lockbench: worker %s, waiting up to %s for the other workers under %s\n", w, o.workerWait, o.external.Prefix)
+			fmt.Fprintf(info, "lockbench: worker %s of the run under %s: it waits up to %s for the other workers to start\n", w, o.external.Prefix, o.workerWait)
 		}
 		res, err = harness.RunExternal(ctx, *o.external, spec)
 	} else {

@@ -186,7 +186,8 @@ type clusterInfo struct {
 
 // healthCheck asks every endpoint for its status, in parallel, within the
 // dial timeout, then checks through all of them that a quorum answers and
-// that the prefix (when given) holds no keys. Any failure is an InputError
+// that the prefix (when given) holds no keys (for a worker, none but the
+// run's other workers' ready and pre-flight keys). Any failure is an InputError
 // that names the endpoint, unless ctx ended.
 func healthCheck(ctx context.Context, x External, cc clientv3.Config, worker bool) (clusterInfo, error) {
 	var info clusterInfo
