@@ -272,14 +272,21 @@ func TestClientFaults(t *testing.T) {
 				t.Fatal(err)
 			}
 			faultEnd, crashed, grantsAfterCrash, stale := history.Type(""), -1, 0, 0
+			paused, frozen, grantsWhileFrozen := -1, false, 0
 			for _, e := range out.Events {
 				switch {
 				case e.F == history.FFault && e.Type != history.Invoke:
 					faultEnd = e.Type
 				case e.F == history.FCrash:
 					crashed = e.Process
+				case e.F == history.FPause:
+					paused, frozen = e.Process, true
+				case e.F == history.FResume && e.Process == paused:
+					frozen = false
 				case e.F == history.FAcquire && e.Type == history.OK && e.Process == crashed:
 					grantsAfterCrash++
+				case e.F == history.FAcquire && e.Type == history.OK && frozen && e.Process != paused:
+					grantsWhileFrozen++
 				case e.F == history.FWrite && e.Error == "stale token":
 					stale++
 				}
@@ -290,8 +297,17 @@ func TestClientFaults(t *testing.T) {
 			if tc.scenario == "holder-crash" && (crashed < 0 || grantsAfterCrash == 0) {
 				t.Errorf("client %d crashed, then got the lock %d times", crashed, grantsAfterCrash)
 			}
-			if tc.scenario == "lease-expiry-fenced" && stale == 0 {
-				t.Error("no stale write was rejected")
+			// The frozen holder's write is stale only when its lease
+			// expired and another client was granted while it was frozen,
+			// which a loaded machine can miss within the 2 s freeze.
+			switch {
+			case tc.scenario != "lease-expiry-fenced":
+			case paused < 0:
+				t.Error("no client was paused")
+			case grantsWhileFrozen > 0 && stale == 0:
+				t.Errorf("%d grants while client %d was frozen, but no stale write was rejected", grantsWhileFrozen, paused)
+			case grantsWhileFrozen == 0:
+				t.Logf("no grant while client %d was frozen: no write of it was stale", paused)
 			}
 			rep := check.Check(out.Events, check.Options{LivenessBound: sc.TTL() + c.Election()})
 			for _, name := range tc.pass {
