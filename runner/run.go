@@ -211,6 +211,9 @@ type runner struct {
 
 	// probes are a worker's probe writes, once the run has ended.
 	probes []clocks.Probe
+	// startRev is the revision of worker 1's start, from which it watches
+	// for the workers' done.
+	startRev int64
 
 	mu      sync.Mutex
 	stopped string

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -148,21 +149,24 @@ func (r *runner) meet(ctx context.Context, setup func(context.Context) error) er
 	if w.whole() {
 		return setup(ctx)
 	}
-	if _, err := r.putWorkerKey(ctx, "ready/"+strconv.Itoa(w.Index)); err != nil {
+	ready, err := r.putWorkerKey(ctx, "ready/"+strconv.Itoa(w.Index))
+	if err != nil {
 		return fmt.Errorf("worker %s: say ready: %w", w, err)
 	}
 	if !w.coordinates() {
-		return r.awaitMeeting(ctx, "start", 1)
+		return r.awaitPuts(ctx, "start", ready, 1)
 	}
-	if err := r.awaitMeeting(ctx, "ready/", w.Count); err != nil {
+	if err := r.awaitReady(ctx); err != nil {
 		return err
 	}
 	if err := setup(ctx); err != nil {
 		return err
 	}
-	if _, err := r.putWorkerKey(ctx, "start"); err != nil {
+	rev, err := r.putWorkerKey(ctx, "start")
+	if err != nil {
 		return fmt.Errorf("worker %s: say start: %w", w, err)
 	}
+	r.startRev = rev
 	return nil
 }
 
@@ -183,38 +187,17 @@ func (r *runner) putWorkerKey(ctx context.Context, what string) (int64, error) {
 	return resp.Header.Revision, nil
 }
 
-// awaitPut waits, up to the worker's wait, for a put of the meeting
-// place's key what since revision from: worker 1 may delete it (with the
-// prefix) at once, which a read could miss but a watch from the revision
-// cannot.
-func (r *runner) awaitPut(ctx context.Context, what string, from int64) error {
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.Worker.wait())
-	defer cancel()
-	for wr := range r.admin.Watch(ctx, r.workerKey(what), clientv3.WithRev(from), clientv3.WithFilterDelete()) {
-		if wr.Err() != nil {
-			return fmt.Errorf("worker %s: watch for %s: %w", r.cfg.Worker, what, wr.Err())
-		}
-		if len(wr.Events) > 0 {
-			return nil
-		}
-	}
-	return fmt.Errorf("worker %s: waited %s for worker 1's %s: is it still running?", r.cfg.Worker, r.cfg.Worker.wait(), what)
-}
-
-// awaitMeeting waits, up to WorkerWait, until the meeting place holds n
-// keys under what (a prefix when it ends in "/").
-func (r *runner) awaitMeeting(ctx context.Context, what string, n int) error {
+// awaitReady waits, up to the worker's wait, until the meeting place
+// holds every worker's ready: read, since some may have been put before
+// this worker's watch could start, and none goes before the start.
+func (r *runner) awaitReady(ctx context.Context) error {
+	n := int64(r.cfg.Worker.Count)
 	deadline := time.Now().Add(r.cfg.Worker.wait())
-	var opts []clientv3.OpOption
-	if what[len(what)-1] == '/' {
-		opts = append(opts, clientv3.WithPrefix())
-	}
-	opts = append(opts, clientv3.WithCountOnly())
 	for {
 		gctx, cancel := context.WithTimeout(ctx, opTimeout)
-		resp, err := r.admin.Get(gctx, r.workerKey(what), opts...)
+		resp, err := r.admin.Get(gctx, r.workerKey("ready/"), clientv3.WithPrefix(), clientv3.WithCountOnly())
 		cancel()
-		if err == nil && resp.Count >= int64(n) {
+		if err == nil && resp.Count >= n {
 			return nil
 		}
 		if ctx.Err() != nil {
@@ -225,10 +208,37 @@ func (r *runner) awaitMeeting(ctx context.Context, what string, n int) error {
 			if err == nil {
 				got = resp.Count
 			}
-			return fmt.Errorf("worker %s: waited %s for %s of %d workers (have %d, last error %v): are they all running with the same --endpoints and --prefix?", r.cfg.Worker, r.cfg.Worker.wait(), what, n, got, err)
+			return fmt.Errorf("worker %s: waited %s for the ready of %d workers (have %d, last error %v): are they all running with the same --endpoints and --prefix?", r.cfg.Worker, r.cfg.Worker.wait(), n, got, err)
 		}
 		Sleep(ctx, 10*time.Millisecond)
 	}
+}
+
+// awaitPuts waits, up to the worker's wait, until n distinct keys of the
+// meeting place under what (a key, or a prefix ending in "/") have been
+// put since revision from. A watch from the revision sees each put even
+// if the key is gone by then: a worker's done goes with its lease when it
+// closes, and worker 1 may delete its finished (with the prefix) at once.
+func (r *runner) awaitPuts(ctx context.Context, what string, from int64, n int) error {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.Worker.wait())
+	defer cancel()
+	opts := []clientv3.OpOption{clientv3.WithRev(from), clientv3.WithFilterDelete()}
+	if strings.HasSuffix(what, "/") {
+		opts = append(opts, clientv3.WithPrefix())
+	}
+	seen := map[string]bool{}
+	for wr := range r.admin.Watch(ctx, r.workerKey(what), opts...) {
+		if wr.Err() != nil {
+			return fmt.Errorf("worker %s: watch for %s: %w", r.cfg.Worker, what, wr.Err())
+		}
+		for _, ev := range wr.Events {
+			seen[string(ev.Kv.Key)] = true
+		}
+		if len(seen) >= n {
+			return nil
+		}
+	}
+	return fmt.Errorf("worker %s: waited %s for %s of %d workers (have %d): are they all still running?", r.cfg.Worker, r.cfg.Worker.wait(), what, n, len(seen))
 }
 
 // leave says this worker is done and waits until every worker is: worker
@@ -237,24 +247,34 @@ func (r *runner) awaitMeeting(ctx context.Context, what string, n int) error {
 // worker's done goes with its lease when it closes, so none may close
 // before worker 1 has seen every done. What it could not wait for is the
 // run's Stopped reason.
+//
+// An interrupted worker (SIGINT) waits for no one: it says done (worker 1
+// finished, releasing the others at once) and goes.
 func (r *runner) leave(ctx context.Context) {
 	w := r.cfg.Worker
 	if w.whole() {
 		return
 	}
+	interrupted := ctx.Err() != nil
 	ctx = context.WithoutCancel(ctx)
 	rev, err := r.putWorkerKey(ctx, "done/"+strconv.Itoa(w.Index))
 	if err != nil {
 		r.stop(fmt.Sprintf("worker %s: say done: %v", w, err))
 		return
 	}
+	if interrupted {
+		if w.coordinates() {
+			r.putWorkerKey(ctx, "finished")
+		}
+		return
+	}
 	if !w.coordinates() {
-		if err := r.awaitPut(ctx, "finished", rev); err != nil {
+		if err := r.awaitPuts(ctx, "finished", rev, 1); err != nil {
 			r.stop(err.Error())
 		}
 		return
 	}
-	if err := r.awaitMeeting(ctx, "done/", w.Count); err != nil {
+	if err := r.awaitPuts(ctx, "done/", r.startRev, w.Count); err != nil {
 		r.stop(err.Error())
 	}
 	if _, err := r.putWorkerKey(ctx, "finished"); err != nil {
