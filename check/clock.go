@@ -23,10 +23,16 @@ type clocks struct {
 	index       map[int]int32 // process index by process id
 }
 
-// clockUncertainty reads the history's FClock events; nil when it has
-// none (the history is one clock's). A malformed value is ignored, as
-// every check ignores what it cannot read.
+// clockUncertainty is the history's clocks (readClocks), read once.
 func (p *prepared) clockUncertainty() *clocks {
+	p.clkOnce.Do(func() { p.clk = p.readClocks() })
+	return p.clk
+}
+
+// readClocks reads the history's FClock events; nil when it has none (the
+// history is one clock's). A malformed value is ignored, as every check
+// ignores what it cannot read.
+func (p *prepared) readClocks() *clocks {
 	var out *clocks
 	for i := range p.ev {
 		if p.op(i) != opClock {

@@ -132,6 +132,9 @@ type prepared struct {
 	// value, and the lease check asks once per process.
 	effects     []faultEffect
 	effectsOnce sync.Once
+	// clk memoizes readClocks: exclusion and fencing both read it.
+	clk     *clocks
+	clkOnce sync.Once
 	// dels, delsSeen and delsDone memoize deletionsUnderHolders; excuses
 	// memoizes leaseExcused per process and recovery bound.
 	dels     []deletion
