@@ -16,6 +16,7 @@ import (
 	"github.com/lockbench/lockbench/chaos"
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/scenarios"
 	"github.com/lockbench/lockbench/verdict"
 )
@@ -154,12 +155,36 @@ func TestSuiteLeavesNoAdapterProcess(t *testing.T) {
 	}
 	if err != nil {
 		t.Errorf("the suite did not pass as expected: %v", err)
+		logViolations(t, dir)
 	}
 	if len(seen) < len(locksRun) {
 		t.Errorf("saw %d marked processes during the suite, want at least one per adapter: the marker does not reach them", len(seen))
 	}
 	if left := withEnv(marker); len(left) > 0 {
 		t.Errorf("adapter processes left after the suite exited: %v", left)
+	}
+}
+
+// logViolations logs the first violations of every cell that did not
+// pass in the suite folder under dir: the folder goes with the test's
+// temporary one, and a race that failed once must be readable.
+func logViolations(t *testing.T, dir string) {
+	paths, _ := filepath.Glob(filepath.Join(dir, "suite-*", "suite.json"))
+	for _, path := range paths {
+		s, err := report.ReadSuiteFile(path)
+		if err != nil {
+			t.Logf("%s: %v", path, err)
+			continue
+		}
+		for _, c := range s.Cells {
+			if c.Verdict == verdict.Pass {
+				continue
+			}
+			t.Logf("%s × %s seed %d: %s", c.Lock, c.Scenario, c.Seed, c.Verdict)
+			for _, v := range c.Violations[:min(len(c.Violations), 3)] {
+				t.Logf("  %s", v.Message)
+			}
+		}
 	}
 }
 
