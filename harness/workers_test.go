@@ -46,7 +46,7 @@ func TestWorkersMergeToTheRunsVerdict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() }) // after the parallel cells
 	for _, tc := range []struct {
 		lock, scenario string
 		// want is the single process's exclusion verdict; orUnknown
@@ -62,6 +62,7 @@ func TestWorkersMergeToTheRunsVerdict(t *testing.T) {
 	} {
 		for seed := int64(1); seed <= int64(seeds); seed++ {
 			t.Run(fmt.Sprintf("%s/%s/seed%d", tc.lock, tc.scenario, seed), func(t *testing.T) {
+				t.Parallel() // each cell its own prefix on the shared cluster
 				sc, err := scenarios.Lookup(tc.scenario)
 				if err != nil {
 					t.Fatal(err)
