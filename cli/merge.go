@@ -37,10 +37,11 @@ func mergeCommand(ctx context.Context, e *env, args []string) error {
 	if err := checkOutputs(*out, ""); err != nil {
 		return err
 	}
-	if err := mergeable(pos[0]); err != nil {
+	workers, err := workerFolders(pos[0])
+	if err != nil {
 		return err
 	}
-	if workerFolders(pos) {
+	if workers {
 		if *junit != "" {
 			return badInputf("--junit is for merged shards (a suite); a merged run's verdict is its run folder's")
 		}
@@ -95,12 +96,22 @@ func interruptedNote(interrupted bool) string {
 }
 
 // workerFolders reports whether merge was given run folders (the workers
-// of one run, run --worker I/N) rather than suite folders: the first
-// holds a config.json and no suite.json.
-func workerFolders(paths []string) bool {
-	_, cerr := os.Stat(filepath.Join(paths[0], rundir.ConfigFile))
-	_, serr := os.Stat(filepath.Join(paths[0], rundir.SuiteFile))
-	return cerr == nil && serr != nil
+// of one run, run --worker I/N) rather than suite folders, by the first
+// (first): a folder with a config.json and no suite.json. A folder with
+// neither is refused, saying what merge takes; a suite.json file or a
+// missing path is left to LoadShards, which says which.
+func workerFolders(first string) (bool, error) {
+	if st, err := os.Stat(first); err != nil || !st.IsDir() {
+		return false, nil
+	}
+	has := func(name string) bool { _, err := os.Stat(filepath.Join(first, name)); return err == nil }
+	switch {
+	case has(rundir.SuiteFile):
+		return false, nil
+	case has(rundir.ConfigFile):
+		return true, nil
+	}
+	return false, badInputf("%s: neither a suite folder (no %s: suite --shard I/N writes one) nor a worker's run folder (no %s: run --worker I/N writes one)", first, rundir.SuiteFile, rundir.ConfigFile)
 }
 
 // mergeWorkers is `lockbench merge` of the workers' run folders: one run
@@ -141,19 +152,4 @@ func clientList(ids []int) string {
 		parts = append(parts, strconv.Itoa(id))
 	}
 	return strings.Join(parts, ", ")
-}
-
-// mergeable refuses a first folder that is neither a suite's nor a run's,
-// saying what merge takes.
-func mergeable(path string) error {
-	st, err := os.Stat(path)
-	if err != nil || !st.IsDir() {
-		return nil // a suite.json file, or missing: LoadShards says which
-	}
-	for _, name := range []string{rundir.SuiteFile, rundir.ConfigFile} {
-		if _, err := os.Stat(filepath.Join(path, name)); err == nil {
-			return nil
-		}
-	}
-	return badInputf("%s: neither a suite folder (no %s: suite --shard I/N writes one) nor a worker's run folder (no %s: run --worker I/N writes one)", path, rundir.SuiteFile, rundir.ConfigFile)
 }

@@ -231,15 +231,12 @@ func healthCheck(ctx context.Context, x External, cc clientv3.Config, worker boo
 	if x.Prefix != "" {
 		// A linearizable read: it also proves that a quorum answers.
 		resp, err := cli.Get(qctx, x.Prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
-		for _, sub := range runner.WorkerPrepKeys {
-			if err != nil || !worker {
-				break
-			}
-			// The other workers of the run check and say ready there
-			// before it starts (a start or done is another run's); counted
-			// at the same revision, as the pre-flights come and go.
+		// The other workers of the run check and say ready there before
+		// it starts (a start or done is another run's); counted at the
+		// same revision, as the pre-flights come and go.
+		for i := 0; worker && err == nil && i < len(runner.WorkerPrepKeys); i++ {
 			var own *clientv3.GetResponse
-			if own, err = cli.Get(qctx, x.Prefix+sub, clientv3.WithPrefix(), clientv3.WithCountOnly(), clientv3.WithRev(resp.Header.Revision)); err == nil {
+			if own, err = cli.Get(qctx, x.Prefix+runner.WorkerPrepKeys[i], clientv3.WithPrefix(), clientv3.WithCountOnly(), clientv3.WithRev(resp.Header.Revision)); err == nil {
 				resp.Count -= own.Count
 			}
 		}

@@ -75,19 +75,17 @@ func readProbes(path string) ([]clocks.Probe, error) {
 		return nil, readErr(path, err)
 	}
 	var out []clocks.Probe
-	for i, line := 0, 0; i < len(b); line++ {
-		end := bytes.IndexByte(b[i:], '\n')
-		if end < 0 {
-			end = len(b) - i
+	n := 0
+	for line := range bytes.Lines(b) {
+		n++
+		if line = bytes.TrimSpace(line); len(line) == 0 {
+			continue
 		}
-		if l := bytes.TrimSpace(b[i : i+end]); len(l) > 0 {
-			var p clocks.Probe
-			if err := json.Unmarshal(l, &p); err != nil {
-				return nil, fmt.Errorf("%s: line %d: %w", path, line+1, err)
-			}
-			out = append(out, p)
+		var p clocks.Probe
+		if err := json.Unmarshal(line, &p); err != nil {
+			return nil, fmt.Errorf("%s: line %d: %w", path, n, err)
 		}
-		i += end + 1
+		out = append(out, p)
 	}
 	return out, nil
 }

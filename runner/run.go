@@ -499,9 +499,10 @@ func (r *runner) finalRead() {
 }
 
 // close stops every client and removes the run's keys (on an external
-// cluster nothing of the run may stay behind): the whole prefix, or a
-// worker other than the first its own meeting keys (the rest is the other
-// workers', and worker 1 deletes it once every worker is done).
+// cluster nothing of the run may stay behind): the whole prefix, except
+// on a worker other than the first, whose own keys go with its admin
+// lease (the rest is the other workers', and worker 1 deletes it once
+// every worker is done).
 func (r *runner) close() {
 	for _, c := range r.clients {
 		if c != nil {
@@ -518,14 +519,8 @@ func (r *runner) close() {
 		if r.adminLease != 0 {
 			r.admin.Revoke(ctx, r.adminLease)
 		}
-		switch {
-		case r.cfg.Prefix == "":
-		case r.cfg.Worker.coordinates():
+		if r.cfg.Prefix != "" && r.cfg.Worker.coordinates() {
 			r.admin.Delete(ctx, r.cfg.Prefix, clientv3.WithPrefix())
-		default:
-			for _, k := range []string{"ready/", "done/", "probe/"} {
-				r.admin.Delete(ctx, r.workerKey(k+strconv.Itoa(r.cfg.Worker.Index)))
-			}
 		}
 		cancel()
 		r.admin.Close()

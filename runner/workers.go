@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -28,8 +27,11 @@ import (
 // ready once its clients are connected; worker 1, the coordinator, sets
 // up the counter, then says start; each starts its clock on start. At the
 // end each says done; worker 1 waits for every done, says finished (each
-// other worker closes on it), reads the counter and deletes the prefix. Throughout, each commits probe
-// writes that package clocks aligns the workers' clocks by.
+// other worker closes on it), reads the counter and deletes the prefix.
+// Throughout, each commits probe writes that package clocks aligns the
+// workers' clocks by. Every key a worker writes there is under its admin
+// lease: its close (the lease's revoke) or a kill (its expiry) removes
+// them.
 type Worker struct {
 	Index, Count int
 	// Wait bounds how long the worker waits for the others at the start
@@ -66,7 +68,8 @@ func (w Worker) coordinates() bool { return w.whole() || w.Index == 1 }
 func (w Worker) String() string { return strconv.Itoa(w.Index) + "/" + strconv.Itoa(w.Count) }
 
 // CheckWorker refuses what several workers cannot split: member faults
-// (the members are the cluster's, not a worker's) and an arrival rate.
+// (the members are the cluster's, not a worker's), an arrival rate and
+// several lock names.
 // Run checks it, and so can a caller before it starts anything.
 func CheckWorker(w Worker, sc scenarios.Scenario) error {
 	switch {
@@ -291,35 +294,30 @@ func (r *runner) stop(why string) {
 	}
 }
 
-// prober commits a probe write every probeEvery until ctx ends, each
-// timed on the run's clock, for package clocks; nothing when the run is
-// not split.
+// prober is a worker's probe writes, each timed on the run's clock, for
+// package clocks: its goroutine alone appends, and wait reads them once
+// it has returned.
 type prober struct {
-	mu     sync.Mutex
 	probes []clocks.Probe
 	done   chan struct{}
 }
 
-// startProbes starts the worker's probes; stop them with stopProbes.
+// startProbes commits a probe write at random pauses below probeEvery
+// until ctx ends; nothing when the run is not split.
 func (r *runner) startProbes(ctx context.Context) *prober {
 	p := &prober{done: make(chan struct{})}
 	if r.cfg.Worker.whole() {
 		close(p.done)
 		return p
 	}
-	key := r.workerKey("probe/" + strconv.Itoa(r.cfg.Worker.Index))
+	what := "probe/" + strconv.Itoa(r.cfg.Worker.Index)
 	go func() {
 		defer close(p.done)
 		for ctx.Err() == nil {
-			pctx, cancel := context.WithTimeout(ctx, opTimeout)
 			sent := r.rec.Now()
-			resp, err := r.admin.Put(pctx, key, "")
-			received := r.rec.Now()
-			cancel()
+			rev, err := r.putWorkerKey(ctx, what)
 			if err == nil {
-				p.mu.Lock()
-				p.probes = append(p.probes, clocks.Probe{Sent: sent, Received: received, Revision: resp.Header.Revision})
-				p.mu.Unlock()
+				p.probes = append(p.probes, clocks.Probe{Sent: sent, Received: r.rec.Now(), Revision: rev})
 			}
 			Sleep(ctx, rand.N(probeEvery))
 		}
@@ -327,10 +325,8 @@ func (r *runner) startProbes(ctx context.Context) *prober {
 	return p
 }
 
-// wait waits for the probes to stop and returns them.
+// wait waits for the probes to stop (ctx ended) and returns them.
 func (p *prober) wait() []clocks.Probe {
 	<-p.done
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	return p.probes
 }
