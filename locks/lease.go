@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -54,15 +55,66 @@ type leaseKeeper struct {
 	// margin is the safe policy's Options.SafeMargin.
 	margin time.Duration
 	cur    *lease
+	// shared marks a ClientLease's keeper: a Locker's Close leaves it to
+	// the ClientLease's.
+	shared bool
+	// latest is the ID of the last lease granted (0: none yet), for
+	// ClientLease.ID, which other goroutines call.
+	latest atomic.Int64
 }
 
+// newLeaseKeeper is the keeper a Locker on cli takes its lease from: the
+// client's shared one (Options.Lease), or one of its own.
 func newLeaseKeeper(cli *clientv3.Client, opts Options) *leaseKeeper {
+	if opts.Lease != nil {
+		if opts.Lease.k.cli != cli {
+			panic("locks: Options.Lease is another connection's ClientLease")
+		}
+		return opts.Lease.k
+	}
 	margin := opts.SafeMargin
 	if margin == 0 {
 		margin = DefaultSafeMargin(opts.TTL)
 	}
 	return &leaseKeeper{cli: cli, ttl: opts.TTL, policy: opts.KeepAlive, margin: margin}
 }
+
+// ClientLease is the one lease a client's Lockers share, whatever lock
+// names they serve, as one concurrency.Session serves every Mutex of a
+// process. Without it each Locker keeps a lease of its own, so a client
+// that used k names keeps k leases alive (k grants, k keepalives), and
+// with many names the leases, not the locks, are etcd's load.
+//
+// Its owner (the runner, for each client connection) makes it, passes it
+// in Options.Lease to every Locker of that connection, and closes it
+// after them: a Locker's Close leaves a shared lease alone. Its TTL and
+// keepalive policy are the ones it was made with. The Lockers sharing it
+// are used by one goroutine at a time between them, as one client
+// process holds or waits for one lock at a time; a failed acquisition
+// that gives the lease up (its outcome unknown) ends every key under it.
+type ClientLease struct{ k *leaseKeeper }
+
+// NewClientLease makes cli's shared lease with opts' TTL and keepalive
+// policy; no lease is granted until a Locker first asks for one.
+func NewClientLease(cli *clientv3.Client, opts Options) (*ClientLease, error) {
+	opts, err := opts.WithDefaults()
+	if err != nil {
+		return nil, err
+	}
+	opts.Lease = nil
+	k := newLeaseKeeper(cli, opts)
+	k.shared = true
+	return &ClientLease{k: k}, nil
+}
+
+// ID is the last lease granted for the Lockers sharing it (it may have
+// been lost since), or 0 when none has asked for one yet. Safe to call
+// from any goroutine: a fault revoking a client's lease reads it.
+func (c *ClientLease) ID() clientv3.LeaseID { return clientv3.LeaseID(c.k.latest.Load()) }
+
+// Close stops keeping the lease alive and revokes it, ending every key
+// under it; call it after the Lockers sharing it are closed.
+func (c *ClientLease) Close(ctx context.Context) error { return c.k.end(ctx) }
 
 // get returns the live lease, granting a new one (and starting its
 // keepalive) when there is none or the last one is lost.
@@ -87,6 +139,7 @@ func (k *leaseKeeper) get(ctx context.Context) (*lease, error) {
 		return nil, fmt.Errorf("grant lease: %w", err)
 	}
 	granted := time.Now()
+	k.latest.Store(int64(resp.ID))
 	kctx, stop := context.WithCancel(k.cli.Ctx())
 	l := &lease{id: resp.ID, lost: make(chan struct{}), stop: stop, done: make(chan struct{})}
 	switch k.policy {
@@ -191,8 +244,17 @@ func (k *leaseKeeper) revoke(ctx context.Context, id clientv3.LeaseID) error {
 	}
 }
 
-// close stops the keepalive and revokes the current lease, if any.
+// close is a Locker's Close: it ends the Locker's own lease (end), and
+// leaves a shared one to its ClientLease.
 func (k *leaseKeeper) close(ctx context.Context) error {
+	if k.shared {
+		return nil
+	}
+	return k.end(ctx)
+}
+
+// end stops the keepalive and revokes the current lease, if any.
+func (k *leaseKeeper) end(ctx context.Context) error {
 	if k.cur == nil {
 		return nil
 	}

@@ -10,13 +10,15 @@
 // # Leases
 //
 // Every strategy takes its lease from one shared keeper (lease.go): one
-// lease per client, granted by the first Lock and reused while it lives; a
+// lease per Locker, granted by the first Lock and reused while it lives; a
 // Lock after the lease is lost grants a new one (and a Lock whose write is
 // refused because the server no longer knows the lease retries once with a
 // new one). Options.KeepAlive picks the refresh: the client's KeepAlive
 // stream (auto), one KeepAliveOnce every 0.8×TTL (seed), or a KeepAliveOnce
 // every TTL/4 with the deadline counted from each refresh's send time
-// (safe, safe.go). Close revokes the lease.
+// (safe, safe.go). Close revokes the lease. A client holding several names
+// shares one lease among their Lockers (Options.Lease, a ClientLease),
+// which then outlives them.
 //
 // # Errors
 //
@@ -79,7 +81,8 @@ type Locker interface {
 	// Unlock gives up g. It deletes only g's own key at g's revision, so a
 	// holder whose lease expired never removes its successor's lock.
 	Unlock(ctx context.Context, g *Grant) error
-	// Close ends the client's session and revokes its lease.
+	// Close ends the client's session and revokes its lease (a lease
+	// shared through Options.Lease is its ClientLease's to revoke).
 	Close(ctx context.Context) error
 }
 
@@ -205,6 +208,12 @@ type Options struct {
 	// they wait inside etcd's code (client Mutex, server lock service),
 	// which has no hook.
 	OnWakeup func()
+	// Lease, when set, is the client's lease every Locker of its
+	// connection shares (ClientLease); nil, the Locker keeps its own. The
+	// strategies on lockbench's lease keeper use it; one that keeps its
+	// lease otherwise (Strategy.OwnLease, a process adapter, a user's)
+	// may ignore it.
+	Lease *ClientLease
 }
 
 // WithDefaults fills zero fields and validates the rest.

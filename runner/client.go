@@ -93,10 +93,10 @@ type position struct {
 	lastLease clientv3.LeaseID
 	// cancelLock cancels the pending Lock call while the client waits.
 	cancelLock context.CancelFunc
-	// lease is the latest lease the client's own connection was granted
-	// (leaseGranted) for the current name, whichever strategy asked for
-	// it; leases are every name's (one Locker, one lease, per name).
-	lease  clientv3.LeaseID
+	// leases are the latest lease the client's own connection was granted
+	// (leaseGranted) while each name was current, whichever strategy asked
+	// for it: a Locker that keeps its own lease has one per name (see
+	// waiterLease).
 	leases map[string]clientv3.LeaseID
 	// name is the lock name of the current (or last) acquisition: its
 	// events' lock (names.go).
@@ -138,13 +138,23 @@ func (c *client) connect(ctx context.Context) error {
 			return fmt.Errorf("client %d: connect: %w", c.id, err)
 		}
 	}
-	set := &lockerSet{names: lockNames(c.r.cfg.Scenario.Workload.LockCount())}
+	// One lease for all the client's Lockers, as one Session serves a
+	// process's every Mutex (locks.ClientLease).
+	lease, err := locks.NewClientLease(cli, locks.Options{TTL: c.r.cfg.Scenario.TTL(), KeepAlive: c.r.cfg.KeepAlive})
+	if err != nil {
+		if len(c.r.shared) == 0 {
+			cli.Close()
+		}
+		return fmt.Errorf("client %d: %w", c.id, err)
+	}
+	set := &lockerSet{names: lockNames(c.r.cfg.Scenario.Workload.LockCount()), lease: lease}
 	set.make = func(ctx context.Context, name string) (locks.Locker, error) {
 		return c.r.strategy.New(ctx, cli, locks.Options{
 			Name:      name,
 			Prefix:    c.r.cfg.Prefix,
 			TTL:       c.r.cfg.Scenario.TTL(),
 			KeepAlive: c.r.cfg.KeepAlive,
+			Lease:     lease,
 			OnWakeup: func() {
 				c.emit(c.currentGen(), history.Event{Type: history.OK, F: history.FWakeup, Lock: name})
 			},
@@ -178,7 +188,7 @@ func (c *client) leaseGranted(id clientv3.LeaseID) {
 	if c.queue.leases == nil {
 		c.queue.leases = map[string]clientv3.LeaseID{}
 	}
-	c.queue.leases[name], c.queue.lease = id, id
+	c.queue.leases[name] = id
 	c.mu.Unlock()
 	c.r.owners.Delete(old)
 	c.r.owners.Store(id, c)

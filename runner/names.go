@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/scenarios"
 )
@@ -97,13 +99,14 @@ func (p *namePicker) pick() string {
 }
 
 // lockerSet is a client's Lockers, one per name it has used, on its one
-// connection, created as each name is first picked. Strategies on the
-// shared lease keeper (locks/lease.go) keep one lease per Locker, so a
-// client that used k names keeps k leases alive (docs/scenarios.md says
-// what that costs). mu guards the map: the worker adds, faults and the
-// end of the run read.
+// connection, created as each name is first picked, and the one lease
+// they share (a Locker that keeps its own lease ignores it, and then a
+// client that used k names keeps k leases alive: docs/scenarios.md). mu
+// guards the map: the worker adds, faults and the end of the run read.
 type lockerSet struct {
 	names []string
+	// lease is the Lockers' shared lease, closed after them.
+	lease *locks.ClientLease
 	// make creates the Locker of a name on the client's connection.
 	make func(ctx context.Context, name string) (locks.Locker, error)
 
@@ -189,6 +192,9 @@ func (s *lockerSet) close(timeout time.Duration) {
 		l.Close(ctx)
 		cancel()
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	s.lease.Close(ctx)
 }
 
 // failingLocker is a name whose Locker could not be made: each Lock says
@@ -212,9 +218,20 @@ func (c *client) pickName(ctx context.Context, gen int, lockers *lockerSet, name
 }
 
 // setNameLocked sets the current name; c.mu held.
-func (c *client) setNameLocked(name string) {
-	c.queue.name = name
-	c.queue.lease = c.queue.leases[name]
+func (c *client) setNameLocked(name string) { c.queue.name = name }
+
+// waiterLease is the lease the client's waiter key for its current name
+// is under: the client's shared lease once its Lockers have taken one
+// (locks.ClientLease), else the one its connection was granted while
+// that name was current (a Locker with a lease of its own); 0 when
+// neither is known. c.mu held.
+func (c *client) waiterLease() clientv3.LeaseID {
+	if set := c.conn.lockers; set != nil && set.lease != nil {
+		if id := set.lease.ID(); id != 0 {
+			return id
+		}
+	}
+	return c.queue.leases[c.lockName()]
 }
 
 // lockName is the client's current (or last) lock name; c.mu held.

@@ -201,7 +201,7 @@ func (r *runner) waiterLost(ctx context.Context, key string, rev int64) {
 		c.mu.Unlock()
 		return
 	}
-	mine := q.state == waiting && !c.faults.crashed && !q.wait.cancelled && !q.wait.lost && q.lease == lease
+	mine := q.state == waiting && !c.faults.crashed && !q.wait.cancelled && !q.wait.lost && c.waiterLease() == lease
 	c.mu.Unlock()
 	if !mine {
 		return

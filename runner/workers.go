@@ -111,7 +111,7 @@ func (r *runner) storeQueue() []int {
 	for _, c := range r.clients {
 		c.mu.Lock()
 		if (c.queue.state == waiting || c.queue.state == holding) && !c.faults.crashed {
-			own[int64(c.queue.lease)] = c.id
+			own[int64(c.waiterLease())] = c.id
 			if g := c.queue.grant; g != nil {
 				own[int64(g.Lease)] = c.id
 			}

@@ -169,10 +169,10 @@ func (r *runner) RevokeLease(ctx context.Context, i int) error {
 	lease, state := c.queue.lastLease, c.queue.state
 	if c.queue.grant != nil {
 		lease = c.queue.grant.Lease
-	} else if state == waiting && len(c.queue.leases) > 1 && c.queue.lease != 0 {
-		// Several names, one lease each: a waiter's key is under its
-		// current name's lease, not its last grant's (another name's).
-		lease = c.queue.lease
+	} else if id := c.waiterLease(); state == waiting && id != 0 {
+		// A waiter's key is under its current lease: with several names
+		// and a lease per Locker, not its last grant's (another name's).
+		lease = id
 	}
 	c.mu.Unlock()
 	if lease == 0 || state != holding && state != waiting {
