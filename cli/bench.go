@@ -65,7 +65,7 @@ type benchOptions struct {
 // benchFlags names the flag of each harness.BenchSpec field that Validate
 // may find wrong, so that errors name what the user typed.
 var benchFlags = map[string]string{
-	"Clients": "clients", "Duration": "duration", "Hold": "hold", "FloorDuration": "floor-duration",
+	"Clients": "clients", "Duration": "duration", "Hold": "hold", "Ramp": "ramp", "LeaseTTL": "lease-ttl", "FloorDuration": "floor-duration",
 	"CellFloor": "cell-floor", "RecordRuns": "record-runs", "RecordDuration": "record-duration",
 	"TargetLock": "target-lock", "TargetClients": "target-clients",
 	"PairedRounds": "paired-rounds", "PairedSlice": "paired-slice", "LocksPerRun": "locks-per-run",
@@ -96,6 +96,8 @@ func (o *benchOptions) register(fs *flagSet) {
 	fs.StringVar(&o.locks, "locks", strings.Join(locks.Names(), ","), "comma-separated lock strategies")
 	fs.DurationVar(&s.Duration, "duration", harness.DefaultBenchDuration, "run time of each cell")
 	fs.DurationVar(&s.Hold, "hold", 0, "how long each grant is held")
+	fs.DurationVar(&s.Ramp, "ramp", 0, "clients join over this long instead of at once (client i's first acquire after i × ramp ÷ clients), as a fleet starts; shorter than --duration (0: all at once)")
+	fs.DurationVar(&s.LeaseTTL, "lease-ttl", 0, "the clients' lease TTL, whole seconds; with thousands of clients it sizes the keepalive traffic (one refresh per lease every TTL/3 under auto, TTL/4 under safe) (0: the scenario's, 5s)")
 	fs.DurationVar(&s.FloorDuration, "floor-duration", harness.DefaultFloorDuration, "how long the commit floor is measured")
 	fs.DurationVar(&s.CellFloor, "cell-floor", 0, "also measure a floor this long just before each cell, and compute that cell's ratios against it (e.g. 1s; 0: off)")
 	fs.StringVar(&s.TargetLock, "target-lock", harness.DefaultTargetLock, "lock of the cell held to the targets and measured with recording on and off")

@@ -67,6 +67,8 @@ func TestBadInput(t *testing.T) {
 		{[]string{"run", "--out", out, "--shared-conns", "-1"}, []string{"--shared-conns -1", "≥0"}},
 		{[]string{"run", "--out", out, "--shared-conns", "2", "--scenario", "waiter-crash"}, []string{"waiter-crash", "client faults", "without --shared-conns"}},
 		{[]string{"bench", "--out", out, "--shared-conns", "-3"}, []string{"--shared-conns -3"}},
+		{[]string{"bench", "--out", out, "--ramp", "5s", "--duration", "5s"}, []string{"--ramp 5s", "shorter than the duration"}},
+		{[]string{"bench", "--out", out, "--lease-ttl", "90ms"}, []string{"--lease-ttl 90ms", "whole number of seconds"}},
 		{[]string{"run", "--out", out, "--clients", "100000000"}, []string{"--clients 100000000", "must be ≤", "on this machine"}},
 		{[]string{"run", "--out", out, "--clients", "100000000", "--shared-conns", "4"}, []string{"--clients 100000000", "must be ≤"}},
 		{[]string{"run", "--out", out, "--worker", "5/4"}, []string{"--worker", `"5/4"`, "1..4"}},

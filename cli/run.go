@@ -269,6 +269,8 @@ func printRun(e *env, res *harness.Result, planned scenarios.Duration, benchOut 
 		shown.Verdict = verdict.Verdict(string(shown.Verdict) + " (interrupted)")
 	case shown.Saturated() && shown.Verdict != verdict.Pass:
 		shown.Verdict = verdict.Verdict(string(shown.Verdict) + " (harness saturated)")
+	case shown.EtcdSaturated():
+		shown.Verdict = verdict.Verdict(string(shown.Verdict) + " (etcd saturated)")
 	}
 	if err := report.RunTable(e.stdout, shown); err != nil {
 		return fmt.Errorf("print the run's table: %w", err)
@@ -285,6 +287,9 @@ func printRun(e *env, res *harness.Result, planned scenarios.Duration, benchOut 
 		if shown.Verdict == verdict.Pass {
 			fmt.Fprintln(e.stdout, "every check passed, but the figures include the harness's own queueing")
 		}
+	}
+	if shown.EtcdSaturated() {
+		fmt.Fprintf(e.stdout, "etcd saturated: %s; the verdicts stand, the figures are an overloaded etcd's\n", res.Summary.EtcdOverload.Reason)
 	}
 	fmt.Fprintf(e.stdout, "run folder: %s\n", res.Dir)
 	if benchOut != "" {

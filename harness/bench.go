@@ -73,6 +73,15 @@ type BenchSpec struct {
 	// Duration is each cell's run time; Hold each grant's hold (0).
 	Duration time.Duration
 	Hold     time.Duration
+	// Ramp, when > 0, has each cell's clients join over it instead of at
+	// once: client i's first acquire waits i × Ramp ÷ clients (the
+	// scenario's stagger), as a fleet starts over minutes, not in one
+	// instant that makes etcd refuse as too many requests.
+	Ramp time.Duration
+	// LeaseTTL is the clients' lease TTL (0: the scenario's, 5 s). With
+	// thousands of clients it sizes the keepalive traffic: each lease is
+	// refreshed every TTL/3 (auto) or TTL/4 (safe).
+	LeaseTTL time.Duration
 	// FloorDuration is how long the commit floor is measured.
 	FloorDuration time.Duration
 	// CellFloor, when > 0, measures a floor this long just before each
@@ -136,6 +145,10 @@ func (s BenchSpec) Validate() error {
 		return fieldErr("Duration", s.Duration, "must be > 0")
 	case s.Hold < 0:
 		return fieldErr("Hold", s.Hold, "must be ≥0")
+	case s.Ramp < 0 || s.Ramp >= s.Duration:
+		return fieldErr("Ramp", s.Ramp, fmt.Sprintf("must be ≥0 and shorter than the duration (%s)", s.Duration))
+	case s.LeaseTTL != 0 && (s.LeaseTTL < time.Second || s.LeaseTTL%time.Second != 0):
+		return fieldErr("LeaseTTL", s.LeaseTTL, "must be a whole number of seconds ≥1s (0: 5s)")
 	case s.FloorDuration <= 0:
 		return fieldErr("FloorDuration", s.FloorDuration, "must be > 0")
 	case s.CellFloor < 0:
@@ -196,6 +209,12 @@ func (s BenchSpec) scenario(clients int) scenarios.Scenario {
 	sc.Duration = scenarios.Duration(s.Duration)
 	sc.Workload.Hold = scenarios.Duration(s.Hold)
 	sc.Workload.Think = 0
+	if s.Ramp > 0 {
+		sc.Workload.Stagger = scenarios.Duration(s.Ramp / time.Duration(clients))
+	}
+	if s.LeaseTTL > 0 {
+		sc.LeaseTTL = scenarios.Duration(s.LeaseTTL)
+	}
 	return sc
 }
 

@@ -42,6 +42,8 @@ func TestBenchSpecValidate(t *testing.T) {
 		{func(s *BenchSpec) { s.TargetClients = 0 }, "target clients 0"},
 		{func(s *BenchSpec) { s.KeepAlive = "sometimes" }, "sometimes"},
 		{func(s *BenchSpec) { s.Dir = "" }, "output folder"},
+		{func(s *BenchSpec) { s.Ramp = s.Duration }, "ramp 1s: must be ≥0 and shorter than the duration"},
+		{func(s *BenchSpec) { s.LeaseTTL = 1500 * time.Millisecond }, "lease ttl 1.5s"},
 	} {
 		s := ok
 		tc.change(&s)
@@ -53,6 +55,11 @@ func TestBenchSpecValidate(t *testing.T) {
 	sc := ok.scenario(64)
 	if sc.Name != BenchScenario || sc.Clients != 64 || sc.Duration.D() != time.Second || sc.Workload.Hold != 0 {
 		t.Errorf("scenario: %+v", sc)
+	}
+	ramped := ok
+	ramped.Ramp, ramped.LeaseTTL = 640*time.Millisecond, 60*time.Second
+	if sc := ramped.scenario(64); sc.Workload.Stagger.D() != 10*time.Millisecond || sc.TTL() != time.Minute {
+		t.Errorf("ramp 640ms over 64 clients, lease TTL 60s: stagger %s, TTL %s, want 10ms and 1m0s", sc.Workload.Stagger, sc.TTL())
 	}
 }
 

@@ -26,6 +26,9 @@ func fillCell(cell *report.BenchCell, s report.Summary) {
 	if s.Saturated() {
 		cell.Saturated = s.Saturation.Reason
 	}
+	if s.EtcdSaturated() {
+		cell.EtcdSaturated = s.EtcdOverload.Reason
+	}
 	if s.Interrupted {
 		cell.Stopped = "interrupted"
 	}

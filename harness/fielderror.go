@@ -36,17 +36,21 @@ func fieldErr(field string, value any, problem string) error {
 }
 
 // fieldWords spells a Go field name in words: "FloorDuration" → "floor
-// duration".
+// duration", "LeaseTTL" → "lease ttl", "RPCTimeout" → "rpc timeout".
 func fieldWords(field string) string {
+	rs := []rune(field)
 	var b strings.Builder
-	for i, r := range field {
-		if unicode.IsUpper(r) {
-			if i > 0 {
+	for i, r := range rs {
+		if unicode.IsUpper(r) && i > 0 {
+			// A word starts at an upper-case letter after a lower-case
+			// one, or at the last capital of an acronym before a word.
+			afterLower := unicode.IsLower(rs[i-1])
+			endsAcronym := unicode.IsUpper(rs[i-1]) && i+1 < len(rs) && unicode.IsLower(rs[i+1])
+			if afterLower || endsAcronym {
 				b.WriteByte(' ')
 			}
-			r = unicode.ToLower(r)
 		}
-		b.WriteRune(r)
+		b.WriteRune(unicode.ToLower(r))
 	}
 	return b.String()
 }

@@ -369,6 +369,10 @@ type BenchCell struct {
 	// (Summary.Saturation): its figures include the harness's own queueing,
 	// and its violations are no evidence about the lock.
 	Saturated string `json:"saturated,omitempty"`
+	// EtcdSaturated, when set, says how often etcd refused the cell's
+	// requests as too many (Summary.EtcdOverload): its figures are an
+	// overloaded etcd's; its verdict stands.
+	EtcdSaturated string `json:"etcd_saturated,omitempty"`
 	// Note is what the cell left behind, e.g. etcd's lock service stuck.
 	Note string `json:"note,omitempty"`
 	// Error is why the cell has no figures.
@@ -680,6 +684,9 @@ func benchCellNotes(w io.Writer, b *Bench) {
 			fmt.Fprintf(w, "%s × %d clients: %d violations (verdict %s), see %s\n", c.Lock, c.Clients, c.Violations, c.Verdict, c.Run)
 		case c.Stopped != "":
 			fmt.Fprintf(w, "%s × %d clients: stopped early: %s\n", c.Lock, c.Clients, c.Stopped)
+		}
+		if c.EtcdSaturated != "" {
+			fmt.Fprintf(w, "%s × %d clients: etcd saturated: %s\n", c.Lock, c.Clients, c.EtcdSaturated)
 		}
 		if c.Note != "" {
 			fmt.Fprintf(w, "%s × %d clients: %s\n", c.Lock, c.Clients, c.Note)

@@ -152,6 +152,10 @@ type Summary struct {
 	// (docs/design.md §9). Absent in summaries written before it existed
 	// and in histories checked without a run (lockbench check).
 	Saturation *Saturation `json:"saturation,omitempty"`
+	// EtcdOverload counts etcd's refusals of the run's requests as too
+	// many, and whether they make the run etcd-saturated (etcdoverload.go);
+	// absent when etcd refused none (added later, additive).
+	EtcdOverload *EtcdOverload `json:"etcd_overload,omitempty"`
 	// SuiteFloor is the commit floor the suite this run belonged to
 	// measured just before its cells (suite.json only): it moves with the
 	// machine's load, so compare can normalize each run by its own floor.
@@ -344,6 +348,7 @@ func Summarize(run RunInfo, c check.Checked) Summary {
 	s.Series = &series
 	s.Names = nameFigures(ops.Acquires, elapsed)
 	s.OpenLoop = openLoopFigures(events, grants, elapsed)
+	s.EtcdOverload = etcdOverload(events)
 	addCheckReport(&s, rep)
 	return s
 }
