@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,11 +99,22 @@ func (p *namePicker) pick() string {
 	}
 }
 
-// lockerSet is a client's Lockers, one per name it has used, on its one
-// connection, created as each name is first picked, and the one lease
-// they share (a Locker that keeps its own lease ignores it, and then a
-// client that used k names keeps k leases alive: docs/scenarios.md). mu
-// guards the map: the worker adds, faults and the end of the run read.
+// maxLockers is how many Lockers a client keeps: making one for a name
+// past it closes the one used longest ago, as a service makes a lock
+// object per job and drops it. Each kept Locker may keep watches open
+// (queue keeps one on its own key), so with 1,000 names a client that
+// kept all it used would hold dozens, and 10,000 clients hundreds of
+// thousands of watchers on etcd. A shared lease outlives the Locker;
+// one that keeps its own lease revokes it, holding nothing. The default
+// many-locks scenario's 16 names are all kept.
+const maxLockers = 16
+
+// lockerSet is a client's Lockers, one per name it has used lately
+// (maxLockers), on its one connection, created as each name is picked,
+// and the one lease they share (a Locker that keeps its own lease
+// ignores it, and then a client that used k names keeps k leases alive:
+// docs/scenarios.md). mu guards the map: the worker adds, faults and the
+// end of the run read.
 type lockerSet struct {
 	names []string
 	// lease is the Lockers' shared lease, closed after them.
@@ -112,7 +124,9 @@ type lockerSet struct {
 
 	mu     sync.Mutex
 	byName map[string]locks.Locker
-	order  []locks.Locker
+	order  []string       // byName's names, oldest first
+	used   map[string]int // each name's last get, on a counter
+	uses   int
 	// dead: the client crashed; a Locker made after that is not kept (it
 	// is closed, or killed when it is a process of its own).
 	dead bool
@@ -125,6 +139,10 @@ func (s *lockerSet) get(ctx context.Context, name string) locks.Locker {
 	s.mu.Lock()
 	l, ok := s.byName[name]
 	dead := s.dead
+	if ok {
+		s.uses++
+		s.used[name] = s.uses
+	}
 	s.mu.Unlock()
 	if dead {
 		return failingLocker{fmt.Errorf("%w: lock %s: the client has crashed", locks.ErrNotAcquired, name)}
@@ -137,24 +155,54 @@ func (s *lockerSet) get(ctx context.Context, name string) locks.Locker {
 		return failingLocker{fmt.Errorf("%w: lock %s: %w", locks.ErrNotAcquired, name, err)}
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.dead {
+		s.mu.Unlock()
 		if p, ok := l.(locks.Process); ok {
 			p.Kill()
 		}
 		return failingLocker{fmt.Errorf("%w: lock %s: the client has crashed", locks.ErrNotAcquired, name)}
 	}
 	s.add(name, l)
+	old := s.evict()
+	s.mu.Unlock()
+	if old != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
+		old.Close(cctx)
+		cancel()
+	}
 	return l
 }
 
 // add keeps l as name's Locker; s.mu held (or s not yet shared).
 func (s *lockerSet) add(name string, l locks.Locker) {
 	if s.byName == nil {
-		s.byName = map[string]locks.Locker{}
+		s.byName, s.used = map[string]locks.Locker{}, map[string]int{}
 	}
 	s.byName[name] = l
-	s.order = append(s.order, l)
+	s.order = append(s.order, name)
+	s.uses++
+	s.used[name] = s.uses
+}
+
+// evict forgets the Locker used longest ago when the set holds more than
+// maxLockers, and returns it for the caller to close (nil: none); s.mu
+// held. The one just added has the newest use, so it is never the one.
+func (s *lockerSet) evict() locks.Locker {
+	if len(s.order) <= maxLockers {
+		return nil
+	}
+	i := 0
+	for j, n := range s.order {
+		if s.used[n] < s.used[s.order[i]] {
+			i = j
+		}
+	}
+	name := s.order[i]
+	l := s.byName[name]
+	s.order = slices.Delete(s.order, i, i+1)
+	delete(s.byName, name)
+	delete(s.used, name)
+	return l
 }
 
 // all are the Lockers made so far, oldest first; kill marks the set dead
@@ -166,7 +214,11 @@ func (s *lockerSet) all(kill bool) []locks.Locker {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.dead = s.dead || kill
-	return append([]locks.Locker(nil), s.order...)
+	out := make([]locks.Locker, len(s.order))
+	for i, n := range s.order {
+		out[i] = s.byName[n]
+	}
+	return out
 }
 
 // processes runs f on every Locker that is a process of its own (an

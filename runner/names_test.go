@@ -4,11 +4,13 @@ import (
 	"context"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/scenarios"
 	"github.com/lockbench/lockbench/verdict"
 )
@@ -191,5 +193,53 @@ func TestTargetsWithSeveralNames(t *testing.T) {
 	r.clients[1].queue.state, r.clients[2].queue.state = idle, idle
 	if w := r.Waiters(); !slices.Equal(w, []int{3}) {
 		t.Errorf("nothing held: waiters %v, want the longest waiter's name (job10): [3]", w)
+	}
+}
+
+// closeCounting is a Locker that notes its Close.
+type closeCounting struct {
+	failingLocker
+	closed *[]string
+	name   string
+}
+
+func (l closeCounting) Close(context.Context) error {
+	*l.closed = append(*l.closed, l.name)
+	return nil
+}
+
+// TestLockerSetKeepsTheRecentlyUsed: past maxLockers, making a Locker for
+// a new name closes the one used longest ago, not the oldest made (a name
+// used again is kept), and never the one just made; what is left is what
+// all returns.
+func TestLockerSetKeepsTheRecentlyUsed(t *testing.T) {
+	var closed []string
+	s := &lockerSet{make: func(_ context.Context, name string) (locks.Locker, error) {
+		return closeCounting{closed: &closed, name: name}, nil
+	}}
+	ctx := context.Background()
+	for i := range maxLockers {
+		s.get(ctx, "job"+strconv.Itoa(i))
+	}
+	s.get(ctx, "job0") // used again: now job1 is the longest unused
+	if len(closed) != 0 {
+		t.Fatalf("closed %v at %d Lockers, want none", closed, maxLockers)
+	}
+	s.get(ctx, "new1")
+	s.get(ctx, "new2")
+	if want := []string{"job1", "job2"}; !slices.Equal(closed, want) {
+		t.Fatalf("closed %v, want %v", closed, want)
+	}
+	kept := s.all(false)
+	if len(kept) != maxLockers {
+		t.Fatalf("%d Lockers kept, want %d", len(kept), maxLockers)
+	}
+	for _, l := range kept {
+		if n := l.(closeCounting).name; slices.Contains(closed, n) {
+			t.Errorf("closed Locker %s is still kept", n)
+		}
+	}
+	if l := s.get(ctx, "job1"); l.(closeCounting).name != "job1" {
+		t.Errorf("job1 again: got %s's Locker", l.(closeCounting).name)
 	}
 }
