@@ -110,7 +110,9 @@ type queueLocker struct {
 	refill refill
 	// own watches our key (named by the lease, so reused by every
 	// acquisition on it) for handovers, from the first wait on a lease to
-	// Close or the next lease: one watch a client, not one an acquisition.
+	// Close, the next lease, or keepPredWatch without a wait: one watch a
+	// busy client, not one an acquisition. Only the worker's goroutine
+	// and, while no wait runs, the idle timer (under mu) touch it.
 	own ownWatch
 	// pred watches the key name of our last predecessor, kept for the next
 	// wait (watchPred).
@@ -225,8 +227,9 @@ func (l *queueLocker) join(ctx context.Context) (*lease, kv, *kv, error) {
 // wake-up read, or that a handover passed on, whichever are more: the
 // successors a later Unlock may hand the lock over to.
 func (l *queueLocker) wait(ctx context.Context, ls *lease, me kv, pred *kv, at int64) ([]kv, error) {
-	// The predecessor's watch is kept a while for the next wait.
-	defer l.idlePred()
+	// The watches are kept a while for the next wait.
+	l.takeWatches()
+	defer l.idleWatches()
 	// Step 3: watch our own key for a handover (watchOwn); a holder may
 	// have handed over to us already.
 	own := new(clientv3.WatchChan) // none: a nil channel
@@ -574,8 +577,9 @@ func (l *queueLocker) Unlock(ctx context.Context, g *Grant) error {
 	return unlockWith(ctx, l.leases, g, func(ctx context.Context) error { return l.handOver(ctx, g, next) })
 }
 
-// Close ends the watch of our key and revokes the lease.
+// Close ends the watches and revokes the lease (unless it is shared).
 func (l *queueLocker) Close(ctx context.Context) error {
+	l.takeWatches()
 	l.watchOwn("")
 	l.dropPred()
 	return l.leases.close(ctx)

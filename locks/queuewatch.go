@@ -30,10 +30,8 @@ func (l *queueLocker) watchOwn(key string) *clientv3.WatchChan {
 	if l.own.key == key && l.own.ch != nil {
 		return &l.own.ch
 	}
-	if l.own.cancel != nil {
-		l.own.cancel()
-	}
-	l.own = ownWatch{key: key}
+	l.endOwn()
+	l.own.key = key
 	if key != "" {
 		// On the same stream as the predecessor's watches (same metadata),
 		// so that a handover and the delete of the same txn come from one
@@ -44,11 +42,13 @@ func (l *queueLocker) watchOwn(key string) *clientv3.WatchChan {
 	return &l.own.ch
 }
 
-// keepPredWatch is how long a predecessor's watch is kept after the wait
-// that used it, for the next wait to take. Under contention a client
-// waits again within milliseconds; meanwhile the kept watch gathers every
-// delete of its key name, so it is not kept for a client that waits
-// seldom.
+// keepPredWatch is how long a predecessor's watch, and the watch of our
+// own key, are kept after the wait that used them, for the next wait to
+// take. Under contention a client waits again within milliseconds;
+// meanwhile the kept watch gathers every delete of its key name, and
+// each open watch costs a substream in the client and a watcher in etcd
+// (10,000 clients over 1,000 names kept ~50,000), so neither is kept for
+// a client that waits seldom on this name.
 const keepPredWatch = time.Second
 
 // predWatch is the watch of a predecessor's key name, kept from one wait
@@ -61,8 +61,8 @@ type predWatch struct {
 	// delivers every event on key after it.
 	created int64
 	cancel  context.CancelFunc
-	// idle ends the watch keepPredWatch after its last wait (nil: in use,
-	// or none armed).
+	// idle ends this watch and our own key's keepPredWatch after their
+	// last wait (nil: in use, or none armed).
 	idle *time.Timer
 }
 
@@ -110,12 +110,24 @@ func (l *queueLocker) watchPred(ctx context.Context, pred kv, ls *lease) (client
 	return wch, w, nil
 }
 
-// idlePred arms the end of the kept predecessor's watch, keepPredWatch
-// from now, unless a wait takes it first.
-func (l *queueLocker) idlePred() {
+// takeWatches disarms the idle timer (idleWatches) before a wait or
+// Close uses the kept watches: a timer that fires meanwhile leaves them,
+// and one that already ended them did so under l.mu, before this.
+func (l *queueLocker) takeWatches() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.pred.ch == nil {
+	if l.pred.idle != nil {
+		l.pred.idle.Stop()
+		l.pred.idle = nil
+	}
+}
+
+// idleWatches arms the end of the kept watches (the predecessor's and our
+// own key's), keepPredWatch from now, unless a wait takes them first.
+func (l *queueLocker) idleWatches() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.pred.ch == nil && l.own.ch == nil {
 		return
 	}
 	if l.pred.idle != nil {
@@ -127,6 +139,7 @@ func (l *queueLocker) idlePred() {
 		defer l.mu.Unlock()
 		if l.pred.idle == t {
 			l.endPred()
+			l.endOwn()
 		}
 	})
 	l.pred.idle = t
@@ -137,6 +150,14 @@ func (l *queueLocker) dropPred() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.endPred()
+}
+
+// endOwn ends the watch of our own key; l.mu held, or no timer armed.
+func (l *queueLocker) endOwn() {
+	if l.own.cancel != nil {
+		l.own.cancel()
+	}
+	l.own = ownWatch{}
 }
 
 // endPred is dropPred with l.mu held.

@@ -3,6 +3,7 @@ package report
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockbench/lockbench/history"
 )
@@ -26,16 +27,19 @@ func TestEtcdOverload(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		events    []history.Event
-		refused   int // -1: no figures
+		end       time.Duration // the run's clock (0: not known)
+		refused   int           // -1: no figures
 		saturated bool
 	}{
-		{"none refused", events(100, fail(history.Fail, history.FAcquire, timeout)), -1, false},
-		{"one in 200: counted, not saturated", events(200, fail(history.Fail, history.FAcquire, refused)), 1, false},
-		{"two in 200: saturated", events(200, fail(history.Fail, history.FAcquire, refused), fail(history.Info, history.FRelease, "delete: etcdserver: too many requests")), 2, true},
-		{"timeouts do not count", events(10, fail(history.Fail, history.FAcquire, timeout), fail(history.Info, history.FAcquire, refused)), 1, true},
+		{"none refused", events(100, fail(history.Fail, history.FAcquire, timeout)), 0, -1, false},
+		{"one in 200: counted, not saturated", events(200, fail(history.Fail, history.FAcquire, refused)), 0, 1, false},
+		{"two in 200: saturated", events(200, fail(history.Fail, history.FAcquire, refused), fail(history.Info, history.FRelease, "delete: etcdserver: too many requests")), 0, 2, true},
+		{"timeouts do not count", events(10, fail(history.Fail, history.FAcquire, timeout), fail(history.Info, history.FAcquire, refused)), 0, 1, true},
+		{"after the run's end: the harness's cancellations", events(10, history.Event{Time: 6e9, Type: history.Info, F: history.FAcquire, Error: refused}), 5 * time.Second, -1, false},
+		{"at the end: counted", events(10, history.Event{Time: 5e9, Type: history.Info, F: history.FAcquire, Error: refused}), 5 * time.Second, 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := etcdOverload(tc.events)
+			o := etcdOverload(tc.events, tc.end)
 			switch {
 			case tc.refused < 0 && o != nil:
 				t.Fatalf("figures %+v, want none", o)

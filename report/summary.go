@@ -348,7 +348,7 @@ func Summarize(run RunInfo, c check.Checked) Summary {
 	s.Series = &series
 	s.Names = nameFigures(ops.Acquires, elapsed)
 	s.OpenLoop = openLoopFigures(events, grants, elapsed)
-	s.EtcdOverload = etcdOverload(events)
+	s.EtcdOverload = etcdOverload(events, run.Elapsed)
 	addCheckReport(&s, rep)
 	return s
 }

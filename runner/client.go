@@ -147,7 +147,7 @@ func (c *client) connect(ctx context.Context) error {
 		}
 		return fmt.Errorf("client %d: %w", c.id, err)
 	}
-	set := &lockerSet{names: lockNames(c.r.cfg.Scenario.Workload.LockCount()), lease: lease}
+	set := &lockerSet{names: c.r.names, lease: lease}
 	set.make = func(ctx context.Context, name string) (locks.Locker, error) {
 		return c.r.strategy.New(ctx, cli, locks.Options{
 			Name:      name,
