@@ -7,6 +7,10 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
+
+	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/scenarios"
 )
 
 // Resource budget of a run: how many open files and how much memory its
@@ -222,8 +226,39 @@ func (s *RunSpec) fitFDs(members int, embedded bool) error {
 		return err
 	}
 	s.SharedConns = shared
-	if notice != "" && s.Notice != nil {
-		s.Notice(notice)
+	if s.Notice != nil {
+		for _, n := range []string{notice, fleetNotice(s.Scenario, s.RPCTimeout)} {
+			if n != "" {
+				s.Notice(n)
+			}
+		}
 	}
 	return nil
+}
+
+// fleetClients is the client count from which a start in one instant, or
+// a 1 s request deadline, is likely to make etcd refuse requests as too
+// many (docs/measurements.md, "Ten thousand clients").
+const fleetClients = 1000
+
+// fleetNotice is the advice for a run of thousands of clients that starts
+// them at once or keeps the default 1 s request deadline ("": none): at
+// 10,000 clients either made etcd refuse them as too many, and the
+// clients' retries kept it so.
+func fleetNotice(sc scenarios.Scenario, rpcTimeout time.Duration) string {
+	if sc.Clients < fleetClients {
+		return ""
+	}
+	var advice []string
+	if sc.Workload.Stagger == 0 {
+		advice = append(advice, "join them over a ramp (the scenario's stagger; bench --ramp) rather than at once")
+	}
+	if t := locks.RPCTimeoutOf(rpcTimeout); t > 0 && t <= time.Second {
+		advice = append(advice, "give requests a longer deadline (--rpc-timeout 5s): each timeout's retry adds writes")
+	}
+	if len(advice) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d clients: etcd may refuse them as too many requests; %s (docs/measurements.md, \"Ten thousand clients\")",
+		sc.Clients, strings.Join(advice, "; "))
 }

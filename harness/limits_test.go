@@ -2,8 +2,10 @@ package harness
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockbench/lockbench/scenarios"
 )
@@ -83,5 +85,42 @@ func TestRaiseOpenFileLimit(t *testing.T) {
 	}
 	if lim.Now < lim.Was || lim.Now == 0 || lim.String() == "" {
 		t.Errorf("%+v", lim)
+	}
+}
+
+// TestFleetNotice: thousands of clients started at once, or on the
+// default 1 s deadline, get advice naming each; a ramp with a longer
+// deadline, no deadline at all, or fewer clients get none.
+func TestFleetNotice(t *testing.T) {
+	sc := func(clients int, stagger time.Duration) scenarios.Scenario {
+		return scenarios.Scenario{Clients: clients, Workload: scenarios.Workload{Stagger: scenarios.Duration(stagger)}}
+	}
+	for _, tc := range []struct {
+		name    string
+		sc      scenarios.Scenario
+		timeout time.Duration
+		want    []string // "": no notice
+	}{
+		{"few clients", sc(999, 0), 0, nil},
+		{"at once, default deadline", sc(10000, 0), 0, []string{"10000 clients", "ramp", "--rpc-timeout 5s"}},
+		{"ramped, default deadline", sc(10000, 6*time.Millisecond), 0, []string{"--rpc-timeout 5s"}},
+		{"at once, 5 s deadline", sc(10000, 0), 5 * time.Second, []string{"ramp"}},
+		{"ramped, 5 s deadline", sc(10000, 6*time.Millisecond), 5 * time.Second, nil},
+		{"ramped, no deadline", sc(10000, 6*time.Millisecond), -1, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := fleetNotice(tc.sc, tc.timeout)
+			if (got == "") != (tc.want == nil) {
+				t.Fatalf("notice %q, want one: %v", got, tc.want != nil)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("notice %q does not say %q", got, w)
+				}
+			}
+			if strings.Contains(got, "ramp") && !slices.Contains(tc.want, "ramp") {
+				t.Errorf("notice %q asks for a ramp the run has", got)
+			}
+		})
 	}
 }
