@@ -33,6 +33,10 @@
 //     ("lock0" beside "lock", as job10 beside job1) held while the first
 //     is taken and released, and the other way round: neither holder's
 //     key is deleted or re-created, nor its Lost closed.
+//   - SharedLease: two names' Lockers on one connection given one
+//     locks.ClientLease (Options.Lease): closing one leaves the other's
+//     grant alone, and, when the grant is under the shared lease, closing
+//     the ClientLease closes its Lost and ends its key.
 //
 // And around every subtest, that nothing outside Options.Prefix is read,
 // written or deleted: every request the Lockers' clients send is inspected
@@ -157,6 +161,7 @@ var subtests = []struct {
 	{"Lost", (*suite).lost},
 	{"TryLock", (*suite).tryLock},
 	{"SiblingName", (*suite).siblingName},
+	{"SharedLease", (*suite).sharedLease},
 }
 
 // usedPrefixes are the namespaces of this process's earlier subtests: a
