@@ -180,8 +180,8 @@ type runner struct {
 	// slice for all: 10,000 clients over 1,000 names each with its own
 	// copy held 290 MB.
 	names []string
-	rec      *history.Recorder
-	admin    *clientv3.Client
+	rec   *history.Recorder
+	admin *clientv3.Client
 	// adminLease holds the counter and the worker's meeting keys;
 	// stopKeepAlive ends its keepalive.
 	adminLease    clientv3.LeaseID
