@@ -124,9 +124,8 @@ type lockerSet struct {
 
 	mu     sync.Mutex
 	byName map[string]locks.Locker
-	order  []string       // byName's names, oldest first
-	used   map[string]int // each name's last get, on a counter
-	uses   int
+	// order is byName's names, the one used longest ago first.
+	order []string
 	// dead: the client crashed; a Locker made after that is not kept (it
 	// is closed, or killed when it is a process of its own).
 	dead bool
@@ -140,8 +139,7 @@ func (s *lockerSet) get(ctx context.Context, name string) locks.Locker {
 	l, ok := s.byName[name]
 	dead := s.dead
 	if ok {
-		s.uses++
-		s.used[name] = s.uses
+		s.touch(name)
 	}
 	s.mu.Unlock()
 	if dead {
@@ -176,37 +174,35 @@ func (s *lockerSet) get(ctx context.Context, name string) locks.Locker {
 // add keeps l as name's Locker; s.mu held (or s not yet shared).
 func (s *lockerSet) add(name string, l locks.Locker) {
 	if s.byName == nil {
-		s.byName, s.used = map[string]locks.Locker{}, map[string]int{}
+		s.byName = map[string]locks.Locker{}
 	}
 	s.byName[name] = l
 	s.order = append(s.order, name)
-	s.uses++
-	s.used[name] = s.uses
+}
+
+// touch moves name to the end of order, as the one used last; s.mu held.
+func (s *lockerSet) touch(name string) {
+	if i := slices.Index(s.order, name); i >= 0 {
+		s.order = append(slices.Delete(s.order, i, i+1), name)
+	}
 }
 
 // evict forgets the Locker used longest ago when the set holds more than
 // maxLockers, and returns it for the caller to close (nil: none); s.mu
-// held. The one just added has the newest use, so it is never the one.
+// held. The one just added is the last used, so it is never the one.
 func (s *lockerSet) evict() locks.Locker {
 	if len(s.order) <= maxLockers {
 		return nil
 	}
-	i := 0
-	for j, n := range s.order {
-		if s.used[n] < s.used[s.order[i]] {
-			i = j
-		}
-	}
-	name := s.order[i]
+	name := s.order[0]
 	l := s.byName[name]
-	s.order = slices.Delete(s.order, i, i+1)
+	s.order = s.order[1:]
 	delete(s.byName, name)
-	delete(s.used, name)
 	return l
 }
 
-// all are the Lockers made so far, oldest first; kill marks the set dead
-// first (a crash), so that none is made after.
+// all are the Lockers kept, the one used longest ago first; kill marks
+// the set dead first (a crash), so that none is made after.
 func (s *lockerSet) all(kill bool) []locks.Locker {
 	if s == nil {
 		return nil
