@@ -156,12 +156,17 @@ func newFairWalk(p *prepared, opts Options) *fairWalk {
 		maxSeq: make([]int32, nl), grantList: make([][]grantRec, nl),
 		slots: make([]fairSlot, len(p.slotProc)), grants: make([]int, np), requester: make([]bool, np),
 		crashT: make([]int64, np), crashed: make([]bool, np)}
-	nGrants := 0
+	nGrants, nAcq := 0, 0
 	for l := range nl {
 		w.off[l+1] = w.off[l] + int(p.nAcq[l]) + 1
 		nGrants += int(p.nGrant[l])
+		nAcq += int(p.nAcq[l])
 		w.grantList[l] = make([]grantRec, 0, p.nGrant[l])
 	}
+	// Under contention nearly every request spans enough grants to be
+	// weighed as a long wait: made at its size, not grown by appends
+	// (10M events: 1.1 s of copying).
+	w.longs = make([]longWait, 0, nAcq)
 	w.tree = make(fenwick, w.off[nl])
 	w.reqT, w.reqLine = make([]int64, w.off[nl]), make([]int32, w.off[nl])
 	for l := range w.maxSeq {

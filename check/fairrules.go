@@ -140,7 +140,7 @@ func (w *fairWalk) longWaitBounds(clients []int) (bound, gap []int64) {
 	nl := len(w.p.locks)
 	bound, gap = make([]int64, nl), make([]int64, nl)
 	for l, gs := range w.grantList {
-		var gaps []int64
+		gaps := make([]int64, 0, max(len(gs)-1, 0))
 		for k := 1; k < len(gs); k++ {
 			gaps = append(gaps, gs[k].t-gs[k-1].t)
 		}

@@ -179,6 +179,7 @@ func readAt(f io.ReaderAt, size int64, bs int) ([]Event, error) {
 		}
 	}
 	events := make([]Event, ix.lines)
+	adviseHugePages(events)
 	var (
 		next    atomic.Int64 // the next block to decode
 		stopAt  atomic.Int64 // blocks from this one on need no decoding
