@@ -293,7 +293,7 @@ func (p *prepared) fencing(opts Options) (res Result) {
 	w := p.writes(opts)
 	res = w.fencing
 	res.Violations = append([]Violation(nil), res.Violations...)
-	uncertain := p.grantTokenRegressions(&res, opts)
+	uncertain, tokened := p.grantTokenRegressions(&res, opts)
 	defer func() {
 		if uncertain == 0 {
 			return
@@ -306,6 +306,11 @@ func (p *prepared) fencing(opts Options) (res Result) {
 	}()
 	if w.writes == 0 {
 		res.Note = noResourceOps
+		if tokened == 0 {
+			// A lock that offers no token (Redlock) has nothing here to
+			// judge: say so, rather than pass as if fenced.
+			res.Note = noResourceOps + ", and no grant carries a token: nothing to judge"
+		}
 		res.finish()
 		return res
 	}
@@ -513,8 +518,9 @@ func (p *prepared) wronglyRejected(res *Result, opts Options) int {
 // not above every earlier grant's of its lock (see CheckFencing). In a
 // history merged from several workers, two grants of different workers
 // closer than their clocks' uncertainties may be in either order: such a
-// regression is counted, not a violation, and its count returned.
-func (p *prepared) grantTokenRegressions(res *Result, opts Options) (uncertain int) {
+// regression is counted, not a violation, and its count returned, with
+// how many grants carried a token at all.
+func (p *prepared) grantTokenRegressions(res *Result, opts Options) (uncertain, tokened int) {
 	unc := p.clockUncertainty()
 	top := map[string]Op{} // per lock: the grant with the highest token so far
 	for _, g := range p.ops().Grants() {
@@ -522,6 +528,7 @@ func (p *prepared) grantTokenRegressions(res *Result, opts Options) (uncertain i
 		if tok == 0 {
 			continue
 		}
+		tokened++
 		b, seen := top[g.Lock]
 		if !seen || tok > p.ev[b.Done].Token {
 			top[g.Lock] = g
@@ -536,7 +543,7 @@ func (p *prepared) grantTokenRegressions(res *Result, opts Options) (uncertain i
 			g.Lock, tok, g.Process, fmtNS(g.To), g.Done+1, p.ev[b.Done].Token, b.Process, fmtNS(b.To), b.Done+1),
 			Lines: lines(b.Done+1, g.Done+1)}, opts.MaxViolations)
 	}
-	return uncertain
+	return uncertain, tokened
 }
 
 // holdAt is process's certain hold open at time t.

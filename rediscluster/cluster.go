@@ -48,6 +48,9 @@ const (
 // Options shape a deployment. Zero values take the defaults.
 type Options struct {
 	Replicas, Sentinels int
+	// Instances, when set, starts that many independent primaries
+	// instead, with no replicas and no Sentinels: Redlock's deployment.
+	Instances int
 	// RedisBin and SentinelBin are the programs (default redis-server and
 	// redis-sentinel, on PATH).
 	RedisBin, SentinelBin string
@@ -58,10 +61,14 @@ type Options struct {
 }
 
 func (o *Options) defaults() error {
-	if o.Replicas == 0 {
+	if o.Instances != 0 {
+		if o.Instances < 1 || o.Instances > 9 || o.Replicas != 0 || o.Sentinels != 0 {
+			return fmt.Errorf("instances %d: must be 1..9, with no replicas or sentinels", o.Instances)
+		}
+	} else if o.Replicas == 0 {
 		o.Replicas = DefaultReplicas
 	}
-	if o.Sentinels == 0 {
+	if o.Sentinels == 0 && o.Instances == 0 {
 		o.Sentinels = DefaultSentinels
 	}
 	if o.RedisBin == "" {
@@ -76,7 +83,7 @@ func (o *Options) defaults() error {
 	switch {
 	case o.Replicas < 0 || o.Replicas > 4:
 		return fmt.Errorf("replicas %d: must be 0..4", o.Replicas)
-	case o.Sentinels < 1 || o.Sentinels > 7:
+	case o.Instances == 0 && (o.Sentinels < 1 || o.Sentinels > 7):
 		return fmt.Errorf("sentinels %d: must be 1..7", o.Sentinels)
 	case o.DownAfter < 100*time.Millisecond:
 		return fmt.Errorf("down-after %s: must be ≥100ms", o.DownAfter)
@@ -91,7 +98,8 @@ func (o *Options) defaults() error {
 
 // Cluster is a running deployment: nodes[0] is the first primary, the
 // others its replicas; which node leads after a failover only the
-// Sentinels know (Primary).
+// Sentinels know (Primary). With Options.Instances every node is a
+// primary of its own.
 type Cluster struct {
 	opts      Options
 	dir       string
@@ -128,11 +136,18 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, DefaultStartWait)
 	defer cancel()
+	if opts.Instances > 0 {
+		ports, err := freePorts(opts.Instances)
+		if err != nil {
+			return c, err
+		}
+		return c, c.startNodes(ctx, ports, false)
+	}
 	ports, err := freePorts(1 + opts.Replicas + opts.Sentinels)
 	if err != nil {
 		return c, err
 	}
-	if err := c.startNodes(ctx, ports[:1+opts.Replicas]); err != nil {
+	if err := c.startNodes(ctx, ports[:1+opts.Replicas], true); err != nil {
 		return c, err
 	}
 	if err := c.startSentinels(ctx, ports[1+opts.Replicas:]); err != nil {
@@ -142,14 +157,15 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 }
 
 // startNodes starts the primary on ports[0] and a replica on each other
-// port, replicating through its relay, and waits until each has synced.
-func (c *Cluster) startNodes(ctx context.Context, ports []int) error {
+// port, replicating through its relay (unless !replicate: then each is a
+// primary of its own), and waits until each has synced.
+func (c *Cluster) startNodes(ctx context.Context, ports []int, replicate bool) error {
 	c.links = make([]*relay, len(ports))
 	for i, port := range ports {
 		p := &process{name: fmt.Sprintf("redis%d", i), port: port, bin: c.opts.RedisBin, dir: filepath.Join(c.dir, fmt.Sprintf("redis%d", i))}
 		args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", p.dir, "--save", "", "--appendonly", "no",
 			"--protected-mode", "no", "--daemonize", "no", "--logfile", filepath.Join(p.dir, "redis.log")}
-		if i > 0 {
+		if i > 0 && replicate {
 			r, err := startRelay(Addr(ports[0]))
 			if err != nil {
 				return fmt.Errorf("%s: replication relay: %w", p.name, err)
@@ -169,7 +185,7 @@ func (c *Cluster) startNodes(ctx context.Context, ports []int) error {
 			return err
 		}
 	}
-	for i := 1; i < len(c.nodes); i++ {
+	for i := 1; i < len(c.nodes) && replicate; i++ {
 		if err := waitSynced(ctx, c.nodes[i]); err != nil {
 			return err
 		}
@@ -288,7 +304,7 @@ func (c *Cluster) Resume(i int) error {
 // closes every connection and refuses new ones) until HealReplication:
 // writes the primary acknowledges meanwhile never reach that replica.
 func (c *Cluster) CutReplication(i int) error {
-	if _, err := c.node(i); err != nil || i == 0 {
+	if _, err := c.node(i); err != nil || i == 0 || c.links[i] == nil {
 		return fmt.Errorf("cut replication of node %d: want a replica, 1..%d", i, len(c.nodes)-1)
 	}
 	c.links[i].cut(true)
@@ -297,7 +313,7 @@ func (c *Cluster) CutReplication(i int) error {
 
 // HealReplication ends CutReplication of replica i.
 func (c *Cluster) HealReplication(i int) error {
-	if _, err := c.node(i); err != nil || i == 0 {
+	if _, err := c.node(i); err != nil || i == 0 || c.links[i] == nil {
 		return fmt.Errorf("heal replication of node %d: want a replica, 1..%d", i, len(c.nodes)-1)
 	}
 	c.links[i].cut(false)

@@ -145,6 +145,8 @@ func TestOptionsRefused(t *testing.T) {
 		{Options{Replicas: 9}, "replicas 9: must be 0..4"},
 		{Options{Sentinels: -1}, "sentinels -1: must be 1..7"},
 		{Options{DownAfter: time.Millisecond}, "down-after 1ms: must be ≥100ms"},
+		{Options{Instances: 12}, "instances 12: must be 1..9, with no replicas or sentinels"},
+		{Options{Instances: 5, Replicas: 1}, "instances 5: must be 1..9, with no replicas or sentinels"},
 		{Options{RedisBin: "/nonexistent/redis-server"}, "install the Debian packages redis-server and redis-sentinel"},
 	} {
 		if _, err := Start(context.Background(), tt.opts); err == nil || !strings.Contains(err.Error(), tt.want) {

@@ -1,0 +1,169 @@
+package redislocks
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockbench/lockbench/locks"
+)
+
+// Redlock is the Redlock algorithm of the Redis documentation over N
+// independent primaries: the same SET NX PX on every instance (side by
+// side, as redsync does), granted when a majority took it within the
+// key's validity, TTL − elapsed − the clock-drift allowance (TTL × 1% +
+// 2 ms); otherwise every instance is released and the attempt retried
+// after a jittered delay.
+//
+// It offers no fencing token (Grant.Token 0): N counters, one per
+// instance, give no number that grows across holders (a counter INCRed by
+// an attempt that then failed to win a majority runs ahead of the
+// others), which is the first of the criticisms the Redis documentation
+// cites. The fencing check then has nothing to judge and says so.
+type Redlock struct {
+	clis []*redis.Client
+	opts Options
+	key  string
+	grants
+}
+
+// NewRedlock makes one client's Redlock over one client per instance
+// (which it does not close); at least three instances.
+func NewRedlock(clis []*redis.Client, opts Options) (*Redlock, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	if len(clis) < 3 {
+		return nil, fmt.Errorf("redlock over %d instances: want at least 3 (5 in the Redis documentation)", len(clis))
+	}
+	return &Redlock{clis: clis, opts: opts, key: opts.Key(), grants: newGrants()}, nil
+}
+
+func (l *Redlock) quorum() int { return len(l.clis)/2 + 1 }
+
+// drift is the Redlock description's clock-drift allowance.
+func (l *Redlock) drift() time.Duration { return l.opts.TTL/100 + 2*time.Millisecond }
+
+// onEach runs script on every instance side by side, each within the
+// request timeout, and returns each instance's integer answer (-1 for an
+// error).
+func (l *Redlock) onEach(script *redis.Script, keys []string, args ...any) []int64 {
+	out := make([]int64, len(l.clis))
+	var wg sync.WaitGroup
+	for i, cli := range l.clis {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), l.opts.RequestTimeout)
+			defer cancel()
+			n, err := script.Run(ctx, cli, keys, args...).Int64()
+			if err != nil {
+				n = -1
+			}
+			out[i] = n
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// Lock tries every instance until a majority grants within the validity,
+// or ctx ends.
+func (l *Redlock) Lock(ctx context.Context) (*locks.Grant, error) {
+	value := l.nextValue()
+	for {
+		// Step 1: SET NX PX on every instance, timed from before the first.
+		start := time.Now()
+		granted := 0
+		for _, n := range l.onEach(setScript, []string{l.key}, value, l.opts.TTL.Milliseconds()) {
+			if n > 0 {
+				granted++
+			}
+		}
+		// Step 2: held only with a majority and validity left.
+		validity := l.opts.TTL - time.Since(start) - l.drift()
+		if granted >= l.quorum() && validity > 0 {
+			h := l.begin(value, func(h *holding) { l.extend(h, start) })
+			return &locks.Grant{Key: l.key, Lost: h.lost}, nil
+		}
+		// Step 3: otherwise release every instance (a lost answer may
+		// have set the key) before waiting to try again.
+		release := l.onEach(releaseScript, []string{l.key}, value)
+		select {
+		case <-ctx.Done():
+			for _, n := range release {
+				if n < 0 {
+					return nil, fmt.Errorf("redlock: a release after a failed attempt went unanswered: %w", ctx.Err())
+				}
+			}
+			return nil, fmt.Errorf("%w: %w", locks.ErrNotAcquired, ctx.Err())
+		case <-time.After(l.jitter(l.opts.RetryDelay)):
+		}
+	}
+}
+
+// extend renews the key on every instance every TTL/3. The grant is lost
+// when a majority answer that the key is not ours, or when no majority
+// confirmed a renewal within the validity of the last one confirmed.
+func (l *Redlock) extend(h *holding, lastSent time.Time) {
+	tick := time.NewTicker(l.opts.TTL / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-tick.C:
+		}
+		sent := time.Now()
+		ok, notOurs := 0, 0
+		for _, n := range l.onEach(extendScript, []string{l.key}, h.value, l.opts.TTL.Milliseconds()) {
+			switch n {
+			case 1:
+				ok++
+			case 0:
+				notOurs++
+			}
+		}
+		validity := l.opts.TTL - time.Since(sent) - l.drift()
+		switch {
+		case ok >= l.quorum() && validity > 0:
+			lastSent = sent
+		case notOurs >= l.quorum() || time.Since(lastSent) >= l.opts.TTL-l.drift():
+			close(h.lost)
+			return
+		}
+	}
+}
+
+// Unlock deletes the key on every instance that still holds the grant's
+// value. ErrNotHeld when a majority no longer did; an error when too
+// few answered to tell.
+func (l *Redlock) Unlock(_ context.Context, g *locks.Grant) error {
+	value, ok := l.end()
+	if !ok {
+		return fmt.Errorf("unlock %s: %w", l.key, ErrNotHeld)
+	}
+	deleted, notOurs := 0, 0
+	for _, n := range l.onEach(releaseScript, []string{l.key}, value) {
+		switch n {
+		case 1:
+			deleted++
+		case 0:
+			notOurs++
+		}
+	}
+	switch {
+	case deleted >= l.quorum():
+		return nil
+	case notOurs >= l.quorum():
+		return fmt.Errorf("unlock %s: %w on %d of %d instances", l.key, ErrNotHeld, notOurs, len(l.clis))
+	}
+	return fmt.Errorf("unlock %s: %d of %d instances confirmed the delete", l.key, deleted, len(l.clis))
+}
+
+// Close stops the extender of a grant still held.
+func (l *Redlock) Close(context.Context) error {
+	l.end()
+	return nil
+}

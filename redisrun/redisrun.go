@@ -1,0 +1,293 @@
+// Package redisrun runs Redis lock strategies (package redislocks) on a
+// Redis deployment of real processes (package rediscluster), under the
+// faults that exist on Redis, into a history that package check judges as
+// it judges etcd's (issue #31). Clients take turns on one lock: acquire,
+// hold, release, as the runner's hold workload does for etcd. A fault is
+// timed against the clients' grants, as a targeted nemesis is: the
+// failover that loses a lock must come while it is held.
+//
+// What is etcd's in a history (revisions, lease IDs, key-deleted) is not
+// written: a grant's token is the strategy's counter, its key the Redis
+// key, and the checks that read what is absent say so in their notes.
+package redisrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockbench/lockbench/check"
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/rediscluster"
+	"github.com/lockbench/lockbench/redislocks"
+)
+
+// Strategies a Spec may name.
+const (
+	SetNX   = "redis-setnx"
+	Redlock = "redlock"
+)
+
+// RedlockInstances is how many independent primaries Redlock runs on, as
+// in the Redis documentation.
+const RedlockInstances = 5
+
+// Spec is one run.
+type Spec struct {
+	// Lock is SetNX or Redlock.
+	Lock string
+	// Fault is one of Faults' names ("none" for none).
+	Fault string
+	// Clients take turns on the lock (default 3).
+	Clients int
+	// Hold is how long each grant is held (default 5 s: longer than a
+	// failover, as a batch job's lock is).
+	Hold time.Duration
+	// Think is how long a client waits after its release before it asks
+	// again (default 100 ms), so that a release hands the lock to a
+	// waiter rather than back to its holder.
+	Think time.Duration
+	// TTL is the key's expiry (default redislocks.DefaultTTL).
+	TTL time.Duration
+	// Duration is how long clients keep asking (default 15 s); holds
+	// begun by then are finished.
+	Duration time.Duration
+	// Cluster shapes the deployment (the binaries, the data folder); its
+	// topology is the strategy's.
+	Cluster rediscluster.Options
+}
+
+// Result is a run's history and its check.
+type Result struct {
+	Events  []history.Event
+	Checked check.Checked
+}
+
+func (s *Spec) defaults() error {
+	if s.Clients == 0 {
+		s.Clients = 3
+	}
+	if s.Hold == 0 {
+		s.Hold = 5 * time.Second
+	}
+	if s.TTL == 0 {
+		s.TTL = redislocks.DefaultTTL
+	}
+	if s.Think == 0 {
+		s.Think = 100 * time.Millisecond
+	}
+	if s.Duration == 0 {
+		s.Duration = 15 * time.Second
+	}
+	if s.Fault == "" {
+		s.Fault = NoFault
+	}
+	f, ok := faults[s.Fault]
+	switch {
+	case s.Lock != SetNX && s.Lock != Redlock:
+		return fmt.Errorf("lock %q: want %s or %s", s.Lock, SetNX, Redlock)
+	case !ok:
+		return fmt.Errorf("fault %q: want one of %v", s.Fault, FaultNames())
+	case !slices.Contains(f.locks, s.Lock):
+		return fmt.Errorf("fault %q has no meaning for %s: it applies to %v", s.Fault, s.Lock, f.locks)
+	case s.Clients < 2 || s.Clients > 64:
+		return fmt.Errorf("clients %d: must be 2..64", s.Clients)
+	case s.Hold < 0 || s.Think < 0 || s.Duration <= 0:
+		return fmt.Errorf("hold %s, think %s, duration %s: want hold and think ≥ 0 and duration > 0", s.Hold, s.Think, s.Duration)
+	}
+	return nil
+}
+
+// Run starts the strategy's deployment, runs the clients and the fault,
+// closes everything and checks the history. Exclusion, fencing and the
+// rest are check's verdicts, untouched.
+func Run(ctx context.Context, spec Spec) (*Result, error) {
+	if err := spec.defaults(); err != nil {
+		return nil, err
+	}
+	quietOnce.Do(func() { redis.SetLogger(quiet{}) })
+	copts := spec.Cluster
+	if spec.Lock == Redlock {
+		copts.Instances = RedlockInstances
+	}
+	dep, err := rediscluster.Start(ctx, copts)
+	if err != nil {
+		return nil, fmt.Errorf("start redis: %w", err)
+	}
+	defer dep.Close()
+	rec := history.NewRecorder(0)
+	w := &world{spec: spec, dep: dep, rec: rec, grants: make(chan grantSeen, 64)}
+	if err := w.drive(ctx); err != nil {
+		return nil, err
+	}
+	events := rec.Events()
+	return &Result{Events: events, Checked: check.Check(events, check.Options{})}, nil
+}
+
+// quiet drops go-redis's log lines. Its logger is process-wide, and what
+// it prints during a run (dials refused by the primary a fault killed)
+// is the fault working, already in the history.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+var quietOnce sync.Once
+
+// grantSeen is a grant the nemesis may time a fault against.
+type grantSeen struct {
+	key   string
+	token int64
+	at    time.Time
+}
+
+// world is one run in flight.
+type world struct {
+	spec   Spec
+	dep    *rediscluster.Cluster
+	rec    *history.Recorder
+	grants chan grantSeen // clients → nemesis, dropped when it is full
+
+	mu       sync.Mutex
+	released chan struct{} // closed at the next release ok
+}
+
+// drive runs the clients and the nemesis until Duration, then waits for
+// every hold begun to end.
+func (w *world) drive(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	asking, stop := context.WithTimeout(ctx, w.spec.Duration)
+	defer stop()
+	var wg sync.WaitGroup
+	errs := make([]error, w.spec.Clients)
+	for id := range w.spec.Clients {
+		wg.Go(func() { errs[id] = w.client(asking, id) })
+	}
+	nerr := w.nemesis(asking)
+	wg.Wait()
+	return errors.Join(append(errs, nerr)...)
+}
+
+// record appends e; the recorder's limit is far above any Redis run.
+func (w *world) record(e history.Event) { _, _ = w.rec.Append(e) }
+
+// nextRelease is a channel closed at the next release that ends ok.
+func (w *world) nextRelease() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.released == nil {
+		w.released = make(chan struct{})
+	}
+	return w.released
+}
+
+func (w *world) releasedOK() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.released != nil {
+		close(w.released)
+		w.released = nil
+	}
+}
+
+// lockOptions are every client's Locker options.
+func (w *world) lockOptions() redislocks.Options {
+	return redislocks.Options{Name: "lock", TTL: w.spec.TTL}
+}
+
+// locker makes client id's Locker and what closes its connections.
+func (w *world) locker(id int) (locks.Locker, func(), error) {
+	opts := w.lockOptions()
+	if w.spec.Lock == Redlock {
+		var clis []*redis.Client
+		for _, a := range w.dep.Addrs() {
+			clis = append(clis, redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1, DialTimeout: 200 * time.Millisecond, ReadTimeout: 500 * time.Millisecond}))
+		}
+		closeAll := func() {
+			for _, c := range clis {
+				c.Close()
+			}
+		}
+		l, err := redislocks.NewRedlock(clis, opts)
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("client %d: %w", id, err)
+		}
+		return l, closeAll, nil
+	}
+	cli := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: rediscluster.MasterName, SentinelAddrs: w.dep.SentinelAddrs(),
+		MaxRetries: -1, DialTimeout: 200 * time.Millisecond, ReadTimeout: 500 * time.Millisecond})
+	l, err := redislocks.NewSetNX(cli, opts)
+	if err != nil {
+		cli.Close()
+		return nil, nil, fmt.Errorf("client %d: %w", id, err)
+	}
+	return l, func() { cli.Close() }, nil
+}
+
+// client takes turns on the lock until ctx ends: acquire, hold (ending
+// early if told the grant is lost), release.
+func (w *world) client(ctx context.Context, id int) error {
+	l, closeConns, err := w.locker(id)
+	if err != nil {
+		return err
+	}
+	defer closeConns()
+	defer l.Close(context.Background())
+	ev := func(ty history.Type, f string, token int64, key string, err error) {
+		e := history.Event{Process: id, Type: ty, F: f, Lock: "lock", Token: token, Key: key}
+		if err != nil {
+			e.Error = err.Error()
+		}
+		w.record(e)
+	}
+	for ctx.Err() == nil {
+		ev(history.Invoke, history.FAcquire, 0, "", nil)
+		g, err := l.Lock(ctx)
+		if err != nil {
+			ev(outcome(err, locks.ErrNotAcquired), history.FAcquire, 0, "", err)
+			continue
+		}
+		ev(history.OK, history.FAcquire, g.Token, g.Key, nil)
+		select {
+		case w.grants <- grantSeen{key: g.Key, token: g.Token, at: time.Now()}:
+		default:
+		}
+		t := time.NewTimer(w.spec.Hold)
+		select {
+		case <-t.C:
+		case <-g.Lost:
+			ev(history.OK, history.FLeaseLost, g.Token, "", nil)
+		}
+		t.Stop()
+		ev(history.Invoke, history.FRelease, 0, "", nil)
+		err = l.Unlock(context.Background(), g)
+		ev(outcome(err, redislocks.ErrNotHeld), history.FRelease, 0, "", err)
+		if err == nil {
+			w.releasedOK()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(w.spec.Think):
+		}
+	}
+	return nil
+}
+
+// outcome is ok for no error, fail for an error that is certain (it wraps
+// certain), info for any other.
+func outcome(err, certain error) history.Type {
+	switch {
+	case err == nil:
+		return history.OK
+	case errors.Is(err, certain):
+		return history.Fail
+	}
+	return history.Info
+}
