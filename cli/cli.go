@@ -49,6 +49,8 @@ Usage:
   lockbench regress --base REV [--reps N] [suite flags]  build REV, run its suite and this one's interleaved on this machine, compare
   lockbench cluster [--members 3] [--tls]                keep an embedded cluster up for experiments until Ctrl-C
   lockbench clean   --endpoints URLS [--yes]             list (--yes: delete) the keys a killed run left on an external cluster
+  lockbench redis   [--locks a,b] [--faults x,y] [--seeds N]
+                                                         Redis locks under failovers, beside etcd's lock under a leader kill
   lockbench list    [--json]                             list lock strategies and scenarios
   lockbench version                                      the lockbench build (also --version) and the schema of its files
 
@@ -77,6 +79,7 @@ var commands = map[string]command{
 	"regress": regressCommand,
 	"cluster": clusterCommand,
 	"clean":   cleanCommand,
+	"redis":   redisCommand,
 	"list":    listCmd,
 	"version": versionCommand,
 }

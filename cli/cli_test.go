@@ -48,6 +48,13 @@ func TestBadInput(t *testing.T) {
 		want []string // substrings of stderr
 	}{
 		{[]string{"list", "foo"}, []string{"list takes no arguments", `"foo"`}},
+		{[]string{"redis", "--out", out, "--locks", "zookeeper"}, []string{`--locks: unknown Redis strategy "zookeeper"`, "redis-setnx and redlock"}},
+		{[]string{"redis", "--out", out, "--faults", "meteor"}, []string{`--faults: unknown fault "meteor"`, "primary-crash-unreplicated"}},
+		{[]string{"redis", "--out", out, "--locks", "redlock", "--faults", "primary-crash"}, []string{"have no meaning for locks [redlock]", "redlock: [instance-crash instance-restart-empty none]"}},
+		{[]string{"redis", "--out", out, "--seeds", "0"}, []string{"--seeds 0: must be 1..1000"}},
+		{[]string{"redis", "--out", out, "--clients", "1"}, []string{"--clients 1: must be 2..64"}},
+		{[]string{"redis", "--out", out, "--etcd-lock", "nope"}, []string{"--etcd-lock:", `"nope"`, "or none"}},
+		{[]string{"redis", "--out", out, "--redis-bin", "/nonexistent/redis-server"}, []string{"--redis-bin /nonexistent/redis-server: not found", "make redis-deps"}},
 		{[]string{"run", "--out", out, "--scenario", writeScenario(t, "name: t9\nclients: 4\nduration: 2s\nworkload: {kind: hold}\nsteps:\n  - {at: 1s, fault: crash-client, target: \"client:9\"}\n")}, []string{".yaml:6", "client:9", "clients 0..3"}},
 		{[]string{"run", "--out", out, "--lock", "nope"}, []string{`unknown lock "nope"`, "mutex"}},
 		{[]string{"run", "--out", out, "--scenario", "nope"}, []string{`unknown scenario "nope"`, "contention"}},

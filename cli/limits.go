@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockbench/lockbench/cluster"
 	"github.com/lockbench/lockbench/harness"
+	"github.com/lockbench/lockbench/rediscluster"
 )
 
 // The CLI's side of a run's resource limits and clean-up: what the harness
@@ -51,7 +52,7 @@ func (e *env) raiseFDLimit(verbose bool) {
 // to start its cluster in it.
 const staleScratchAge = time.Minute
 
-// removeStale removes the etcd data folders of dead processes under parent
+// removeStale removes the etcd (and Redis) data folders of dead processes under parent
 // (os.TempDir when ""), telling report of each. cluster.Start does this
 // itself, but only in its DataParent, which for the CLI is a fresh scratch
 // folder: the folders a killed lockbench left are one level down, in its
@@ -76,7 +77,8 @@ func removeStale(parent string, report func(cluster.Stale)) {
 			continue
 		}
 		stale, _ := cluster.RemoveStale(dir)
-		for _, s := range stale {
+		redis, _ := rediscluster.RemoveStale(dir)
+		for _, s := range append(stale, redis...) {
 			report(s)
 		}
 		// Emptied (or left empty) by a dead process: os.Remove fails on a

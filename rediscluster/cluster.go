@@ -6,9 +6,10 @@
 // owned (package owned): Close, a second signal, or the death of
 // lockbench leaves none running, and its data folder goes with it.
 //
-// Each replica replicates through a relay of lockbench's
-// (replication.go), so that its link to the primary can be cut on its
-// own — the fault that makes a failover lose an acknowledged write.
+// The first primary is reached through a relay of lockbench's
+// (replication.go), which tells each replica's replication link apart, so
+// that the link can be cut on its own — the fault that makes a failover
+// lose an acknowledged write.
 // Nothing here imports etcd.
 package rediscluster
 
@@ -96,6 +97,14 @@ func (o *Options) defaults() error {
 	return nil
 }
 
+// RemoveStale removes the Redis data folders in parent (os.TempDir when
+// empty) whose owner is dead (see owned.RemoveStale): those of a
+// lockbench killed with SIGKILL, whose processes died with it
+// (owned.ProcAttr's death signal). Start calls it.
+func RemoveStale(parent string) ([]owned.Stale, error) {
+	return owned.RemoveStale(parent, DataPrefix, "Redis data folder")
+}
+
 // Cluster is a running deployment: nodes[0] is the first primary, the
 // others its replicas; which node leads after a failover only the
 // Sentinels know (Primary). With Options.Instances every node is a
@@ -106,8 +115,9 @@ type Cluster struct {
 	owner     *os.File
 	nodes     []*process
 	sentinels []*process
-	// links[i] is node i's replication relay (nil for node 0).
-	links []*relay
+	// front stands in front of node 0, at the address everyone uses for
+	// it (replication.go); nil for independent instances.
+	front *relay
 }
 
 // Start launches the primary, the replicas (each through its relay) and
@@ -118,7 +128,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
-	owned.RemoveStale(opts.DataParent, DataPrefix, "Redis data folder")
+	RemoveStale(opts.DataParent)
 	dir, err := os.MkdirTemp(opts.DataParent, DataPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("create data folder: %w", err)
@@ -160,19 +170,19 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 // port, replicating through its relay (unless !replicate: then each is a
 // primary of its own), and waits until each has synced.
 func (c *Cluster) startNodes(ctx context.Context, ports []int, replicate bool) error {
-	c.links = make([]*relay, len(ports))
+	if replicate {
+		r, err := startRelay(Addr(ports[0]))
+		if err != nil {
+			return fmt.Errorf("relay in front of the primary: %w", err)
+		}
+		c.front = r
+	}
 	for i, port := range ports {
 		p := &process{name: fmt.Sprintf("redis%d", i), port: port, bin: c.opts.RedisBin, dir: filepath.Join(c.dir, fmt.Sprintf("redis%d", i))}
 		args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", p.dir, "--save", "", "--appendonly", "no",
 			"--protected-mode", "no", "--daemonize", "no", "--logfile", filepath.Join(p.dir, "redis.log")}
 		if i > 0 && replicate {
-			r, err := startRelay(Addr(ports[0]))
-			if err != nil {
-				return fmt.Errorf("%s: replication relay: %w", p.name, err)
-			}
-			c.links[i] = r
-			host, rport, _ := net.SplitHostPort(r.addr())
-			args = append(args, "--replicaof", host, rport)
+			args = append(args, "--replicaof", "127.0.0.1", strconv.Itoa(c.front.port()))
 		}
 		p.args = args
 		c.nodes = append(c.nodes, p)
@@ -206,7 +216,7 @@ func (c *Cluster) startSentinels(ctx context.Context, ports []int) error {
 		text := fmt.Sprintf("port %d\nbind 127.0.0.1\nprotected-mode no\ndir %s\nlogfile %s\n"+
 			"sentinel monitor %s 127.0.0.1 %d %d\nsentinel down-after-milliseconds %s %d\nsentinel failover-timeout %s %d\nsentinel parallel-syncs %s 1\n",
 			port, p.dir, filepath.Join(p.dir, "sentinel.log"),
-			MasterName, c.nodes[0].port, quorum, MasterName, c.opts.DownAfter.Milliseconds(), MasterName, (10 * c.opts.DownAfter).Milliseconds(), MasterName)
+			MasterName, c.front.port(), quorum, MasterName, c.opts.DownAfter.Milliseconds(), MasterName, (10 * c.opts.DownAfter).Milliseconds(), MasterName)
 		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
 			return err
 		}
@@ -217,7 +227,7 @@ func (c *Cluster) startSentinels(ctx context.Context, ports []int) error {
 		}
 	}
 	for _, p := range c.sentinels {
-		if err := waitSentinelSees(ctx, p, c.nodes[0].port, len(c.nodes)-1); err != nil {
+		if err := waitSentinelSees(ctx, p, c.front.port(), len(c.nodes)-1); err != nil {
 			return err
 		}
 	}
@@ -228,11 +238,14 @@ func (c *Cluster) startSentinels(ctx context.Context, ports []int) error {
 func Addr(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
 
 // Addrs are the data nodes' addresses, node order (node 0 the first
-// primary).
+// primary, at its relay's address: the one the Sentinels name).
 func (c *Cluster) Addrs() []string {
 	out := make([]string, len(c.nodes))
 	for i, p := range c.nodes {
 		out[i] = Addr(p.port)
+	}
+	if c.front != nil {
+		out[0] = c.front.addr()
 	}
 	return out
 }
@@ -300,23 +313,24 @@ func (c *Cluster) Resume(i int) error {
 	return p.signal(false)
 }
 
-// CutReplication cuts replica i's link to the first primary (its relay
-// closes every connection and refuses new ones) until HealReplication:
-// writes the primary acknowledges meanwhile never reach that replica.
+// CutReplication cuts replica i's link to the first primary (the relay
+// in front of it closes the link and each new one) until
+// HealReplication: writes the primary acknowledges meanwhile never reach
+// that replica.
 func (c *Cluster) CutReplication(i int) error {
-	if _, err := c.node(i); err != nil || i == 0 || c.links[i] == nil {
+	if _, err := c.node(i); err != nil || i == 0 || c.front == nil {
 		return fmt.Errorf("cut replication of node %d: want a replica, 1..%d", i, len(c.nodes)-1)
 	}
-	c.links[i].cut(true)
+	c.front.cut(c.nodes[i].port, true)
 	return nil
 }
 
 // HealReplication ends CutReplication of replica i.
 func (c *Cluster) HealReplication(i int) error {
-	if _, err := c.node(i); err != nil || i == 0 || c.links[i] == nil {
+	if _, err := c.node(i); err != nil || i == 0 || c.front == nil {
 		return fmt.Errorf("heal replication of node %d: want a replica, 1..%d", i, len(c.nodes)-1)
 	}
-	c.links[i].cut(false)
+	c.front.cut(c.nodes[i].port, false)
 	return nil
 }
 
@@ -332,12 +346,10 @@ func (c *Cluster) Close() error {
 			errs = append(errs, err)
 		}
 	}
-	for _, r := range c.links {
-		if r != nil {
-			r.close()
-		}
+	if c.front != nil {
+		c.front.close()
+		c.front = nil
 	}
-	c.links = nil
 	if c.dir != "" {
 		if err := os.RemoveAll(c.dir); err != nil {
 			errs = append(errs, fmt.Errorf("remove data folder: %w", err))

@@ -3,6 +3,7 @@ package rediscluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -99,6 +100,41 @@ func TestFailoverLosesWhatTheReplicaNeverGot(t *testing.T) {
 		if p.running() {
 			t.Errorf("%s still running after Close", p.name)
 		}
+	}
+}
+
+// TestCutOutlastsTheSentinels: a Sentinel rewrites a replica that
+// replicates from an address other than the primary's it monitors
+// (+fix-slave-config) once failover-timeout (10 s here) has passed; the
+// cut must still hold then, and heal.
+func TestCutOutlastsTheSentinels(t *testing.T) {
+	c := start(t, Options{Replicas: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	time.Sleep(10*DefaultDownAfter + 2*time.Second)
+	primary := redis.NewClient(&redis.Options{Addr: c.Addrs()[0]})
+	defer primary.Close()
+	replica := redis.NewClient(&redis.Options{Addr: c.Addrs()[1]})
+	defer replica.Close()
+	if err := c.CutReplication(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := primary.Set(ctx, "while-cut", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if _, err := replica.Get(ctx, "while-cut").Result(); !errors.Is(err, redis.Nil) {
+		t.Errorf("the replica has a write made while its link was cut (%v)", err)
+	}
+	if err := c.HealReplication(1); err != nil {
+		t.Fatal(err)
+	}
+	err := until(ctx, "the healed replica has the write", func() (bool, string) {
+		v, err := replica.Get(ctx, "while-cut").Result()
+		return v == "1", fmt.Sprint(err)
+	})
+	if err != nil {
+		t.Error(err)
 	}
 }
 

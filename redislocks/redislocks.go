@@ -20,8 +20,8 @@ const (
 	// DefaultTTL is the key's expiry: redsync's default, 8 s.
 	DefaultTTL = 8 * time.Second
 	// DefaultRetryDelay is the mean wait between acquire attempts
-	// (jittered ± half).
-	DefaultRetryDelay = 25 * time.Millisecond
+	// (jittered ± half: 75–225 ms, about redsync's 50–250 ms).
+	DefaultRetryDelay = 150 * time.Millisecond
 	// DefaultRequestTimeout bounds each command.
 	DefaultRequestTimeout = time.Second
 )

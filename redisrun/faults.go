@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // Fault names.
@@ -36,19 +38,49 @@ const (
 	InstanceRestartEmpty = "instance-restart-empty"
 )
 
-// faultSpec is a fault: the strategies it has a meaning for and what the
-// nemesis does.
+// faultSpec is a fault: what the nemesis does, and what each strategy
+// it has a meaning for is expected to do under it (beyond
+// verdict.Baseline), as a scenario's expect block says for etcd.
 type faultSpec struct {
-	locks []string
-	run   func(ctx context.Context, w *world) error
+	// run waits for the fault's moment until asking ends, and acts
+	// within ctx (the run's).
+	run    func(ctx, asking context.Context, w *world) error
+	expect map[string]map[string]verdict.Verdict
 }
 
-var faults = map[string]faultSpec{
-	NoFault:                  {[]string{SetNX, Redlock}, func(context.Context, *world) error { return nil }},
-	PrimaryCrash:             {[]string{SetNX}, func(ctx context.Context, w *world) error { return w.crashPrimary(ctx, false) }},
-	PrimaryCrashUnreplicated: {[]string{SetNX}, func(ctx context.Context, w *world) error { return w.crashPrimary(ctx, true) }},
-	InstanceCrash:            {[]string{Redlock}, func(ctx context.Context, w *world) error { return w.crashInstances(ctx, false) }},
-	InstanceRestartEmpty:     {[]string{Redlock}, func(ctx context.Context, w *world) error { return w.crashInstances(ctx, true) }},
+var (
+	safe   = map[string]verdict.Verdict{verdict.Exclusion: verdict.Pass, verdict.Fencing: verdict.Pass}
+	faults = map[string]faultSpec{
+		NoFault: {func(context.Context, context.Context, *world) error { return nil },
+			map[string]map[string]verdict.Verdict{SetNX: safe, Redlock: safe}},
+		PrimaryCrash: {func(ctx, asking context.Context, w *world) error { return w.crashPrimary(ctx, asking, false) },
+			map[string]map[string]verdict.Verdict{SetNX: safe}},
+		// The double grant is a race (the new holder must be granted
+		// before the old one's next renewal, within TTL/3): counted, not
+		// asserted. The token given twice is certain.
+		PrimaryCrashUnreplicated: {func(ctx, asking context.Context, w *world) error { return w.crashPrimary(ctx, asking, true) },
+			map[string]map[string]verdict.Verdict{SetNX: {verdict.Exclusion: verdict.Any, verdict.Fencing: verdict.Fail}}},
+		InstanceCrash: {func(ctx, asking context.Context, w *world) error { return w.crashInstances(ctx, asking, false) },
+			map[string]map[string]verdict.Verdict{Redlock: safe}},
+		// Whether an empty restart lets a second client win a majority
+		// depends on how many instances the holder won: counted.
+		InstanceRestartEmpty: {func(ctx, asking context.Context, w *world) error { return w.crashInstances(ctx, asking, true) },
+			map[string]map[string]verdict.Verdict{Redlock: {verdict.Exclusion: verdict.Any, verdict.Fencing: verdict.Pass}}},
+	}
+)
+
+// Expect is what lock is expected to do under fault, check by check:
+// verdict.Baseline overlaid with the fault's expectations, without the
+// checks left unjudged ("any"); nil when the fault has no meaning for it.
+func Expect(lock, fault string) map[string]verdict.Verdict {
+	e, ok := faults[fault].expect[lock]
+	if !ok {
+		return nil
+	}
+	out := maps.Clone(verdict.Baseline)
+	maps.Copy(out, e)
+	maps.DeleteFunc(out, func(_ string, v verdict.Verdict) bool { return v == verdict.Any })
+	return out
 }
 
 // FaultNames lists the faults, sorted.
@@ -65,18 +97,18 @@ func FaultNames() []string {
 func FaultsFor(lock string) []string {
 	var out []string
 	for _, n := range FaultNames() {
-		if slices.Contains(faults[n].locks, lock) {
+		if _, ok := faults[n].expect[lock]; ok {
 			out = append(out, n)
 		}
 	}
 	return out
 }
 
-// nemesis runs the spec's fault; a run's end (ctx) before its moment
-// came is not an error.
-func (w *world) nemesis(ctx context.Context) error {
-	err := faults[w.spec.Fault].run(ctx, w)
-	if ctx.Err() != nil {
+// nemesis runs the spec's fault; the end of the asking (or of the run)
+// before its moment came is not an error.
+func (w *world) nemesis(ctx, asking context.Context) error {
+	err := faults[w.spec.Fault].run(ctx, asking, w)
+	if asking.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		return nil
 	}
 	return err
@@ -122,10 +154,10 @@ const settle = 500 * time.Millisecond
 // replicas have it, and waits for the Sentinels' failover. The old
 // primary stays down: started again empty it would be a primary of its
 // own until the Sentinels demote it, a second fault.
-func (w *world) crashPrimary(ctx context.Context, unreplicated bool) error {
+func (w *world) crashPrimary(ctx, asking context.Context, unreplicated bool) error {
 	select {
-	case <-ctx.Done():
-		return ctx.Err()
+	case <-asking.Done():
+		return asking.Err()
 	case <-time.After(settle):
 	}
 	old, err := w.dep.Primary(ctx)
@@ -133,44 +165,13 @@ func (w *world) crashPrimary(ctx context.Context, unreplicated bool) error {
 		return err
 	}
 	replicas := len(w.dep.Addrs()) - 1
-	since := time.Now()
 	if unreplicated {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-w.nextRelease():
-		}
-		err := w.fault("redis-cut-replication", "replicas", func() error {
-			for i := 1; i <= replicas; i++ {
-				if err := w.dep.CutReplication(i); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		since = time.Now()
+		err = w.cutBeforeAGrant(ctx, asking, replicas)
+	} else {
+		err = w.replicatedGrant(ctx, asking, old, replicas)
 	}
-	for {
-		g, err := w.nextGrant(ctx, since)
-		if err != nil {
-			return err
-		}
-		// A grant whose script ran before the cut took effect may have
-		// reached a replica: wait for one none has.
-		if !unreplicated || !w.anyReplicaHas(ctx, g) {
-			break
-		}
-	}
-	if !unreplicated {
-		cli := redis.NewClient(&redis.Options{Addr: old})
-		n, err := cli.Wait(ctx, replicas, 2*time.Second).Result()
-		cli.Close()
-		if err != nil || int(n) < replicas {
-			return fmt.Errorf("WAIT before the crash: %d of %d replicas (%v)", n, replicas, err)
-		}
+	if err != nil {
+		return err
 	}
 	return w.fault("redis-crash-primary", "member:0", func() error {
 		if err := w.dep.Crash(0); err != nil {
@@ -182,6 +183,62 @@ func (w *world) crashPrimary(ctx context.Context, unreplicated bool) error {
 		_, err := w.dep.WaitFailover(ctx, old)
 		return err
 	})
+}
+
+// replicatedGrant waits for a grant and for WAIT to confirm that every
+// replica has it.
+func (w *world) replicatedGrant(ctx, asking context.Context, primary string, replicas int) error {
+	if _, err := w.nextGrant(asking, time.Now()); err != nil {
+		return err
+	}
+	cli := redis.NewClient(&redis.Options{Addr: primary})
+	defer cli.Close()
+	n, err := cli.Wait(ctx, replicas, 2*time.Second).Result()
+	if err != nil || int(n) < replicas {
+		return fmt.Errorf("WAIT before the crash: %d of %d replicas (%v)", n, replicas, err)
+	}
+	return nil
+}
+
+// cutBeforeAGrant cuts every replica's link at a release (whose delete
+// the replicas then have, so that they hold no stale key), and returns
+// after the next grant if no replica has it. A waiter may win the lock
+// before the cut takes effect (it asks every 25 ms): then the links are
+// healed and it tries again at the next release.
+func (w *world) cutBeforeAGrant(ctx, asking context.Context, replicas int) error {
+	links := func(name string, do func(int) error) error {
+		return w.fault(name, "replicas", func() error {
+			for i := 1; i <= replicas; i++ {
+				if err := do(i); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	for {
+		select {
+		case <-asking.Done():
+			return asking.Err()
+		case <-w.nextRelease():
+		}
+		// From the release on: a grant made before the cut took effect
+		// must be seen, and found on a replica.
+		since := time.Now()
+		if err := links("redis-cut-replication", w.dep.CutReplication); err != nil {
+			return err
+		}
+		g, err := w.nextGrant(asking, since)
+		if err != nil {
+			return err
+		}
+		if !w.anyReplicaHas(ctx, g) {
+			return nil
+		}
+		if err := links("redis-heal-replication", w.dep.HealReplication); err != nil {
+			return err
+		}
+	}
 }
 
 // anyReplicaHas reports whether a replica's token counter has reached
@@ -201,10 +258,10 @@ func (w *world) anyReplicaHas(ctx context.Context, g grantSeen) bool {
 // crashInstances kills a Redlock instance holding the key of a grant
 // made after the last fault; restart: starts it again at once, empty,
 // and does so after every grant; otherwise once, for good.
-func (w *world) crashInstances(ctx context.Context, restart bool) error {
+func (w *world) crashInstances(ctx, asking context.Context, restart bool) error {
 	since := time.Now().Add(settle)
 	for {
-		g, err := w.nextGrant(ctx, since)
+		g, err := w.nextGrant(asking, since)
 		if err != nil {
 			return err
 		}

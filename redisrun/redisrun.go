@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -38,6 +39,19 @@ const (
 // in the Redis documentation.
 const RedlockInstances = 5
 
+// Defaults of Spec: a batch job's lock, held 10 s under a 30 s key. The
+// hold is longer than a Sentinel failover (2–6 s here), so that the
+// holder is still at work when a promoted replica that never had its key
+// grants it again, and the key's first renewal (TTL/3) comes after the
+// hold: the double grant is then the rule, not a race with the holder's
+// renewal (docs/redis.md). The duration gives the unreplicated failover
+// two releases at which to cut the replicas' links.
+const (
+	DefaultHold     = 10 * time.Second
+	DefaultTTL      = 30 * time.Second
+	DefaultDuration = 25 * time.Second
+)
+
 // Spec is one run.
 type Spec struct {
 	// Lock is SetNX or Redlock.
@@ -46,17 +60,16 @@ type Spec struct {
 	Fault string
 	// Clients take turns on the lock (default 3).
 	Clients int
-	// Hold is how long each grant is held (default 5 s: longer than a
-	// failover, as a batch job's lock is).
+	// Hold is how long each grant is held (default DefaultHold).
 	Hold time.Duration
 	// Think is how long a client waits after its release before it asks
 	// again (default 100 ms), so that a release hands the lock to a
 	// waiter rather than back to its holder.
 	Think time.Duration
-	// TTL is the key's expiry (default redislocks.DefaultTTL).
+	// TTL is the key's expiry (default DefaultTTL).
 	TTL time.Duration
-	// Duration is how long clients keep asking (default 15 s); holds
-	// begun by then are finished.
+	// Duration is how long clients keep asking (default DefaultDuration);
+	// holds begun by then are finished.
 	Duration time.Duration
 	// Cluster shapes the deployment (the binaries, the data folder); its
 	// topology is the strategy's.
@@ -69,21 +82,24 @@ type Result struct {
 	Checked check.Checked
 }
 
+// Validate says what is wrong with a spec, before anything starts.
+func (s Spec) Validate() error { return s.defaults() }
+
 func (s *Spec) defaults() error {
 	if s.Clients == 0 {
 		s.Clients = 3
 	}
 	if s.Hold == 0 {
-		s.Hold = 5 * time.Second
+		s.Hold = DefaultHold
 	}
 	if s.TTL == 0 {
-		s.TTL = redislocks.DefaultTTL
+		s.TTL = DefaultTTL
 	}
 	if s.Think == 0 {
 		s.Think = 100 * time.Millisecond
 	}
 	if s.Duration == 0 {
-		s.Duration = 15 * time.Second
+		s.Duration = DefaultDuration
 	}
 	if s.Fault == "" {
 		s.Fault = NoFault
@@ -94,8 +110,8 @@ func (s *Spec) defaults() error {
 		return fmt.Errorf("lock %q: want %s or %s", s.Lock, SetNX, Redlock)
 	case !ok:
 		return fmt.Errorf("fault %q: want one of %v", s.Fault, FaultNames())
-	case !slices.Contains(f.locks, s.Lock):
-		return fmt.Errorf("fault %q has no meaning for %s: it applies to %v", s.Fault, s.Lock, f.locks)
+	case f.expect[s.Lock] == nil:
+		return fmt.Errorf("fault %q has no meaning for %s: it applies to %v", s.Fault, s.Lock, slices.Sorted(maps.Keys(f.expect)))
 	case s.Clients < 2 || s.Clients > 64:
 		return fmt.Errorf("clients %d: must be 2..64", s.Clients)
 	case s.Hold < 0 || s.Think < 0 || s.Duration <= 0:
@@ -122,7 +138,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	defer dep.Close()
 	rec := history.NewRecorder(0)
-	w := &world{spec: spec, dep: dep, rec: rec, grants: make(chan grantSeen, 64)}
+	w := &world{spec: spec, dep: dep, rec: rec, grants: make(chan grantSeen, 64), interrupted: ctx.Done()}
 	if err := w.drive(ctx); err != nil {
 		return nil, err
 	}
@@ -152,6 +168,9 @@ type world struct {
 	dep    *rediscluster.Cluster
 	rec    *history.Recorder
 	grants chan grantSeen // clients → nemesis, dropped when it is full
+	// interrupted closes when the run's caller gives up (a signal): holds
+	// end then, not at the end of the asking, which they outlive.
+	interrupted <-chan struct{}
 
 	mu       sync.Mutex
 	released chan struct{} // closed at the next release ok
@@ -169,7 +188,7 @@ func (w *world) drive(ctx context.Context) error {
 	for id := range w.spec.Clients {
 		wg.Go(func() { errs[id] = w.client(asking, id) })
 	}
-	nerr := w.nemesis(asking)
+	nerr := w.nemesis(ctx, asking)
 	wg.Wait()
 	return errors.Join(append(errs, nerr)...)
 }
@@ -262,6 +281,7 @@ func (w *world) client(ctx context.Context, id int) error {
 		t := time.NewTimer(w.spec.Hold)
 		select {
 		case <-t.C:
+		case <-w.interrupted:
 		case <-g.Lost:
 			ev(history.OK, history.FLeaseLost, g.Token, "", nil)
 		}

@@ -31,7 +31,7 @@ func TestBuiltinsParse(t *testing.T) {
 		}
 	}
 	ext := ExtendedNames()
-	if want := []string{"delay-peers", "drop-peers", "replace-member", "snapshot-catchup"}; !reflect.DeepEqual(ext, want) {
+	if want := []string{"delay-peers", "drop-peers", "leader-kill-long-hold", "replace-member", "snapshot-catchup"}; !reflect.DeepEqual(ext, want) {
 		t.Errorf("extended set = %v, want %v", ext, want)
 	}
 	for _, n := range ext {
