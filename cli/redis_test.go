@@ -13,22 +13,8 @@ import (
 
 	"github.com/lockbench/lockbench/cluster"
 	"github.com/lockbench/lockbench/harness"
+	"github.com/lockbench/lockbench/rediscluster/redistest"
 )
-
-// needRedisBin skips a test of `lockbench redis` under -short or without
-// Redis (LOCKBENCH_REQUIRE_REDIS set, as in CI: a missing Redis fails).
-func needRedisBin(t *testing.T) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("starts Redis processes")
-	}
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		if os.Getenv("LOCKBENCH_REQUIRE_REDIS") != "" {
-			t.Fatalf("redis-server not installed: %v", err)
-		}
-		t.Skip("redis-server not installed (make redis-deps)")
-	}
-}
 
 // redisChildren lists the Redis processes whose parent is ppid (Redis
 // rewrites its command line, so they are found by name and parent).
@@ -68,7 +54,7 @@ func alive(pids []int) []int {
 // checks its table, its folder and that no Redis process or folder is
 // left.
 func TestRedisStudyRuns(t *testing.T) {
-	needRedisBin(t)
+	redistest.Need(t)
 	tmp, out := t.TempDir(), t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	code, stdout, stderr := runCLI(t, "redis", "--faults", "none", "--seeds", "1", "--etcd-lock", "none",
@@ -103,7 +89,7 @@ func TestRedisStudyRuns(t *testing.T) {
 // nothing left; after SIGKILL its Redis processes die with it (their
 // death signal) and the next lockbench removes the data folder it left.
 func TestRedisStudySignals(t *testing.T) {
-	needRedisBin(t)
+	redistest.Need(t)
 	bin := buildLockbench(t)
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
 		t.Run(sig.String(), func(t *testing.T) {

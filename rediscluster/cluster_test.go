@@ -5,28 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockbench/lockbench/rediscluster/redistest"
 )
 
-// start starts a deployment for a test, or skips when Redis is not
-// installed (make redis-deps installs it; with LOCKBENCH_REQUIRE_REDIS set,
-// as CI does once it has, a missing Redis fails instead).
+// start starts a deployment for a test (redistest.Need: skipped without
+// Redis).
 func start(t *testing.T, opts Options) *Cluster {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts Redis processes")
-	}
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		if os.Getenv("LOCKBENCH_REQUIRE_REDIS") != "" {
-			t.Fatalf("redis-server not installed: %v", err)
-		}
-		t.Skip("redis-server not installed (Debian packages redis-server, redis-sentinel)")
-	}
+	redistest.Need(t)
 	opts.DataParent = t.TempDir()
 	c, err := Start(context.Background(), opts)
 	if err != nil {

@@ -7,12 +7,15 @@
 package redislocks
 
 import (
+	"context"
 	crand "crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Defaults of Options.
@@ -70,6 +73,17 @@ func (o Options) Key() string { return o.Prefix + "lockbench:lock:" + o.Name }
 // seen that grant.
 func (o Options) TokenKey() string { return o.Key() + ":token" }
 
+// QuietLogs drops go-redis's log lines. Its logger is process-wide, and
+// what it prints during a run (dials refused by a server a fault killed)
+// is the fault working, which the history already holds.
+func QuietLogs() { quietOnce.Do(func() { redis.SetLogger(quiet{}) }) }
+
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+var quietOnce sync.Once
+
 // holding is one grant's extender goroutine.
 type holding struct {
 	value string
@@ -123,6 +137,24 @@ func (g *grants) begin(value string, extend func(*holding)) *holding {
 		extend(h)
 	}()
 	return h
+}
+
+// renewEvery calls renew every period until the grant is released or
+// renew says it is lost; then it closes the grant's Lost.
+func (h *holding) renewEvery(period time.Duration, renew func() (lost bool)) {
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-tick.C:
+		}
+		if renew() {
+			close(h.lost)
+			return
+		}
+	}
 }
 
 // end stops the held grant's extender, if any, and returns its value.

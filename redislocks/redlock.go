@@ -75,12 +75,7 @@ func (l *Redlock) Lock(ctx context.Context) (*locks.Grant, error) {
 	for {
 		// Step 1: SET NX PX on every instance, timed from before the first.
 		start := time.Now()
-		granted := 0
-		for _, n := range l.onEach(setScript, []string{l.key}, value, l.opts.TTL.Milliseconds()) {
-			if n > 0 {
-				granted++
-			}
-		}
+		granted, _ := ones(l.onEach(setScript, []string{l.key}, value, l.opts.TTL.Milliseconds()))
 		// Step 2: held only with a majority and validity left.
 		validity := l.opts.TTL - time.Since(start) - l.drift()
 		if granted >= l.quorum() && validity > 0 {
@@ -107,33 +102,28 @@ func (l *Redlock) Lock(ctx context.Context) (*locks.Grant, error) {
 // when a majority answer that the key is not ours, or when no majority
 // confirmed a renewal within the validity of the last one confirmed.
 func (l *Redlock) extend(h *holding, lastSent time.Time) {
-	tick := time.NewTicker(l.opts.TTL / 3)
-	defer tick.Stop()
-	for {
-		select {
-		case <-h.stop:
-			return
-		case <-tick.C:
-		}
+	h.renewEvery(l.opts.TTL/3, func() (lost bool) {
 		sent := time.Now()
-		ok, notOurs := 0, 0
-		for _, n := range l.onEach(extendScript, []string{l.key}, h.value, l.opts.TTL.Milliseconds()) {
-			switch n {
-			case 1:
-				ok++
-			case 0:
-				notOurs++
-			}
-		}
-		validity := l.opts.TTL - time.Since(sent) - l.drift()
-		switch {
-		case ok >= l.quorum() && validity > 0:
+		ok, notOurs := ones(l.onEach(extendScript, []string{l.key}, h.value, l.opts.TTL.Milliseconds()))
+		if ok >= l.quorum() && l.opts.TTL-time.Since(sent)-l.drift() > 0 {
 			lastSent = sent
-		case notOurs >= l.quorum() || time.Since(lastSent) >= l.opts.TTL-l.drift():
-			close(h.lost)
-			return
+			return false
+		}
+		return notOurs >= l.quorum() || time.Since(lastSent) >= l.opts.TTL-l.drift()
+	})
+}
+
+// ones counts the instances that answered 1 and those that answered 0.
+func ones(answers []int64) (one, zero int) {
+	for _, n := range answers {
+		switch n {
+		case 1:
+			one++
+		case 0:
+			zero++
 		}
 	}
+	return one, zero
 }
 
 // Unlock deletes the key on every instance that still holds the grant's
@@ -144,15 +134,7 @@ func (l *Redlock) Unlock(_ context.Context, g *locks.Grant) error {
 	if !ok {
 		return fmt.Errorf("unlock %s: %w", l.key, ErrNotHeld)
 	}
-	deleted, notOurs := 0, 0
-	for _, n := range l.onEach(releaseScript, []string{l.key}, value) {
-		switch n {
-		case 1:
-			deleted++
-		case 0:
-			notOurs++
-		}
-	}
+	deleted, notOurs := ones(l.onEach(releaseScript, []string{l.key}, value))
 	switch {
 	case deleted >= l.quorum():
 		return nil

@@ -129,26 +129,17 @@ func (l *SetNX) giveUp(value string, unsure bool, cause error) error {
 // An unanswered renewal is not retried sooner: a client cannot tell a
 // dead primary from a slow one, and the key lives its TTL either way.
 func (l *SetNX) extend(h *holding, lastSent time.Time) {
-	tick := time.NewTicker(l.opts.TTL / 3)
-	defer tick.Stop()
-	for {
-		select {
-		case <-h.stop:
-			return
-		case <-tick.C:
-		}
+	h.renewEvery(l.opts.TTL/3, func() (lost bool) {
 		sent := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), l.opts.RequestTimeout)
+		defer cancel()
 		n, err := extendScript.Run(ctx, l.cli, []string{l.key}, h.value, l.opts.TTL.Milliseconds()).Int64()
-		cancel()
-		switch {
-		case err == nil && n == 1:
+		if err == nil && n == 1 {
 			lastSent = sent
-		case err == nil || time.Since(lastSent) >= l.opts.TTL:
-			close(h.lost)
-			return
+			return false
 		}
-	}
+		return err == nil || time.Since(lastSent) >= l.opts.TTL
+	})
 }
 
 // Unlock deletes the key if it still holds the grant's value. ErrNotHeld

@@ -123,11 +123,11 @@ func (s *Spec) defaults() error {
 // Run starts the strategy's deployment, runs the clients and the fault,
 // closes everything and checks the history. Exclusion, fencing and the
 // rest are check's verdicts, untouched.
-func Run(ctx context.Context, spec Spec) (*Result, error) {
+func Run(ctx context.Context, spec Spec) (res *Result, err error) {
 	if err := spec.defaults(); err != nil {
 		return nil, err
 	}
-	quietOnce.Do(func() { redis.SetLogger(quiet{}) })
+	redislocks.QuietLogs()
 	copts := spec.Cluster
 	if spec.Lock == Redlock {
 		copts.Instances = RedlockInstances
@@ -136,7 +136,11 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start redis: %w", err)
 	}
-	defer dep.Close()
+	defer func() {
+		if cerr := dep.Close(); cerr != nil && err == nil {
+			res, err = nil, fmt.Errorf("close redis: %w", cerr)
+		}
+	}()
 	rec := history.NewRecorder(0)
 	w := &world{spec: spec, dep: dep, rec: rec, grants: make(chan grantSeen, 64), interrupted: ctx.Done()}
 	if err := w.drive(ctx); err != nil {
@@ -145,15 +149,6 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	events := rec.Events()
 	return &Result{Events: events, Checked: check.Check(events, check.Options{})}, nil
 }
-
-// quiet drops go-redis's log lines. Its logger is process-wide, and what
-// it prints during a run (dials refused by the primary a fault killed)
-// is the fault working, already in the history.
-type quiet struct{}
-
-func (quiet) Printf(context.Context, string, ...any) {}
-
-var quietOnce sync.Once
 
 // grantSeen is a grant the nemesis may time a fault against.
 type grantSeen struct {

@@ -3,7 +3,6 @@ package redisrun
 import (
 	"context"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,24 +10,9 @@ import (
 
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/rediscluster/redistest"
 	"github.com/lockbench/lockbench/verdict"
 )
-
-// needRedis skips a test that starts Redis processes under -short or
-// without Redis installed (with LOCKBENCH_REQUIRE_REDIS set, as CI does,
-// a missing Redis fails instead).
-func needRedis(t *testing.T) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("starts Redis processes")
-	}
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		if os.Getenv("LOCKBENCH_REQUIRE_REDIS") != "" {
-			t.Fatalf("redis-server not installed: %v", err)
-		}
-		t.Skip("redis-server not installed (Debian packages redis-server, redis-sentinel)")
-	}
-}
 
 // seeds is LOCKBENCH_REDIS_SEEDS, or 1.
 func seeds() int {
@@ -94,7 +78,7 @@ func faultsApplied(events []history.Event, name string) int {
 // twice. LOCKBENCH_REDIS_SEEDS=10 runs ten seeds of each and asserts at
 // least 8 exclusion failures of 10 for it (docs/redis.md).
 func TestRedisLocks(t *testing.T) {
-	needRedis(t)
+	redistest.Need(t)
 	short := 4 * time.Second
 	for _, tt := range []struct {
 		spec Spec
