@@ -100,6 +100,7 @@ func TestFailoverLosesWhatTheReplicaNeverGot(t *testing.T) {
 // (+fix-slave-config) once failover-timeout (10 s here) has passed; the
 // cut must still hold then, and heal.
 func TestCutOutlastsTheSentinels(t *testing.T) {
+	t.Parallel() // it sleeps through failover-timeout
 	c := start(t, Options{Replicas: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

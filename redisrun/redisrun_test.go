@@ -71,15 +71,29 @@ func faultsApplied(events []history.Event, name string) int {
 
 // TestRedisLocks runs each strategy under each fault that has a meaning
 // for it, on real Redis processes, and holds the checker's verdicts to
-// what the design of each lock predicts. The unreplicated failover's
-// double grant is a race (the second grant must come before the first
-// holder's next renewal notices, within TTL/3); its fencing failure is
-// not: the promoted replica's counter is behind, so a token is given
-// twice. LOCKBENCH_REDIS_SEEDS=10 runs ten seeds of each and asserts at
-// least 8 exclusion failures of 10 for it (docs/redis.md).
+// what the design of each lock predicts (Expect). The unreplicated
+// failover's double grant needs the failover to finish within the
+// holder's hold, so it is counted, not asserted; its fencing failure is
+// certain: the promoted replica's counter is behind, so a token is given
+// twice. LOCKBENCH_REDIS_SEEDS=10 runs ten seeds of each; the rate of
+// double grants at the defaults is lockbench redis's to measure
+// (docs/redis.md).
 func TestRedisLocks(t *testing.T) {
 	redistest.Need(t)
 	short := 4 * time.Second
+	// Holds of 4 s under a 15 s key (renewed after the hold, as at the
+	// defaults), so that each cell is over in about 15 s: the fault comes
+	// at the first grant after 4 s, and the unreplicated failover has two
+	// releases at which to cut the links.
+	fault := Spec{Hold: 4 * time.Second, TTL: 15 * time.Second, Duration: 6 * time.Second}
+	with := func(lock, f string, d time.Duration) Spec {
+		s := fault
+		s.Lock, s.Fault = lock, f
+		if d > 0 {
+			s.Duration = d
+		}
+		return s
+	}
 	for _, tt := range []struct {
 		spec Spec
 		// fault is the fault event that must have been applied.
@@ -87,10 +101,10 @@ func TestRedisLocks(t *testing.T) {
 	}{
 		{Spec{Lock: SetNX, Fault: NoFault, Duration: short, Hold: 50 * time.Millisecond}, ""},
 		{Spec{Lock: Redlock, Fault: NoFault, Duration: short, Hold: 50 * time.Millisecond}, ""},
-		{Spec{Lock: SetNX, Fault: PrimaryCrash, Duration: 12 * time.Second}, "redis-crash-primary"},
-		{Spec{Lock: SetNX, Fault: PrimaryCrashUnreplicated}, "redis-crash-primary"},
-		{Spec{Lock: Redlock, Fault: InstanceCrash, Duration: 12 * time.Second}, "redis-crash-instance"},
-		{Spec{Lock: Redlock, Fault: InstanceRestartEmpty, Duration: 12 * time.Second}, "redis-restart-empty"},
+		{with(SetNX, PrimaryCrash, 0), "redis-crash-primary"},
+		{with(SetNX, PrimaryCrashUnreplicated, 10*time.Second), "redis-crash-primary"},
+		{with(Redlock, InstanceCrash, 0), "redis-crash-instance"},
+		{with(Redlock, InstanceRestartEmpty, 0), "redis-restart-empty"},
 	} {
 		t.Run(tt.spec.Lock+"/"+tt.spec.Fault, func(t *testing.T) {
 			t.Parallel()
@@ -119,9 +133,6 @@ func TestRedisLocks(t *testing.T) {
 				}
 			}
 			t.Logf("exclusion failed in %d of %d seeds", exclusionFailed, n)
-			if tt.spec.Fault == PrimaryCrashUnreplicated && n >= 10 && exclusionFailed < n*8/10 {
-				t.Errorf("exclusion failed in %d of %d seeds, want ≥ 80%%", exclusionFailed, n)
-			}
 		})
 	}
 }
