@@ -63,7 +63,7 @@ func redisCommand(ctx context.Context, e *env, args []string) error {
 	fs.DurationVar(&o.duration, "duration", redisrun.DefaultDuration, "how long clients keep asking in each Redis run; holds begun by then are finished")
 	fs.StringVar(&o.redisBin, "redis-bin", "redis-server", "the redis-server program")
 	fs.StringVar(&o.sentinelBin, "sentinel-bin", "redis-sentinel", "the redis-sentinel program")
-	fs.StringVar(&o.out, "out", "results", "parent folder of the study's folder (redis-<time>)")
+	fs.StringVar(&o.out, "out", harness.DefaultOut, "parent folder: the study is written to OUT/redis-<time>/ (redis.json, a folder per Redis run, the etcd cell's run folders)")
 	fs.BoolVar(&o.asJSON, "json", false, "print the study's table as JSON (as redis.json holds it)")
 	o.cluster.register(fs)
 	if err := fs.parseFlagsOnly(args); err != nil {
@@ -198,6 +198,11 @@ func printStudy(w io.Writer, st *harness.Study) {
 			c.Failed[verdict.Exclusion], c.Seeds, c.Failed[verdict.Fencing], c.Seeds, orDash(strings.Join(other, ", ")), exp)
 	}
 	tw.Flush()
+	for _, c := range st.Cells {
+		if c.Example != "" {
+			fmt.Fprintf(w, "\nfirst double grant of %s under %s: %s\n", c.Lock, c.Fault, c.Example)
+		}
+	}
 	if st.Interrupted {
 		fmt.Fprintln(w, "(interrupted: the seeds that ran)")
 	}

@@ -2,12 +2,14 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/lockbench/lockbench/check"
@@ -67,6 +69,10 @@ type StudyCell struct {
 	AsExpected bool                       `json:"as_expected"`
 	// Runs are the run folders, relative to the study's.
 	Runs []string `json:"runs"`
+	// Example is the first seed's first exclusion violation, with the
+	// faults between the two holders' grants: the double grant and the
+	// failover that made it.
+	Example string `json:"example,omitempty"`
 }
 
 // Study is a finished Redis study.
@@ -194,6 +200,9 @@ func (st *Study) redisRun(ctx context.Context, spec RedisSpec, cell *StudyCell, 
 		return err
 	}
 	cell.record(rep, id)
+	if cell.Example == "" {
+		cell.Example = exclusionExample(id, rep, res.Events)
+	}
 	if spec.Progress != nil {
 		spec.Progress(fmt.Sprintf("redis %s under %s, seed %d: %s", cell.Lock, cell.Fault, seed, failedChecks(rep)))
 	}
@@ -212,6 +221,36 @@ func (c *StudyCell) record(rep check.Report, run string) {
 			c.AsExpected = false
 		}
 	}
+}
+
+// exclusionExample is run's first exclusion violation and the faults
+// that were in progress between the two holders' grants; "" for none.
+func exclusionExample(run string, rep check.Report, events []history.Event) string {
+	vs := rep.Checks[verdict.Exclusion].Violations
+	if len(vs) == 0 || len(vs[0].Holders) < 2 {
+		return ""
+	}
+	first, second := vs[0].Holders[0].From, vs[0].Holders[1].From
+	var between []string
+	began := map[string]int64{}
+	for _, e := range events {
+		if e.F != history.FFault {
+			continue
+		}
+		var f history.Fault
+		_ = json.Unmarshal(e.Value, &f) // written by redisrun: always a Fault
+		if e.Type == history.Invoke {
+			began[f.Fault] = e.Time
+			continue
+		}
+		if from := began[f.Fault]; from < second && e.Time > first {
+			between = append(between, fmt.Sprintf("%s %s–%s", f.Fault, time.Duration(from).Round(time.Millisecond), time.Duration(e.Time).Round(time.Millisecond)))
+		}
+	}
+	if len(between) == 0 {
+		between = []string{"none"}
+	}
+	return fmt.Sprintf("%s: %s; faults between the two grants: %s", run, vs[0].Message, strings.Join(between, ", "))
 }
 
 // etcdCell runs the etcd strategy under EtcdFailoverScenario for every
