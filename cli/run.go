@@ -289,13 +289,19 @@ func printRun(e *env, res *harness.Result, planned scenarios.Duration, benchOut 
 		}
 	}
 	if shown.EtcdSaturated() {
-		fmt.Fprintf(e.stdout, "etcd saturated: %s; the verdicts stand, the figures are an overloaded etcd's\n", res.Summary.EtcdOverload.Reason)
+		fmt.Fprintln(e.stdout, etcdSaturatedLine(res.Summary))
 	}
 	fmt.Fprintf(e.stdout, "run folder: %s\n", res.Dir)
 	if benchOut != "" {
 		return writeBenchFile(e, benchOut, []report.Summary{res.Summary})
 	}
 	return nil
+}
+
+// etcdSaturatedLine says a run's etcd was overloaded, and what that means
+// for its verdicts and figures.
+func etcdSaturatedLine(sum report.Summary) string {
+	return fmt.Sprintf("etcd saturated: %s; the verdicts stand, the figures are an overloaded etcd's", sum.EtcdOverload.Reason)
 }
 
 // printRunJSON is printRun for --json: the run's summary.json on stdout,
@@ -306,6 +312,9 @@ func printRunJSON(e *env, res *harness.Result, _ scenarios.Duration, benchOut st
 	}
 	if res.Summary.Saturated() {
 		fmt.Fprintf(e.stderr, "harness saturated: %s\n", res.Summary.Saturation.Reason)
+	}
+	if res.Summary.EtcdSaturated() {
+		fmt.Fprintln(e.stderr, etcdSaturatedLine(res.Summary))
 	}
 	fmt.Fprintf(e.stderr, "run folder: %s\n", res.Dir)
 	if benchOut != "" {

@@ -174,8 +174,6 @@ type world struct {
 // drive runs the clients and the nemesis until Duration, then waits for
 // every hold begun to end.
 func (w *world) drive(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	asking, stop := context.WithTimeout(ctx, w.spec.Duration)
 	defer stop()
 	var wg sync.WaitGroup
