@@ -50,7 +50,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"list", "foo"}, []string{"list takes no arguments", `"foo"`}},
 		{[]string{"redis", "--out", out, "--locks", "zookeeper"}, []string{`--locks: unknown Redis strategy "zookeeper"`, "redis-setnx and redlock"}},
 		{[]string{"redis", "--out", out, "--faults", "meteor"}, []string{`--faults: unknown fault "meteor"`, "primary-crash-unreplicated"}},
-		{[]string{"redis", "--out", out, "--locks", "redlock", "--faults", "primary-crash"}, []string{"have no meaning for locks [redlock]", "redlock: [instance-crash instance-restart-empty none]"}},
+		{[]string{"redis", "--out", out, "--locks", "redlock", "--faults", "primary-crash"}, []string{"have no meaning for locks [redlock]", "redlock: [bare-majority-restart instance-crash instance-restart-empty none]"}},
 		{[]string{"redis", "--out", out, "--seeds", "0"}, []string{"--seeds 0: must be 1..1000"}},
 		{[]string{"redis", "--out", out, "--clients", "1"}, []string{"--clients 1: must be 2..64"}},
 		{[]string{"redis", "--out", out, "--etcd-lock", "nope"}, []string{"--etcd-lock:", `"nope"`, "or none"}},

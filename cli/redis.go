@@ -31,6 +31,8 @@ const redisSynopsis = "redis [--locks redis-setnx,redlock] [--faults F,...] [--s
 	"  primary-crash-unreplicated  cut every replica's link at a release, SIGKILL the primary right after the next grant (redis-setnx)\n" +
 	"  instance-crash              SIGKILL one instance holding the lock, for good (redlock)\n" +
 	"  instance-restart-empty      SIGKILL an instance holding the lock and start it again at once with no data, after every grant (redlock)\n" +
+	"  bare-majority-restart       the critics' case: cut the clients from 2 instances at a release, so the next holder wins only 3;\n" +
+	"                              then restart one of its 3 empty and heal (redlock)\n" +
 	"Exit 1 when a cell differs from what the lock's design predicts (docs/redis.md).\n" +
 	"Needs the Debian packages redis-server and redis-sentinel (make redis-deps)."
 

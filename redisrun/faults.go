@@ -36,6 +36,13 @@ const (
 	// persistence), after every grant: the case Redlock's critics
 	// describe, without the delayed restart its description asks for.
 	InstanceRestartEmpty = "instance-restart-empty"
+	// BareMajorityRestart is the case Redlock's critics describe
+	// (Kleppmann, "How to do distributed locking"): at a release the
+	// clients' links to two of the five instances are cut, so the next
+	// holder wins only the other three; then one of those three is killed
+	// and started again with no data, and the links heal. A challenger
+	// then wins the restarted instance and the two the holder never had.
+	BareMajorityRestart = "bare-majority-restart"
 )
 
 // faultSpec is a fault: what the nemesis does, and what each strategy
@@ -66,6 +73,10 @@ var (
 		// depends on how many instances the holder won: counted.
 		InstanceRestartEmpty: {func(ctx, asking context.Context, w *world) error { return w.crashInstances(ctx, asking, true) },
 			map[string]map[string]verdict.Verdict{Redlock: {verdict.Exclusion: verdict.Any, verdict.Fencing: verdict.Pass}}},
+		// Without the delayed restart the Redlock description asks for, a
+		// second majority forms while the first holder holds.
+		BareMajorityRestart: {func(ctx, asking context.Context, w *world) error { return w.bareMajorityRestart(ctx, asking) },
+			map[string]map[string]verdict.Verdict{Redlock: {verdict.Exclusion: verdict.Fail, verdict.Fencing: verdict.Pass}}},
 	}
 )
 
@@ -265,10 +276,11 @@ func (w *world) crashInstances(ctx, asking context.Context, restart bool) error 
 		if err != nil {
 			return err
 		}
-		i, err := w.instanceHolding(ctx, g.key)
-		if err != nil {
-			return err
+		held := w.instancesHolding(ctx, g.key)
+		if len(held) == 0 {
+			return fmt.Errorf("no instance holds %s", g.key)
 		}
+		i := held[0]
 		target := "member:" + strconv.Itoa(i)
 		if !restart {
 			return w.fault("redis-crash-instance", target, func() error { return w.dep.Crash(i) })
@@ -286,15 +298,73 @@ func (w *world) crashInstances(ctx, asking context.Context, restart bool) error 
 	}
 }
 
-// instanceHolding is the first instance on which key exists.
-func (w *world) instanceHolding(ctx context.Context, key string) (int, error) {
+// bareMajorityRestart is BareMajorityRestart: cut the clients' links to
+// the last two instances at a release; once a grant was made after it,
+// on none of those two, restart one of the holder's instances empty and
+// heal the links. A grant that won the cut instances before the cut took
+// effect: heal, and try again at the next release.
+func (w *world) bareMajorityRestart(ctx, asking context.Context) error {
+	addrs := w.dep.Addrs()
+	cutOff := addrs[len(addrs)-2:]
+	partition := func(on bool) error {
+		name := "redis-heal-clients"
+		if on {
+			name = "redis-partition-clients"
+		}
+		target := fmt.Sprintf("clients:member:%d,member:%d", len(addrs)-2, len(addrs)-1)
+		return w.fault(name, target, func() error { w.links.set(on, cutOff...); return nil })
+	}
+	select {
+	case <-asking.Done():
+		return asking.Err()
+	case <-time.After(settle):
+	}
+	for {
+		select {
+		case <-asking.Done():
+			return asking.Err()
+		case <-w.nextRelease():
+		}
+		since := time.Now()
+		if err := partition(true); err != nil {
+			return err
+		}
+		g, err := w.nextGrant(asking, since)
+		if err != nil {
+			return err
+		}
+		held := w.instancesHolding(ctx, g.key)
+		if len(held) == w.quorum() && !slices.ContainsFunc(held, func(i int) bool { return i >= len(addrs)-2 }) {
+			i := held[0]
+			err := w.fault("redis-restart-empty", "member:"+strconv.Itoa(i), func() error {
+				if err := w.dep.Crash(i); err != nil {
+					return err
+				}
+				return w.dep.Restart(ctx, i)
+			})
+			if err != nil {
+				return err
+			}
+			return partition(false)
+		}
+		if err := partition(false); err != nil {
+			return err
+		}
+	}
+}
+
+func (w *world) quorum() int { return len(w.dep.Addrs())/2 + 1 }
+
+// instancesHolding are the instances on which key exists.
+func (w *world) instancesHolding(ctx context.Context, key string) []int {
+	var out []int
 	for i, a := range w.dep.Addrs() {
 		cli := redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1})
 		n, err := cli.Exists(ctx, key).Result()
 		cli.Close()
 		if err == nil && n == 1 {
-			return i, nil
+			out = append(out, i)
 		}
 	}
-	return 0, fmt.Errorf("no instance holds %s", key)
+	return out
 }

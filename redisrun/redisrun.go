@@ -142,7 +142,7 @@ func Run(ctx context.Context, spec Spec) (res *Result, err error) {
 		}
 	}()
 	rec := history.NewRecorder(0)
-	w := &world{spec: spec, dep: dep, rec: rec, grants: make(chan grantSeen, 64), interrupted: ctx.Done()}
+	w := &world{spec: spec, dep: dep, rec: rec, grants: make(chan grantSeen, 64), links: newLinks(), interrupted: ctx.Done()}
 	if err := w.drive(ctx); err != nil {
 		return nil, err
 	}
@@ -163,6 +163,7 @@ type world struct {
 	dep    *rediscluster.Cluster
 	rec    *history.Recorder
 	grants chan grantSeen // clients → nemesis, dropped when it is full
+	links  *links         // Redlock clients' connections to the instances
 	// interrupted closes when the run's caller gives up (a signal): holds
 	// end then, not at the end of the asking, which they outlive.
 	interrupted <-chan struct{}
@@ -219,7 +220,8 @@ func (w *world) locker(id int) (locks.Locker, func(), error) {
 	if w.spec.Lock == Redlock {
 		var clis []*redis.Client
 		for _, a := range w.dep.Addrs() {
-			clis = append(clis, redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1, DialTimeout: 200 * time.Millisecond, ReadTimeout: 500 * time.Millisecond}))
+			clis = append(clis, redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1, DialTimeout: 200 * time.Millisecond, ReadTimeout: 500 * time.Millisecond,
+				Dialer: w.links.dial}))
 		}
 		closeAll := func() {
 			for _, c := range clis {

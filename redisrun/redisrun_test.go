@@ -105,6 +105,7 @@ func TestRedisLocks(t *testing.T) {
 		{with(SetNX, PrimaryCrashUnreplicated, 10*time.Second), "redis-crash-primary"},
 		{with(Redlock, InstanceCrash, 0), "redis-crash-instance"},
 		{with(Redlock, InstanceRestartEmpty, 0), "redis-restart-empty"},
+		{with(Redlock, BareMajorityRestart, 10*time.Second), "redis-restart-empty"},
 	} {
 		t.Run(tt.spec.Lock+"/"+tt.spec.Fault, func(t *testing.T) {
 			t.Parallel()
@@ -145,7 +146,7 @@ func TestSpecRefused(t *testing.T) {
 		want string
 	}{
 		{Spec{Lock: "zookeeper"}, `lock "zookeeper": want redis-setnx or redlock`},
-		{Spec{Lock: SetNX, Fault: "meteor"}, `fault "meteor": want one of [instance-crash instance-restart-empty none primary-crash primary-crash-unreplicated]`},
+		{Spec{Lock: SetNX, Fault: "meteor"}, `fault "meteor": want one of [bare-majority-restart instance-crash instance-restart-empty none primary-crash primary-crash-unreplicated]`},
 		{Spec{Lock: SetNX, Fault: InstanceCrash}, `fault "instance-crash" has no meaning for redis-setnx: it applies to [redlock]`},
 		{Spec{Lock: Redlock, Fault: PrimaryCrashUnreplicated}, `fault "primary-crash-unreplicated" has no meaning for redlock: it applies to [redis-setnx]`},
 		{Spec{Lock: SetNX, Clients: 1}, "clients 1: must be 2..64"},
