@@ -50,8 +50,11 @@ type RedisSpec struct {
 	Run   redisrun.Spec
 	// Out is the parent of the study's folder.
 	Out string
-	// Progress, when set, hears one line per finished run.
+	// Progress, when set, hears one line per finished run, and each
+	// named fault not run for a lock it has no meaning for.
 	Progress func(line string)
+
+	skipped []string // filled by redisCells
 }
 
 // StudyCell is one strategy under one fault over every seed.
@@ -113,6 +116,7 @@ func (s *RedisSpec) redisCells() ([][2]string, error) {
 				return nil, fmt.Errorf("fault %q: want one of %v", f, redisrun.FaultNames())
 			}
 			if redisrun.Expect(l, f) == nil {
+				s.skipped = append(s.skipped, fmt.Sprintf("%s has no meaning for %s (it applies to %s): not run", f, l, strings.Join(redisrun.LocksFor(f), ", ")))
 				continue
 			}
 			rs := s.Run
@@ -148,6 +152,11 @@ func RunRedisStudy(ctx context.Context, spec RedisSpec) (*Study, error) {
 	if spec.EtcdLock != "" {
 		if sc, err = scenarios.Lookup(EtcdFailoverScenario); err != nil {
 			return nil, err
+		}
+	}
+	for _, line := range spec.skipped {
+		if spec.Progress != nil {
+			spec.Progress(line)
 		}
 	}
 	dir := filepath.Join(spec.Out, "redis-"+time.Now().UTC().Format("20060102T150405Z"))

@@ -104,6 +104,9 @@ func FaultNames() []string {
 	return names
 }
 
+// LocksFor lists the strategies a fault has a meaning for, sorted.
+func LocksFor(fault string) []string { return slices.Sorted(maps.Keys(faults[fault].expect)) }
+
 // FaultsFor lists the faults that have a meaning for a strategy.
 func FaultsFor(lock string) []string {
 	var out []string

@@ -15,8 +15,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"sync"
 	"time"
 
@@ -111,7 +109,7 @@ func (s *Spec) defaults() error {
 	case !ok:
 		return fmt.Errorf("fault %q: want one of %v", s.Fault, FaultNames())
 	case f.expect[s.Lock] == nil:
-		return fmt.Errorf("fault %q has no meaning for %s: it applies to %v", s.Fault, s.Lock, slices.Sorted(maps.Keys(f.expect)))
+		return fmt.Errorf("fault %q has no meaning for %s: it applies to %v", s.Fault, s.Lock, LocksFor(s.Fault))
 	case s.Clients < 2 || s.Clients > 64:
 		return fmt.Errorf("clients %d: must be 2..64", s.Clients)
 	case s.Hold < 0 || s.Think < 0 || s.Duration <= 0:
