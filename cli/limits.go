@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockbench/lockbench/cluster"
 	"github.com/lockbench/lockbench/harness"
+	"github.com/lockbench/lockbench/owned"
 	"github.com/lockbench/lockbench/rediscluster"
 )
 
@@ -81,11 +82,18 @@ func removeStale(parent string, report func(cluster.Stale)) {
 		for _, s := range append(stale, redis...) {
 			report(s)
 		}
-		// Emptied (or left empty) by a dead process: os.Remove fails on a
-		// folder that still holds a live cluster's data.
+		// Emptied (or left empty) by a dead process of a lockbench that
+		// did not claim its scratch folders: os.Remove fails on a folder
+		// that holds anything, a live CLI's claim included.
 		if i > 0 && time.Since(info.ModTime()) > staleScratchAge {
 			os.Remove(dir)
 		}
+	}
+	// Scratch folders claimed by a CLI that died (SIGKILL), whatever is
+	// left in them.
+	dead, _ := owned.RemoveStale(parent, scratchPrefix, "scratch folder")
+	for _, s := range dead {
+		report(s)
 	}
 }
 

@@ -71,3 +71,31 @@ func TestRemoveStaleFindsKilledCLIsData(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoveStaleKeepsAnIdleLiveScratch: a live CLI's scratch folder,
+// empty for longer than staleScratchAge (lockbench redis makes the etcd
+// cell's long before that cell runs), is not another lockbench's to
+// remove; one claimed by a dead CLI is removed whatever it holds.
+func TestRemoveStaleKeepsAnIdleLiveScratch(t *testing.T) {
+	parent := t.TempDir()
+	var s scratch
+	live, err := s.make(parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.removeAll()
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(live, old, old)
+	dead, _ := os.MkdirTemp(parent, scratchPrefix)
+	os.WriteFile(filepath.Join(dead, cluster.PIDFile), []byte(strconv.Itoa(deadPID(t))+"\n"), 0o600)
+	os.WriteFile(filepath.Join(dead, "left-behind"), []byte("x"), 0o600)
+
+	removeStale(parent, func(cluster.Stale) {})
+
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("a live CLI's idle scratch folder was removed: %v", err)
+	}
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Errorf("a dead CLI's scratch folder is left (%v)", err)
+	}
+}

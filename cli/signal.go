@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/lockbench/lockbench/owned"
 )
 
 // scratch holds the folders the CLI made for etcd's data; the embedded
@@ -18,6 +20,10 @@ import (
 type scratch struct {
 	mu   sync.Mutex
 	dirs []string
+	// claims hold each folder's owner lock (owned.Claim) until it goes,
+	// so that another lockbench never takes a live CLI's folder, however
+	// long it stays empty, for a dead one's.
+	claims []*os.File
 }
 
 // scratchPrefix begins the name of every scratch folder.
@@ -30,9 +36,15 @@ func (s *scratch) make(parent string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("scratch folder for etcd's data: %w", err)
 	}
+	claim, err := owned.Claim(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("scratch folder for etcd's data: %w", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.dirs = append(s.dirs, dir)
+	s.claims = append(s.claims, claim)
 	return dir, nil
 }
 
@@ -44,7 +56,10 @@ func (s *scratch) removeAll() {
 	for _, d := range s.dirs {
 		os.RemoveAll(d)
 	}
-	s.dirs = nil
+	for _, c := range s.claims {
+		c.Close()
+	}
+	s.dirs, s.claims = nil, nil
 }
 
 // String lists the scratch folders, for messages.
