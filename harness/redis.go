@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -84,6 +85,9 @@ type Study struct {
 	Cells []StudyCell `json:"cells"`
 	// Interrupted: a signal stopped it; the cells hold the seeds that ran.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Error is the failure that ended it early (lockbench redis exits 3);
+	// the cells hold the seeds that ran before it.
+	Error string `json:"error,omitempty"`
 }
 
 // Validate checks everything that can be checked before a process
@@ -159,8 +163,28 @@ func RunRedisStudy(ctx context.Context, spec RedisSpec) (*Study, error) {
 			spec.Progress(line)
 		}
 	}
-	dir := filepath.Join(spec.Out, "redis-"+time.Now().UTC().Format("20060102T150405Z"))
-	st := &Study{Dir: dir}
+	st := &Study{Dir: filepath.Join(spec.Out, "redis-"+time.Now().UTC().Format("20060102T150405Z"))}
+	runErr := st.runCells(ctx, spec, cells, sc)
+	st.Interrupted = ctx.Err() != nil
+	if runErr != nil {
+		st.Error = runErr.Error()
+	}
+	// The table is written also when a run failed: the cells before it
+	// (their seeds' folders are written) are not lost with it.
+	if err := os.MkdirAll(st.Dir, 0o755); err != nil {
+		return nil, errors.Join(runErr, fmt.Errorf("study folder: %w", err))
+	}
+	if err := rundir.WriteJSON(filepath.Join(st.Dir, StudyFile), st); err != nil {
+		return nil, errors.Join(runErr, err)
+	}
+	if runErr != nil {
+		return nil, fmt.Errorf("%w (the cells before it are in %s)", runErr, filepath.Join(st.Dir, StudyFile))
+	}
+	return st, nil
+}
+
+// runCells runs the Redis cells seed by seed, then the etcd cell.
+func (st *Study) runCells(ctx context.Context, spec RedisSpec, cells [][2]string, sc scenarios.Scenario) error {
 	for _, c := range cells {
 		cell := StudyCell{Backend: "redis", Lock: c[0], Fault: c[1], Expect: redisrun.Expect(c[0], c[1]), Failed: map[string]int{}, AsExpected: true}
 		for seed := range spec.Seeds {
@@ -168,26 +192,18 @@ func RunRedisStudy(ctx context.Context, spec RedisSpec) (*Study, error) {
 				break
 			}
 			if err := st.redisRun(ctx, spec, &cell, seed); err != nil {
-				return nil, err
+				st.Cells = append(st.Cells, cell)
+				return err
 			}
 		}
 		st.Cells = append(st.Cells, cell)
 	}
-	if spec.EtcdLock != "" && ctx.Err() == nil {
-		cell, err := st.etcdCell(ctx, spec, sc)
-		if err != nil {
-			return nil, err
-		}
-		st.Cells = append(st.Cells, cell)
+	if spec.EtcdLock == "" || ctx.Err() != nil {
+		return nil
 	}
-	st.Interrupted = ctx.Err() != nil
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("study folder: %w", err)
-	}
-	if err := rundir.WriteJSON(filepath.Join(dir, StudyFile), st); err != nil {
-		return nil, err
-	}
-	return st, nil
+	cell, err := st.etcdCell(ctx, spec, sc)
+	st.Cells = append(st.Cells, cell)
+	return err
 }
 
 // redisRun runs one seed of a Redis cell and writes its folder.
