@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"github.com/lockbench/lockbench/hugepage"
 	"math"
 	"slices"
 	"strings"
@@ -61,7 +62,7 @@ type ivRec struct {
 func (p *prepared) intervals() [][]ivRec {
 	out := make([][]ivRec, len(p.locks))
 	for l := range out {
-		out[l] = make([]ivRec, 0, p.nGrant[l])
+		out[l] = hugepage.Make[ivRec](0, int(p.nGrant[l]))
 	}
 	open := make([]int32, len(p.slotProc)) // per slot: index+1 of its open interval
 	procOpen := make([][]int32, len(p.procs))
@@ -148,7 +149,7 @@ func (p *prepared) mergePossible(out [][]ivRec) [][]ivRec {
 		if !slices.IsSortedFunc(cs, byStart) { // only if times are equal across reordered lines
 			slices.SortStableFunc(cs, byStart)
 		}
-		merged := make([]ivRec, 0, len(cs)+len(ps))
+		merged := hugepage.Make[ivRec](0, len(cs)+len(ps))
 		for len(cs) > 0 && len(ps) > 0 {
 			if byStart(ps[0], cs[0]) < 0 {
 				merged, ps = append(merged, ps[0]), ps[1:]

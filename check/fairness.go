@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"github.com/lockbench/lockbench/hugepage"
 	"math"
 	"slices"
 
@@ -166,13 +167,13 @@ func newFairWalk(p *prepared, opts Options) *fairWalk {
 	// Under contention nearly every request spans enough grants to be
 	// weighed as a long wait: made at its size, not grown by appends
 	// (10M events: 1.1 s of copying).
-	w.longs = make([]longWait, 0, nAcq)
-	w.tree = make(fenwick, w.off[nl])
-	w.reqT, w.reqLine = make([]int64, w.off[nl]), make([]int32, w.off[nl])
+	w.longs = hugepage.Make[longWait](0, nAcq)
+	w.tree = fenwick(hugepage.Make[int32](w.off[nl], w.off[nl]))
+	w.reqT, w.reqLine = hugepage.Make[int64](w.off[nl], w.off[nl]), hugepage.Make[int32](w.off[nl], w.off[nl])
 	for l := range w.maxSeq {
 		w.maxSeq[l] = -1
 	}
-	w.waits = make([]int64, 0, nGrants)
+	w.waits = hugepage.Make[int64](0, nGrants)
 	w.slack = int64(opts.BypassSlack)
 	if w.slack <= 0 {
 		_, tail := p.releaseLatency()

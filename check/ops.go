@@ -3,6 +3,7 @@ package check
 import (
 	"cmp"
 	"encoding/json"
+	"github.com/lockbench/lockbench/hugepage"
 	"slices"
 
 	"github.com/lockbench/lockbench/history"
@@ -343,5 +344,5 @@ func sized[T any](n int) []T {
 	if n == 0 {
 		return nil
 	}
-	return make([]T, 0, n)
+	return hugepage.Make[T](0, n)
 }

@@ -2,6 +2,7 @@ package check
 
 import (
 	"cmp"
+	"github.com/lockbench/lockbench/hugepage"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -304,10 +305,10 @@ func prepare(events []history.Event) *prepared {
 	n := len(events)
 	p := &prepared{
 		ev:     events,
-		code:   make([]uint8, n),
-		slot:   make([]int32, n),
-		pair:   make([]int32, n),
-		ended:  make([]int32, n),
+		code:   hugepage.Make[uint8](n, n),
+		slot:   hugepage.Make[int32](n, n),
+		pair:   hugepage.Make[int32](n, n),
+		ended:  hugepage.Make[int32](n, n),
 		noLock: -1,
 	}
 	p.ord = timeOrder(events)
@@ -406,7 +407,7 @@ func timeOrder(events []history.Event) []int32 {
 		if events[i].Time >= events[i-1].Time {
 			continue
 		}
-		ord := make([]int32, len(events))
+		ord := hugepage.Make[int32](len(events), len(events))
 		for j := range ord {
 			ord[j] = int32(j)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/lockbench/lockbench/hugepage"
 	"io"
 	"runtime"
 	"sync"
@@ -178,8 +179,7 @@ func readAt(f io.ReaderAt, size int64, bs int) ([]Event, error) {
 			return nil, err
 		}
 	}
-	events := make([]Event, ix.lines)
-	adviseHugePages(events)
+	events := hugepage.Make[Event](ix.lines, ix.lines)
 	var (
 		next    atomic.Int64 // the next block to decode
 		stopAt  atomic.Int64 // blocks from this one on need no decoding
