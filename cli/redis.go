@@ -29,6 +29,7 @@ const redisSynopsis = "redis [--locks redis-setnx,redlock] [--faults F,...] [--s
 	"  none                        no fault (both locks)\n" +
 	"  primary-crash               SIGKILL the primary right after a grant its replicas have (WAIT); Sentinel promotes one (redis-setnx)\n" +
 	"  primary-crash-unreplicated  cut every replica's link at a release, SIGKILL the primary right after the next grant (redis-setnx)\n" +
+	"  primary-pause               SIGSTOP the primary right after a grant its replicas have, SIGCONT it after the failover (redis-setnx)\n" +
 	"  instance-crash              SIGKILL one instance holding the lock, for good (redlock)\n" +
 	"  instance-restart-empty      SIGKILL an instance holding the lock and start it again at once with no data, after every grant (redlock)\n" +
 	"  bare-majority-restart       the critics' case: cut the clients from 2 instances at a release, so the next holder wins only 3;\n" +

@@ -14,7 +14,18 @@ import (
 	"github.com/lockbench/lockbench/cluster"
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/rediscluster/redistest"
+	"github.com/lockbench/lockbench/redisrun"
 )
+
+// TestRedisHelpNamesEveryFault: the help's fault list is written by hand,
+// so a fault added to redisrun must be added to it.
+func TestRedisHelpNamesEveryFault(t *testing.T) {
+	for _, f := range redisrun.FaultNames() {
+		if !strings.Contains(redisSynopsis, "\n  "+f+" ") {
+			t.Errorf("lockbench redis --help does not describe fault %q", f)
+		}
+	}
+}
 
 // redisChildren lists the Redis processes whose parent is ppid (Redis
 // rewrites its command line, so they are found by name and parent).

@@ -28,6 +28,13 @@ const (
 	// replica has never heard of it (issue #31's "primary crash before
 	// replication").
 	PrimaryCrashUnreplicated = "primary-crash-unreplicated"
+	// PrimaryPause freezes the primary (SIGSTOP) right after a grant its
+	// replicas have (WAIT), until the Sentinels have promoted a replica,
+	// and then wakes it (SIGCONT): a primary that stopped answering
+	// without closing a connection (a long GC or VM pause), whose clients'
+	// commands wait in its sockets, and which is a primary of its own once
+	// more until the Sentinels demote it.
+	PrimaryPause = "primary-pause"
 	// InstanceCrash kills one Redlock instance that holds the current
 	// grant's key, for the rest of the run.
 	InstanceCrash = "instance-crash"
@@ -61,6 +68,8 @@ var (
 		NoFault: {func(context.Context, context.Context, *world) error { return nil },
 			map[string]map[string]verdict.Verdict{SetNX: safe, Redlock: safe}},
 		PrimaryCrash: {func(ctx, asking context.Context, w *world) error { return w.crashPrimary(ctx, asking, false) },
+			map[string]map[string]verdict.Verdict{SetNX: safe}},
+		PrimaryPause: {func(ctx, asking context.Context, w *world) error { return w.pausePrimary(ctx, asking) },
 			map[string]map[string]verdict.Verdict{SetNX: safe}},
 		// The double grant is a race (the new holder must be granted
 		// before the old one's next renewal, within TTL/3): counted, not
@@ -196,6 +205,31 @@ func (w *world) crashPrimary(ctx, asking context.Context, unreplicated bool) err
 		}
 		_, err := w.dep.WaitFailover(ctx, old)
 		return err
+	})
+}
+
+// pausePrimary freezes node 0 right after a grant every replica has,
+// waits for the Sentinels' failover and wakes it; the fault's span is the
+// pause.
+func (w *world) pausePrimary(ctx, asking context.Context) error {
+	select {
+	case <-asking.Done():
+		return asking.Err()
+	case <-time.After(settle):
+	}
+	old, err := w.dep.Primary(ctx)
+	if err != nil {
+		return err
+	}
+	if err := w.replicatedGrant(ctx, asking, old, len(w.dep.Addrs())-1); err != nil {
+		return err
+	}
+	return w.fault("redis-pause-primary", "member:0", func() error {
+		if err := w.dep.Pause(0); err != nil {
+			return err
+		}
+		_, err := w.dep.WaitFailover(ctx, old)
+		return errors.Join(err, w.dep.Resume(0))
 	})
 }
 

@@ -103,6 +103,7 @@ func TestRedisLocks(t *testing.T) {
 		{Spec{Lock: Redlock, Fault: NoFault, Duration: short, Hold: 50 * time.Millisecond}, ""},
 		{with(SetNX, PrimaryCrash, 0), "redis-crash-primary"},
 		{with(SetNX, PrimaryCrashUnreplicated, 10*time.Second), "redis-crash-primary"},
+		{with(SetNX, PrimaryPause, 10*time.Second), "redis-pause-primary"},
 		{with(Redlock, InstanceCrash, 0), "redis-crash-instance"},
 		{with(Redlock, InstanceRestartEmpty, 0), "redis-restart-empty"},
 		{with(Redlock, BareMajorityRestart, 10*time.Second), "redis-restart-empty"},
@@ -146,7 +147,7 @@ func TestSpecRefused(t *testing.T) {
 		want string
 	}{
 		{Spec{Lock: "zookeeper"}, `lock "zookeeper": want redis-setnx or redlock`},
-		{Spec{Lock: SetNX, Fault: "meteor"}, `fault "meteor": want one of [bare-majority-restart instance-crash instance-restart-empty none primary-crash primary-crash-unreplicated]`},
+		{Spec{Lock: SetNX, Fault: "meteor"}, `fault "meteor": want one of [bare-majority-restart instance-crash instance-restart-empty none primary-crash primary-crash-unreplicated primary-pause]`},
 		{Spec{Lock: SetNX, Fault: InstanceCrash}, `fault "instance-crash" has no meaning for redis-setnx: it applies to [redlock]`},
 		{Spec{Lock: Redlock, Fault: PrimaryCrashUnreplicated}, `fault "primary-crash-unreplicated" has no meaning for redlock: it applies to [redis-setnx]`},
 		{Spec{Lock: SetNX, Clients: 1}, "clients 1: must be 2..64"},
