@@ -50,7 +50,19 @@ const (
 	// and started again with no data, and the links heal. A challenger
 	// then wins the restarted instance and the two the holder never had.
 	BareMajorityRestart = "bare-majority-restart"
+	// PauseClient freezes the holder's process right after a grant (a GC
+	// or VM pause, etcd's pause-client) for 1.5 × the key's TTL: the key
+	// expires, a waiter is granted it, and the frozen holder wakes
+	// believing it holds: the pause of Kleppmann's "How to do distributed
+	// locking", which no lock prevents and only a fencing token makes
+	// harmless.
+	PauseClient = "pause-client"
 )
+
+// PauseClientTTL is the key's TTL under PauseClient when the spec sets
+// none, as a scenario's lease_ttl is for etcd: the pause outlasts it and
+// must end while the others still ask, within DefaultDuration.
+const PauseClientTTL = 5 * time.Second
 
 // faultSpec is a fault: what the nemesis does, and what each strategy
 // it has a meaning for is expected to do under it (beyond
@@ -64,6 +76,7 @@ type faultSpec struct {
 
 var (
 	safe   = map[string]verdict.Verdict{verdict.Exclusion: verdict.Pass, verdict.Fencing: verdict.Pass}
+	paused = map[string]verdict.Verdict{verdict.Exclusion: verdict.Fail, verdict.Fencing: verdict.Pass}
 	faults = map[string]faultSpec{
 		NoFault: {func(context.Context, context.Context, *world) error { return nil },
 			map[string]map[string]verdict.Verdict{SetNX: safe, Redlock: safe}},
@@ -86,6 +99,10 @@ var (
 		// second majority forms while the first holder holds.
 		BareMajorityRestart: {func(ctx, asking context.Context, w *world) error { return w.bareMajorityRestart(ctx, asking) },
 			map[string]map[string]verdict.Verdict{Redlock: {verdict.Exclusion: verdict.Fail, verdict.Fencing: verdict.Pass}}},
+		// The frozen holder holds on past its key, on either lock. The
+		// tokens still grow (no failover): they would fence it.
+		PauseClient: {func(ctx, asking context.Context, w *world) error { return w.pauseClient(ctx, asking) },
+			map[string]map[string]verdict.Verdict{SetNX: paused, Redlock: paused}},
 	}
 )
 
@@ -231,6 +248,30 @@ func (w *world) pausePrimary(ctx, asking context.Context) error {
 		_, err := w.dep.WaitFailover(ctx, old)
 		return errors.Join(err, w.dep.Resume(0))
 	})
+}
+
+// pauseClient freezes the holder of the first grant after settle for
+// 1.5 × TTL, recording the pause on its process as the etcd runner does;
+// the client is thawed on every path out.
+func (w *world) pauseClient(ctx, asking context.Context) error {
+	g, err := w.nextGrant(asking, time.Now().Add(settle))
+	if err != nil {
+		return err
+	}
+	f := w.frozen[g.client]
+	target := "client:" + strconv.Itoa(g.client)
+	v := history.FaultValue(history.Fault{Fault: PauseClient, Target: "holder", Resolved: target})
+	w.record(history.Event{Process: history.NemesisProcess, Type: history.Invoke, F: history.FFault, Value: v})
+	f.stop()
+	w.record(history.Event{Process: g.client, Type: history.OK, F: history.FPause, Lock: "lock"})
+	select {
+	case <-ctx.Done():
+	case <-time.After(w.spec.TTL * 3 / 2):
+	}
+	w.record(history.Event{Process: g.client, Type: history.OK, F: history.FResume, Lock: "lock"})
+	f.thaw()
+	w.record(history.Event{Process: history.NemesisProcess, Type: history.OK, F: history.FFault, Value: v})
+	return ctx.Err()
 }
 
 // replicatedGrant waits for a grant and for WAIT to confirm that every

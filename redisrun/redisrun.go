@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -92,6 +93,9 @@ func (s *Spec) defaults() error {
 	}
 	if s.TTL == 0 {
 		s.TTL = DefaultTTL
+		if s.Fault == PauseClient {
+			s.TTL = PauseClientTTL
+		}
 	}
 	if s.Think == 0 {
 		s.Think = 100 * time.Millisecond
@@ -114,6 +118,11 @@ func (s *Spec) defaults() error {
 		return fmt.Errorf("clients %d: must be 2..64", s.Clients)
 	case s.Hold < 0 || s.Think < 0 || s.Duration <= 0:
 		return fmt.Errorf("hold %s, think %s, duration %s: want hold and think ≥ 0 and duration > 0", s.Hold, s.Think, s.Duration)
+	case s.Fault == PauseClient && settle+s.Hold+s.Think+s.TTL+time.Second > s.Duration:
+		// The holder is frozen at a grant up to a hold after settle; its
+		// key must expire while the others still ask.
+		return fmt.Errorf("fault %s: the frozen holder's key (ttl %s) must expire while the others ask: want %s + hold %s + think %s + ttl + 1s ≤ duration %s",
+			PauseClient, s.TTL, settle, s.Hold, s.Think, s.Duration)
 	}
 	return nil
 }
@@ -141,6 +150,9 @@ func Run(ctx context.Context, spec Spec) (res *Result, err error) {
 	}()
 	rec := history.NewRecorder(0)
 	w := &world{spec: spec, dep: dep, rec: rec, grants: make(chan grantSeen, 64), links: newLinks(), interrupted: ctx.Done()}
+	for range spec.Clients {
+		w.frozen = append(w.frozen, &freeze{})
+	}
 	if err := w.drive(ctx); err != nil {
 		return nil, err
 	}
@@ -150,9 +162,10 @@ func Run(ctx context.Context, spec Spec) (res *Result, err error) {
 
 // grantSeen is a grant the nemesis may time a fault against.
 type grantSeen struct {
-	key   string
-	token int64
-	at    time.Time
+	client int
+	key    string
+	token  int64
+	at     time.Time
 }
 
 // world is one run in flight.
@@ -162,6 +175,7 @@ type world struct {
 	rec    *history.Recorder
 	grants chan grantSeen // clients → nemesis, dropped when it is full
 	links  *links         // Redlock clients' connections to the instances
+	frozen []*freeze      // per client: its process, which pause-client freezes
 	// interrupted closes when the run's caller gives up (a signal): holds
 	// end then, not at the end of the asking, which they outlive.
 	interrupted <-chan struct{}
@@ -219,7 +233,7 @@ func (w *world) locker(id int) (locks.Locker, func(), error) {
 		var clis []*redis.Client
 		for _, a := range w.dep.Addrs() {
 			clis = append(clis, redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1, DialTimeout: 200 * time.Millisecond, ReadTimeout: 500 * time.Millisecond,
-				Dialer: w.links.dial}))
+				Dialer: w.frozen[id].dial(w.links.dial)}))
 		}
 		closeAll := func() {
 			for _, c := range clis {
@@ -234,7 +248,8 @@ func (w *world) locker(id int) (locks.Locker, func(), error) {
 		return l, closeAll, nil
 	}
 	cli := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: rediscluster.MasterName, SentinelAddrs: w.dep.SentinelAddrs(),
-		MaxRetries: -1, DialTimeout: 200 * time.Millisecond, ReadTimeout: 500 * time.Millisecond})
+		MaxRetries: -1, DialTimeout: 200 * time.Millisecond, ReadTimeout: 500 * time.Millisecond,
+		Dialer: w.frozen[id].dial((&net.Dialer{Timeout: 200 * time.Millisecond}).DialContext)})
 	l, err := redislocks.NewSetNX(cli, opts)
 	if err != nil {
 		cli.Close()
@@ -268,17 +283,24 @@ func (w *world) client(ctx context.Context, id int) error {
 		}
 		ev(history.OK, history.FAcquire, g.Token, g.Key, nil)
 		select {
-		case w.grants <- grantSeen{key: g.Key, token: g.Token, at: time.Now()}:
+		case w.grants <- grantSeen{client: id, key: g.Key, token: g.Token, at: time.Now()}:
 		default:
 		}
 		t := time.NewTimer(w.spec.Hold)
+		lost := false
 		select {
 		case <-t.C:
 		case <-w.interrupted:
 		case <-g.Lost:
-			ev(history.OK, history.FLeaseLost, g.Token, "", nil)
+			lost = true
 		}
 		t.Stop()
+		// A frozen holder notices neither the end of its hold nor a loss
+		// until it is thawed.
+		w.frozen[id].wait()
+		if lost {
+			ev(history.OK, history.FLeaseLost, g.Token, "", nil)
+		}
 		ev(history.Invoke, history.FRelease, 0, "", nil)
 		err = l.Unlock(context.Background(), g)
 		ev(outcome(err, redislocks.ErrNotHeld), history.FRelease, 0, "", err)
