@@ -146,6 +146,9 @@ func (o *benchOptions) check() error {
 	if err != nil {
 		return err
 	}
+	if err := notRedis("locks", lockNames...); err != nil {
+		return err
+	}
 	kas, err := o.client.keepAlives(false)
 	if err != nil {
 		return err

@@ -55,6 +55,8 @@ func TestBadInput(t *testing.T) {
 		{[]string{"redis", "--out", out, "--clients", "1"}, []string{"--clients 1: must be 2..64"}},
 		{[]string{"redis", "--out", out, "--etcd-lock", "nope"}, []string{"--etcd-lock:", `"nope"`, "or none"}},
 		{[]string{"redis", "--out", out, "--faults", "pause-client", "--ttl", "30s"}, []string{"fault pause-client: the frozen holder's key (ttl 30s) must expire while the others ask", "≤ duration 25s"}},
+		{[]string{"run", "--out", out, "--lock", "redlock"}, []string{"--lock redlock: a Redis strategy", "lockbench redis --locks redlock", "queue"}},
+		{[]string{"suite", "--out", out, "--locks", "queue,redis-setnx"}, []string{"--locks redis-setnx: a Redis strategy"}},
 		{[]string{"redis", "--out", out, "--redis-bin", "/nonexistent/redis-server"}, []string{"--redis-bin /nonexistent/redis-server: not found", "make redis-deps"}},
 		{[]string{"run", "--out", out, "--scenario", writeScenario(t, "name: t9\nclients: 4\nduration: 2s\nworkload: {kind: hold}\nsteps:\n  - {at: 1s, fault: crash-client, target: \"client:9\"}\n")}, []string{".yaml:6", "client:9", "clients 0..3"}},
 		{[]string{"run", "--out", out, "--lock", "nope"}, []string{`unknown lock "nope"`, "mutex"}},

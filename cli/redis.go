@@ -143,6 +143,17 @@ func (o redisOptions) spec() (harness.RedisSpec, error) {
 	return spec, nil
 }
 
+// notRedis refuses a Redis strategy named to a command that drives etcd
+// locks, pointing at the one that runs it.
+func notRedis(flag string, names ...string) error {
+	for _, n := range names {
+		if n == redisrun.SetNX || n == redisrun.Redlock {
+			return badInputf("--%s %s: a Redis strategy, which lockbench redis runs (lockbench redis --locks %s); this command runs etcd locks: %s", flag, n, n, strings.Join(etcdlocks.Names(), ", "))
+		}
+	}
+	return nil
+}
+
 // runRedis runs the study and prints its table.
 func runRedis(ctx context.Context, e *env, o redisOptions, spec harness.RedisSpec) error {
 	removeStale("", staleTo(e.stderr))

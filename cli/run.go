@@ -75,6 +75,9 @@ func (o *runOptions) check() error {
 		return err
 	}
 	o.external = ext
+	if err := notRedis("lock", o.lock); err != nil {
+		return err
+	}
 	sc, err := o.scenarioSpec()
 	if err != nil {
 		return err
