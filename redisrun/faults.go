@@ -189,16 +189,24 @@ func (w *world) nextGrant(ctx context.Context, since time.Time) (grantSeen, erro
 // clients' first grants.
 const settle = 500 * time.Millisecond
 
+// settled waits out settle, or returns the asking's end.
+func settled(asking context.Context) error {
+	select {
+	case <-asking.Done():
+		return asking.Err()
+	case <-time.After(settle):
+		return nil
+	}
+}
+
 // crashPrimary kills node 0 right after a grant, with every replica's
 // link cut before that grant (unreplicated) or after WAIT confirmed the
 // replicas have it, and waits for the Sentinels' failover. The old
 // primary stays down: started again empty it would be a primary of its
 // own until the Sentinels demote it, a second fault.
 func (w *world) crashPrimary(ctx, asking context.Context, unreplicated bool) error {
-	select {
-	case <-asking.Done():
-		return asking.Err()
-	case <-time.After(settle):
+	if err := settled(asking); err != nil {
+		return err
 	}
 	old, err := w.dep.Primary(ctx)
 	if err != nil {
@@ -229,10 +237,8 @@ func (w *world) crashPrimary(ctx, asking context.Context, unreplicated bool) err
 // waits for the Sentinels' failover and wakes it; the fault's span is the
 // pause.
 func (w *world) pausePrimary(ctx, asking context.Context) error {
-	select {
-	case <-asking.Done():
-		return asking.Err()
-	case <-time.After(settle):
+	if err := settled(asking); err != nil {
+		return err
 	}
 	old, err := w.dep.Primary(ctx)
 	if err != nil {
@@ -392,10 +398,8 @@ func (w *world) bareMajorityRestart(ctx, asking context.Context) error {
 		target := fmt.Sprintf("clients:member:%d,member:%d", len(addrs)-2, len(addrs)-1)
 		return w.fault(name, target, func() error { w.links.set(on, cutOff...); return nil })
 	}
-	select {
-	case <-asking.Done():
-		return asking.Err()
-	case <-time.After(settle):
+	if err := settled(asking); err != nil {
+		return err
 	}
 	for {
 		select {
