@@ -22,7 +22,7 @@ const redisSynopsis = "redis [--locks redis-setnx,redlock] [--faults F,...] [--s
 	"Runs Redis locks on real redis-server and redis-sentinel processes (a primary,\n" +
 	"two replicas and three Sentinels for redis-setnx; five independent primaries\n" +
 	"for redlock) under the faults that exist on Redis, each cell --seeds times,\n" +
-	"then etcd's --etcd-lock under the same workload with its leader killed\n" +
+	"then etcd's --etcd-lock under the same default workload with its leader killed\n" +
 	"(scenario " + harness.EtcdFailoverScenario + "), and prints exclusion and fencing\n" +
 	"failures per cell. Every run's history.jsonl and check.json go to a folder\n" +
 	"under --out (lockbench check re-checks a history). Faults:\n" +
@@ -169,7 +169,7 @@ func runRedis(ctx context.Context, e *env, o redisOptions, spec harness.RedisSpe
 	}
 	spec.Progress = func(line string) { fmt.Fprintln(e.stderr, "lockbench redis: "+line) }
 	st, err := harness.RunRedisStudy(ctx, spec)
-	if err != nil {
+	if st == nil {
 		if ctx.Err() != nil {
 			return interrupted(err)
 		}
@@ -184,6 +184,10 @@ func runRedis(ctx context.Context, e *env, o redisOptions, spec harness.RedisSpe
 	}
 	fmt.Fprintf(e.stderr, "lockbench redis: histories and checks in %s\n", st.Dir)
 	switch {
+	case err != nil && ctx.Err() != nil:
+		return interrupted(err)
+	case err != nil:
+		return err
 	case st.Interrupted:
 		return errInterrupted
 	case slices.ContainsFunc(st.Cells, func(c harness.StudyCell) bool { return !c.AsExpected }):

@@ -1,12 +1,15 @@
 package harness
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/redisrun"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // TestExclusionExample: a cell's example names both holders and the
@@ -43,5 +46,52 @@ func TestExclusionExample(t *testing.T) {
 	}
 	if got := exclusionExample("x", check.Check(events[:4], check.Options{}).Report, events[:4]); got != "" {
 		t.Errorf("example of a passing history: %q", got)
+	}
+}
+
+// TestRedisCells: a fault with no meaning for a lock is skipped with one
+// line however often the spec is checked, pause-client is skipped when it
+// was not named and the workload given leaves it no room, and refused
+// when it was named.
+func TestRedisCells(t *testing.T) {
+	spec := RedisSpec{Locks: []string{redisrun.Redlock}, Faults: []string{redisrun.NoFault, redisrun.PrimaryCrash}, Seeds: 1}
+	if err := spec.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cells, err := spec.redisCells()
+	if err != nil || len(cells) != 1 || len(spec.skipped) != 1 {
+		t.Errorf("cells %v, skipped %q, %v: want one cell and one skipped line", cells, spec.skipped, err)
+	}
+	long := redisrun.Spec{TTL: 30 * time.Second}
+	spec = RedisSpec{Locks: []string{redisrun.SetNX}, Seeds: 1, Run: long}
+	cells, err = spec.redisCells()
+	if err != nil || slices.Contains(cells, [2]string{redisrun.SetNX, redisrun.PauseClient}) ||
+		len(spec.skipped) != 1 || !strings.Contains(spec.skipped[0], "pause-client on redis-setnx: not run: ") {
+		t.Errorf("cells %v, skipped %q, %v: want pause-client skipped, with why", cells, spec.skipped, err)
+	}
+	spec.Faults = []string{redisrun.PauseClient}
+	if _, err := spec.redisCells(); err == nil || !strings.Contains(err.Error(), "must expire while the others ask") {
+		t.Errorf("pause-client named with a 30 s key: %v, want it refused", err)
+	}
+}
+
+// TestStudyCellRecord: a cell is as expected only when every expected
+// check is in the report with the verdict expected.
+func TestStudyCellRecord(t *testing.T) {
+	want := map[string]verdict.Verdict{verdict.Exclusion: verdict.Fail, verdict.Fencing: verdict.Pass}
+	for _, tt := range []struct {
+		name   string
+		checks map[string]check.Result
+		as     bool
+	}{
+		{"as predicted", map[string]check.Result{verdict.Exclusion: {Verdict: verdict.Fail}, verdict.Fencing: {Verdict: verdict.Pass}}, true},
+		{"exclusion passed", map[string]check.Result{verdict.Exclusion: {Verdict: verdict.Pass}, verdict.Fencing: {Verdict: verdict.Pass}}, false},
+		{"fencing absent", map[string]check.Result{verdict.Exclusion: {Verdict: verdict.Fail}}, false},
+	} {
+		c := StudyCell{Expect: want, Failed: map[string]int{}, AsExpected: true}
+		c.record(check.Report{Checks: tt.checks}, "r")
+		if c.AsExpected != tt.as || c.Failed[verdict.Exclusion] != 1 && tt.checks[verdict.Exclusion].Verdict == verdict.Fail {
+			t.Errorf("%s: as expected %v, failed %v; want %v", tt.name, c.AsExpected, c.Failed, tt.as)
+		}
 	}
 }

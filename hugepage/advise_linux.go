@@ -31,6 +31,9 @@ func Make[T any](n, c int) []T {
 	base := unsafe.Pointer(unsafe.SliceData(s))
 	skip := (size - uintptr(base)%size) % size
 	m := (bytes - skip) &^ (size - 1)
+	if m < 8*size {
+		return s
+	}
 	_ = syscall.Madvise(unsafe.Slice((*byte)(unsafe.Add(base, skip)), m), syscall.MADV_HUGEPAGE)
 	return s
 }

@@ -120,8 +120,8 @@ type Cluster struct {
 	front *relay
 }
 
-// Start launches the primary, the replicas (each through its relay) and
-// the Sentinels, and returns once every replica has synced and every
+// Start launches the primary, the replicas (replicating through the
+// primary's relay) and the Sentinels, and returns once every replica has synced and every
 // Sentinel sees the primary. On any error everything started is stopped
 // and the data folder removed.
 func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
@@ -167,7 +167,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 }
 
 // startNodes starts the primary on ports[0] and a replica on each other
-// port, replicating through its relay (unless !replicate: then each is a
+// port, replicating through the primary's relay (unless !replicate: then each is a
 // primary of its own), and waits until each has synced.
 func (c *Cluster) startNodes(ctx context.Context, ports []int, replicate bool) error {
 	if replicate {

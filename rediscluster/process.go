@@ -34,6 +34,10 @@ type process struct {
 
 // start starts the process; its output goes to its folder's stdout.log.
 func (p *process) start() error {
+	if p.running() {
+		// Its cmd would be replaced, and Close would not kill it.
+		panic(fmt.Sprintf("start %s: already running", p.name))
+	}
 	if err := os.MkdirAll(p.dir, 0o700); err != nil {
 		return fmt.Errorf("%s: %w", p.name, err)
 	}

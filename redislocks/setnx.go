@@ -87,13 +87,15 @@ func (l *SetNX) Lock(ctx context.Context) (*locks.Grant, error) {
 	value := l.nextValue()
 	unsure := false
 	for {
-		// Step 1: SET NX PX and INCR the token, in one script.
+		// Step 1: SET NX PX and INCR the token, in one script. The key's
+		// TTL runs from no earlier than now, so the loss clock does too.
+		sent := time.Now()
 		rctx, cancel := context.WithTimeout(ctx, l.opts.RequestTimeout)
 		token, err := acquireScript.Run(rctx, l.cli, []string{l.key, l.fence}, value, l.opts.TTL.Milliseconds()).Int64()
 		cancel()
 		switch {
 		case err == nil && token > 0:
-			h := l.begin(value, func(h *holding) { l.extend(h, time.Now()) })
+			h := l.begin(value, func(h *holding) { l.extend(h, sent) })
 			return &locks.Grant{Key: l.key, Token: token, Lost: h.lost}, nil
 		case err != nil:
 			// The script may have run: until a release confirms it did

@@ -60,8 +60,8 @@ const (
 )
 
 // PauseClientTTL is the key's TTL under PauseClient when the spec sets
-// none, as a scenario's lease_ttl is for etcd: the pause outlasts it and
-// must end while the others still ask, within DefaultDuration.
+// none, as a scenario's lease_ttl is for etcd: the pause outlasts it, and
+// the key must expire while the others still ask, within DefaultDuration.
 const PauseClientTTL = 5 * time.Second
 
 // faultSpec is a fault: what the nemesis does, and what each strategy
@@ -99,8 +99,10 @@ var (
 		// second majority forms while the first holder holds.
 		BareMajorityRestart: {func(ctx, asking context.Context, w *world) error { return w.bareMajorityRestart(ctx, asking) },
 			map[string]map[string]verdict.Verdict{Redlock: {verdict.Exclusion: verdict.Fail, verdict.Fencing: verdict.Pass}}},
-		// The frozen holder holds on past its key, on either lock. The
-		// tokens still grow (no failover): they would fence it.
+		// The frozen holder holds on past its key, on either lock.
+		// redis-setnx's tokens still grow (no failover), and would fence
+		// it; Redlock's grants carry none, so its fencing has nothing to
+		// judge.
 		PauseClient: {func(ctx, asking context.Context, w *world) error { return w.pauseClient(ctx, asking) },
 			map[string]map[string]verdict.Verdict{SetNX: paused, Redlock: paused}},
 	}
@@ -228,7 +230,7 @@ func (w *world) crashPrimary(ctx, asking context.Context, unreplicated bool) err
 		for i := 1; i <= replicas && unreplicated; i++ {
 			_ = w.dep.HealReplication(i) // the links now lead to a dead node
 		}
-		_, err := w.dep.WaitFailover(ctx, old)
+		_, err := w.waitFailover(ctx, old)
 		return err
 	})
 }
@@ -251,7 +253,7 @@ func (w *world) pausePrimary(ctx, asking context.Context) error {
 		if err := w.dep.Pause(0); err != nil {
 			return err
 		}
-		_, err := w.dep.WaitFailover(ctx, old)
+		_, err := w.waitFailover(ctx, old)
 		return errors.Join(err, w.dep.Resume(0))
 	})
 }
@@ -280,6 +282,16 @@ func (w *world) pauseClient(ctx, asking context.Context) error {
 	return ctx.Err()
 }
 
+// failoverWait bounds the wait for the Sentinels' failover (2–6 s here):
+// one that never comes is an error, not a run that hangs.
+const failoverWait = 30 * time.Second
+
+func (w *world) waitFailover(ctx context.Context, old string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, failoverWait)
+	defer cancel()
+	return w.dep.WaitFailover(ctx, old)
+}
+
 // replicatedGrant waits for a grant and for WAIT to confirm that every
 // replica has it.
 func (w *world) replicatedGrant(ctx, asking context.Context, primary string, replicas int) error {
@@ -290,7 +302,10 @@ func (w *world) replicatedGrant(ctx, asking context.Context, primary string, rep
 	defer cli.Close()
 	n, err := cli.Wait(ctx, replicas, 2*time.Second).Result()
 	if err != nil || int(n) < replicas {
-		return fmt.Errorf("WAIT before the crash: %d of %d replicas (%v)", n, replicas, err)
+		if err == nil {
+			err = errors.New("too few")
+		}
+		return fmt.Errorf("WAIT for the grant's replication: %d of %d replicas: %w", n, replicas, err)
 	}
 	return nil
 }
@@ -319,7 +334,7 @@ func (w *world) cutBeforeAGrant(ctx, asking context.Context, replicas int) error
 		}
 		// From the release on: a grant made before the cut took effect
 		// must be seen, and found on a replica.
-		since := time.Now()
+		since := w.lastRelease()
 		if err := links("redis-cut-replication", w.dep.CutReplication); err != nil {
 			return err
 		}
@@ -407,7 +422,7 @@ func (w *world) bareMajorityRestart(ctx, asking context.Context) error {
 			return asking.Err()
 		case <-w.nextRelease():
 		}
-		since := time.Now()
+		since := w.lastRelease()
 		if err := partition(true); err != nil {
 			return err
 		}

@@ -41,8 +41,8 @@ const RedlockInstances = 5
 // Defaults of Spec: a batch job's lock, held 10 s under a 30 s key. The
 // hold is longer than a Sentinel failover (2–6 s here), so that the
 // holder is still at work when a promoted replica that never had its key
-// grants it again, and the key's first renewal (TTL/3) comes after the
-// hold: the double grant is then the rule, not a race with the holder's
+// grants it again, and the key's first renewal (TTL/3) comes no earlier
+// than the hold's end: the double grant is then the rule, not a race with the holder's
 // renewal (docs/redis.md). The duration gives the unreplicated failover
 // two releases at which to cut the replicas' links.
 const (
@@ -55,7 +55,7 @@ const (
 type Spec struct {
 	// Lock is SetNX or Redlock.
 	Lock string
-	// Fault is one of Faults' names ("none" for none).
+	// Fault is one of FaultNames ("none" for none).
 	Fault string
 	// Clients take turns on the lock (default 3).
 	Clients int
@@ -180,8 +180,9 @@ type world struct {
 	// end then, not at the end of the asking, which they outlive.
 	interrupted <-chan struct{}
 
-	mu       sync.Mutex
-	released chan struct{} // closed at the next release ok
+	mu         sync.Mutex
+	released   chan struct{} // closed at the next release ok
+	releasedAt time.Time     // when the last release ended ok
 }
 
 // drive runs the clients and the nemesis until Duration, then waits for
@@ -202,6 +203,14 @@ func (w *world) drive(ctx context.Context) error {
 // record appends e; the recorder's limit is far above any Redis run.
 func (w *world) record(e history.Event) { _, _ = w.rec.Append(e) }
 
+// lastRelease is when the last release ended ok: a grant made since then
+// may have come before the nemesis woke to the release.
+func (w *world) lastRelease() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.releasedAt
+}
+
 // nextRelease is a channel closed at the next release that ends ok.
 func (w *world) nextRelease() <-chan struct{} {
 	w.mu.Lock()
@@ -215,6 +224,7 @@ func (w *world) nextRelease() <-chan struct{} {
 func (w *world) releasedOK() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.releasedAt = time.Now()
 	if w.released != nil {
 		close(w.released)
 		w.released = nil
