@@ -34,7 +34,7 @@ const redisSynopsis = "redis [--locks redis-setnx,redlock] [--faults F,...] [--s
 	"  instance-restart-empty      SIGKILL an instance holding the lock and start it again at once with no data, after every grant (redlock)\n" +
 	"  bare-majority-restart       the critics' case: cut the clients from 2 instances at a release, so the next holder wins only 3;\n" +
 	"                              then restart one of its 3 empty and heal (redlock)\n" +
-	"  pause-client                freeze the holder's process (a GC pause) right after a grant for 1.5 × the key's TTL (both locks)\n" +
+	"  holder-pause                freeze the holder's process (a GC pause) right after a grant for 1.5 × the key's TTL (both locks)\n" +
 	"Exit 1 when a cell differs from what the lock's design predicts (docs/redis.md).\n" +
 	"Needs the Debian packages redis-server and redis-sentinel (make redis-deps)."
 
@@ -63,7 +63,7 @@ func redisCommand(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&o.etcdLock, "etcd-lock", "queue", "the etcd strategy run under "+harness.EtcdFailoverScenario+" beside them, or none")
 	fs.IntVar(&o.clients, "clients", 3, "clients taking turns on the lock (2..64)")
 	fs.DurationVar(&o.hold, "hold", redisrun.DefaultHold, "how long each grant is held (longer than a failover, as a batch job's lock)")
-	fs.DurationVar(&o.ttl, "ttl", 0, fmt.Sprintf("the Redis key's expiry, renewed every TTL/3 while held (default %s; %s under %s, which must outlast it within --duration)", redisrun.DefaultTTL, redisrun.PauseClientTTL, redisrun.PauseClient))
+	fs.DurationVar(&o.ttl, "ttl", 0, fmt.Sprintf("the Redis key's expiry, renewed every TTL/3 while held (default %s; %s under %s, which must outlast it within --duration)", redisrun.DefaultTTL, redisrun.PauseHolderTTL, redisrun.PauseHolder))
 	fs.DurationVar(&o.duration, "duration", redisrun.DefaultDuration, "how long clients keep asking in each Redis run; holds begun by then are finished")
 	fs.StringVar(&o.redisBin, "redis-bin", "redis-server", "the redis-server program")
 	fs.StringVar(&o.sentinelBin, "sentinel-bin", "redis-sentinel", "the redis-sentinel program")

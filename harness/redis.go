@@ -127,7 +127,7 @@ func (s *RedisSpec) redisCells() ([][2]string, error) {
 			rs := s.Run
 			rs.Lock, rs.Fault = l, f
 			if err := rs.Validate(); err != nil {
-				if len(s.Faults) == 0 && f == redisrun.PauseClient {
+				if len(s.Faults) == 0 && f == redisrun.PauseHolder {
 					// Not named: the workload given does not fit it.
 					s.skipped = append(s.skipped, fmt.Sprintf("%s on %s: not run: %v", f, l, err))
 					continue

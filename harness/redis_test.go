@@ -50,7 +50,7 @@ func TestExclusionExample(t *testing.T) {
 }
 
 // TestRedisCells: a fault with no meaning for a lock is skipped with one
-// line however often the spec is checked, pause-client is skipped when it
+// line however often the spec is checked, holder-pause is skipped when it
 // was not named and the workload given leaves it no room, and refused
 // when it was named.
 func TestRedisCells(t *testing.T) {
@@ -65,13 +65,13 @@ func TestRedisCells(t *testing.T) {
 	long := redisrun.Spec{TTL: 30 * time.Second}
 	spec = RedisSpec{Locks: []string{redisrun.SetNX}, Seeds: 1, Run: long}
 	cells, err = spec.redisCells()
-	if err != nil || slices.Contains(cells, [2]string{redisrun.SetNX, redisrun.PauseClient}) ||
-		len(spec.skipped) != 1 || !strings.Contains(spec.skipped[0], "pause-client on redis-setnx: not run: ") {
-		t.Errorf("cells %v, skipped %q, %v: want pause-client skipped, with why", cells, spec.skipped, err)
+	if err != nil || slices.Contains(cells, [2]string{redisrun.SetNX, redisrun.PauseHolder}) ||
+		len(spec.skipped) != 1 || !strings.Contains(spec.skipped[0], "holder-pause on redis-setnx: not run: ") {
+		t.Errorf("cells %v, skipped %q, %v: want holder-pause skipped, with why", cells, spec.skipped, err)
 	}
-	spec.Faults = []string{redisrun.PauseClient}
+	spec.Faults = []string{redisrun.PauseHolder}
 	if _, err := spec.redisCells(); err == nil || !strings.Contains(err.Error(), "must expire while the others ask") {
-		t.Errorf("pause-client named with a 30 s key: %v, want it refused", err)
+		t.Errorf("holder-pause named with a 30 s key: %v, want it refused", err)
 	}
 }
 

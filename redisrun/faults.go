@@ -50,19 +50,19 @@ const (
 	// and started again with no data, and the links heal. A challenger
 	// then wins the restarted instance and the two the holder never had.
 	BareMajorityRestart = "bare-majority-restart"
-	// PauseClient freezes the holder's process right after a grant (a GC
+	// PauseHolder freezes the holder's process right after a grant (a GC
 	// or VM pause, etcd's pause-client) for 1.5 × the key's TTL: the key
 	// expires, a waiter is granted it, and the frozen holder wakes
 	// believing it holds: the pause of Kleppmann's "How to do distributed
 	// locking", which no lock prevents and only a fencing token makes
 	// harmless.
-	PauseClient = "pause-client"
+	PauseHolder = "holder-pause"
 )
 
-// PauseClientTTL is the key's TTL under PauseClient when the spec sets
+// PauseHolderTTL is the key's TTL under PauseHolder when the spec sets
 // none, as a scenario's lease_ttl is for etcd: the pause outlasts it, and
 // the key must expire while the others still ask, within DefaultDuration.
-const PauseClientTTL = 5 * time.Second
+const PauseHolderTTL = 5 * time.Second
 
 // faultSpec is a fault: what the nemesis does, and what each strategy
 // it has a meaning for is expected to do under it (beyond
@@ -103,7 +103,7 @@ var (
 		// redis-setnx's tokens still grow (no failover), and would fence
 		// it; Redlock's grants carry none, so its fencing has nothing to
 		// judge.
-		PauseClient: {func(ctx, asking context.Context, w *world) error { return w.pauseClient(ctx, asking) },
+		PauseHolder: {func(ctx, asking context.Context, w *world) error { return w.pauseHolder(ctx, asking) },
 			map[string]map[string]verdict.Verdict{SetNX: paused, Redlock: paused}},
 	}
 )
@@ -258,17 +258,17 @@ func (w *world) pausePrimary(ctx, asking context.Context) error {
 	})
 }
 
-// pauseClient freezes the holder of the first grant after settle for
+// pauseHolder freezes the holder of the first grant after settle for
 // 1.5 × TTL, recording the pause on its process as the etcd runner does;
 // the client is thawed on every path out.
-func (w *world) pauseClient(ctx, asking context.Context) error {
+func (w *world) pauseHolder(ctx, asking context.Context) error {
 	g, err := w.nextGrant(asking, time.Now().Add(settle))
 	if err != nil {
 		return err
 	}
 	f := w.frozen[g.client]
 	target := "client:" + strconv.Itoa(g.client)
-	v := history.FaultValue(history.Fault{Fault: PauseClient, Target: "holder", Resolved: target})
+	v := history.FaultValue(history.Fault{Fault: "redis-pause-holder", Target: "holder", Resolved: target})
 	w.record(history.Event{Process: history.NemesisProcess, Type: history.Invoke, F: history.FFault, Value: v})
 	f.stop()
 	w.record(history.Event{Process: g.client, Type: history.OK, F: history.FPause, Lock: "lock"})

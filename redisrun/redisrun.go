@@ -93,8 +93,8 @@ func (s *Spec) defaults() error {
 	}
 	if s.TTL == 0 {
 		s.TTL = DefaultTTL
-		if s.Fault == PauseClient {
-			s.TTL = PauseClientTTL
+		if s.Fault == PauseHolder {
+			s.TTL = PauseHolderTTL
 		}
 	}
 	if s.Think == 0 {
@@ -118,11 +118,11 @@ func (s *Spec) defaults() error {
 		return fmt.Errorf("clients %d: must be 2..64", s.Clients)
 	case s.Hold < 0 || s.Think < 0 || s.Duration <= 0:
 		return fmt.Errorf("hold %s, think %s, duration %s: want hold and think ≥ 0 and duration > 0", s.Hold, s.Think, s.Duration)
-	case s.Fault == PauseClient && settle+s.Hold+s.Think+s.TTL+time.Second > s.Duration:
+	case s.Fault == PauseHolder && settle+s.Hold+s.Think+s.TTL+time.Second > s.Duration:
 		// The holder is frozen at a grant up to a hold after settle; its
 		// key must expire while the others still ask.
 		return fmt.Errorf("fault %s: the frozen holder's key (ttl %s) must expire while the others ask: want %s + hold %s + think %s + ttl + 1s ≤ duration %s",
-			PauseClient, s.TTL, settle, s.Hold, s.Think, s.Duration)
+			PauseHolder, s.TTL, settle, s.Hold, s.Think, s.Duration)
 	}
 	return nil
 }
@@ -175,7 +175,7 @@ type world struct {
 	rec    *history.Recorder
 	grants chan grantSeen // clients → nemesis, dropped when it is full
 	links  *links         // Redlock clients' connections to the instances
-	frozen []*freeze      // per client: its process, which pause-client freezes
+	frozen []*freeze      // per client: its process, which holder-pause freezes
 	// interrupted closes when the run's caller gives up (a signal): holds
 	// end then, not at the end of the asking, which they outlive.
 	interrupted <-chan struct{}

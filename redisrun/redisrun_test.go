@@ -109,8 +109,8 @@ func TestRedisLocks(t *testing.T) {
 		{with(Redlock, BareMajorityRestart, 10*time.Second), "redis-restart-empty"},
 		// The holder of the grant at ~4 s is frozen 3 s; its 2 s key
 		// expires while the others ask.
-		{Spec{Lock: SetNX, Fault: PauseClient, Hold: 4 * time.Second, TTL: 2 * time.Second, Duration: 8 * time.Second}, PauseClient},
-		{Spec{Lock: Redlock, Fault: PauseClient, Hold: 4 * time.Second, TTL: 2 * time.Second, Duration: 8 * time.Second}, PauseClient},
+		{Spec{Lock: SetNX, Fault: PauseHolder, Hold: 4 * time.Second, TTL: 2 * time.Second, Duration: 8 * time.Second}, "redis-pause-holder"},
+		{Spec{Lock: Redlock, Fault: PauseHolder, Hold: 4 * time.Second, TTL: 2 * time.Second, Duration: 8 * time.Second}, "redis-pause-holder"},
 	} {
 		t.Run(tt.spec.Lock+"/"+tt.spec.Fault, func(t *testing.T) {
 			t.Parallel()
@@ -151,12 +151,12 @@ func TestSpecRefused(t *testing.T) {
 		want string
 	}{
 		{Spec{Lock: "zookeeper"}, `lock "zookeeper": want redis-setnx or redlock`},
-		{Spec{Lock: SetNX, Fault: "meteor"}, `fault "meteor": want one of [bare-majority-restart instance-crash instance-restart-empty none pause-client primary-crash primary-crash-unreplicated primary-pause]`},
+		{Spec{Lock: SetNX, Fault: "meteor"}, `fault "meteor": want one of [bare-majority-restart holder-pause instance-crash instance-restart-empty none primary-crash primary-crash-unreplicated primary-pause]`},
 		{Spec{Lock: SetNX, Fault: InstanceCrash}, `fault "instance-crash" has no meaning for redis-setnx: it applies to [redlock]`},
 		{Spec{Lock: Redlock, Fault: PrimaryCrashUnreplicated}, `fault "primary-crash-unreplicated" has no meaning for redlock: it applies to [redis-setnx]`},
 		{Spec{Lock: SetNX, Clients: 1}, "clients 1: must be 2..64"},
 		{Spec{Lock: SetNX, Duration: -time.Second}, "duration -1s: want hold and think ≥ 0 and duration > 0"},
-		{Spec{Lock: Redlock, Fault: PauseClient, TTL: 30 * time.Second}, "fault pause-client: the frozen holder's key (ttl 30s) must expire while the others ask: want 500ms + hold 10s + think 100ms + ttl + 1s ≤ duration 25s"},
+		{Spec{Lock: Redlock, Fault: PauseHolder, TTL: 30 * time.Second}, "fault holder-pause: the frozen holder's key (ttl 30s) must expire while the others ask: want 500ms + hold 10s + think 100ms + ttl + 1s ≤ duration 25s"},
 	} {
 		if _, err := Run(context.Background(), tt.spec); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%+v: %v, want %q", tt.spec, err, tt.want)
