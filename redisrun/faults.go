@@ -159,7 +159,12 @@ func (w *world) nemesis(ctx, asking context.Context) error {
 // fault records name on target around do, as the etcd nemesis does: an
 // invoke, then ok, or fail with do's error.
 func (w *world) fault(name, target string, do func() error) error {
-	v := history.FaultValue(history.Fault{Fault: name, Target: target, Resolved: target})
+	return w.faultOn(history.Fault{Fault: name, Target: target, Resolved: target}, do)
+}
+
+// faultOn is fault with a target resolved apart (a role: "holder").
+func (w *world) faultOn(f history.Fault, do func() error) error {
+	v := history.FaultValue(f)
 	w.record(history.Event{Process: history.NemesisProcess, Type: history.Invoke, F: history.FFault, Value: v})
 	err := do()
 	e := history.Event{Process: history.NemesisProcess, Type: history.OK, F: history.FFault, Value: v}
@@ -168,7 +173,7 @@ func (w *world) fault(name, target string, do func() error) error {
 	}
 	w.record(e)
 	if err != nil {
-		return fmt.Errorf("%s on %s: %w", name, target, err)
+		return fmt.Errorf("%s on %s: %w", f.Fault, f.Resolved, err)
 	}
 	return nil
 }
@@ -267,19 +272,18 @@ func (w *world) pauseHolder(ctx, asking context.Context) error {
 		return err
 	}
 	f := w.frozen[g.client]
-	target := "client:" + strconv.Itoa(g.client)
-	v := history.FaultValue(history.Fault{Fault: "redis-pause-holder", Target: "holder", Resolved: target})
-	w.record(history.Event{Process: history.NemesisProcess, Type: history.Invoke, F: history.FFault, Value: v})
-	f.stop()
-	w.record(history.Event{Process: g.client, Type: history.OK, F: history.FPause, Lock: "lock"})
-	select {
-	case <-ctx.Done():
-	case <-time.After(w.spec.TTL * 3 / 2):
-	}
-	w.record(history.Event{Process: g.client, Type: history.OK, F: history.FResume, Lock: "lock"})
-	f.thaw()
-	w.record(history.Event{Process: history.NemesisProcess, Type: history.OK, F: history.FFault, Value: v})
-	return ctx.Err()
+	err = w.faultOn(history.Fault{Fault: "redis-pause-holder", Target: "holder", Resolved: "client:" + strconv.Itoa(g.client)}, func() error {
+		f.stop()
+		w.record(history.Event{Process: g.client, Type: history.OK, F: history.FPause, Lock: "lock"})
+		select {
+		case <-ctx.Done():
+		case <-time.After(w.spec.TTL * 3 / 2):
+		}
+		w.record(history.Event{Process: g.client, Type: history.OK, F: history.FResume, Lock: "lock"})
+		f.thaw()
+		return nil
+	})
+	return errors.Join(err, ctx.Err())
 }
 
 // failoverWait bounds the wait for the Sentinels' failover (2–6 s here):
@@ -339,8 +343,8 @@ func (w *world) cutBeforeAGrant(ctx, asking context.Context, replicas int) error
 			return err
 		}
 		g, err := w.nextGrant(asking, since)
-		if err != nil {
-			return err
+		if err != nil { // the asking ended: heal, for the history
+			return errors.Join(err, links("redis-heal-replication", w.dep.HealReplication))
 		}
 		if !w.anyReplicaHas(ctx, g) {
 			return nil
@@ -380,17 +384,10 @@ func (w *world) crashInstances(ctx, asking context.Context, restart bool) error 
 			return fmt.Errorf("no instance holds %s", g.key)
 		}
 		i := held[0]
-		target := "member:" + strconv.Itoa(i)
 		if !restart {
-			return w.fault("redis-crash-instance", target, func() error { return w.dep.Crash(i) })
+			return w.fault("redis-crash-instance", "member:"+strconv.Itoa(i), func() error { return w.dep.Crash(i) })
 		}
-		err = w.fault("redis-restart-empty", target, func() error {
-			if err := w.dep.Crash(i); err != nil {
-				return err
-			}
-			return w.dep.Restart(ctx, i)
-		})
-		if err != nil {
+		if err := w.restartEmpty(ctx, i); err != nil {
 			return err
 		}
 		since = time.Now()
@@ -427,19 +424,12 @@ func (w *world) bareMajorityRestart(ctx, asking context.Context) error {
 			return err
 		}
 		g, err := w.nextGrant(asking, since)
-		if err != nil {
-			return err
+		if err != nil { // the asking ended: heal, for the history
+			return errors.Join(err, partition(false))
 		}
 		held := w.instancesHolding(ctx, g.key)
 		if len(held) == w.quorum() && !slices.ContainsFunc(held, func(i int) bool { return i >= len(addrs)-2 }) {
-			i := held[0]
-			err := w.fault("redis-restart-empty", "member:"+strconv.Itoa(i), func() error {
-				if err := w.dep.Crash(i); err != nil {
-					return err
-				}
-				return w.dep.Restart(ctx, i)
-			})
-			if err != nil {
+			if err := w.restartEmpty(ctx, held[0]); err != nil {
 				return err
 			}
 			return partition(false)
@@ -448,6 +438,17 @@ func (w *world) bareMajorityRestart(ctx, asking context.Context) error {
 			return err
 		}
 	}
+}
+
+// restartEmpty kills instance i and starts it again at once with no
+// data.
+func (w *world) restartEmpty(ctx context.Context, i int) error {
+	return w.fault("redis-restart-empty", "member:"+strconv.Itoa(i), func() error {
+		if err := w.dep.Crash(i); err != nil {
+			return err
+		}
+		return w.dep.Restart(ctx, i)
+	})
 }
 
 func (w *world) quorum() int { return len(w.dep.Addrs())/2 + 1 }
