@@ -320,7 +320,11 @@ func (w *world) replicatedGrant(ctx, asking context.Context, primary string, rep
 // before the cut takes effect (it asks every 25 ms): then the links are
 // healed and it tries again at the next release.
 func (w *world) cutBeforeAGrant(ctx, asking context.Context, replicas int) error {
-	links := func(name string, do func(int) error) error {
+	replication := func(on bool) error {
+		name, do := "redis-heal-replication", w.dep.HealReplication
+		if on {
+			name, do = "redis-cut-replication", w.dep.CutReplication
+		}
 		return w.fault(name, "replicas", func() error {
 			for i := 1; i <= replicas; i++ {
 				if err := do(i); err != nil {
@@ -331,28 +335,38 @@ func (w *world) cutBeforeAGrant(ctx, asking context.Context, replicas int) error
 		})
 	}
 	for {
-		select {
-		case <-asking.Done():
-			return asking.Err()
-		case <-w.nextRelease():
-		}
-		// From the release on: a grant made before the cut took effect
-		// must be seen, and found on a replica.
-		since := w.lastRelease()
-		if err := links("redis-cut-replication", w.dep.CutReplication); err != nil {
+		g, err := w.grantAfterCut(asking, replication)
+		if err != nil {
 			return err
-		}
-		g, err := w.nextGrant(asking, since)
-		if err != nil { // the asking ended: heal, for the history
-			return errors.Join(err, links("redis-heal-replication", w.dep.HealReplication))
 		}
 		if !w.anyReplicaHas(ctx, g) {
 			return nil
 		}
-		if err := links("redis-heal-replication", w.dep.HealReplication); err != nil {
+		if err := replication(false); err != nil {
 			return err
 		}
 	}
+}
+
+// grantAfterCut waits for a release, cuts (cut(true)) and returns the
+// first grant made since that release: one made before the cut took
+// effect is among them, for the caller to tell apart. When the asking
+// ends first, the cut is healed (cut(false)), for the history.
+func (w *world) grantAfterCut(asking context.Context, cut func(on bool) error) (grantSeen, error) {
+	select {
+	case <-asking.Done():
+		return grantSeen{}, asking.Err()
+	case <-w.nextRelease():
+	}
+	since := w.lastRelease()
+	if err := cut(true); err != nil {
+		return grantSeen{}, err
+	}
+	g, err := w.nextGrant(asking, since)
+	if err != nil {
+		return grantSeen{}, errors.Join(err, cut(false))
+	}
+	return g, nil
 }
 
 // anyReplicaHas reports whether a replica's token counter has reached
@@ -414,18 +428,9 @@ func (w *world) bareMajorityRestart(ctx, asking context.Context) error {
 		return err
 	}
 	for {
-		select {
-		case <-asking.Done():
-			return asking.Err()
-		case <-w.nextRelease():
-		}
-		since := w.lastRelease()
-		if err := partition(true); err != nil {
+		g, err := w.grantAfterCut(asking, partition)
+		if err != nil {
 			return err
-		}
-		g, err := w.nextGrant(asking, since)
-		if err != nil { // the asking ended: heal, for the history
-			return errors.Join(err, partition(false))
 		}
 		held := w.instancesHolding(ctx, g.key)
 		if len(held) == w.quorum() && !slices.ContainsFunc(held, func(i int) bool { return i >= len(addrs)-2 }) {
