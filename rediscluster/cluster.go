@@ -121,9 +121,9 @@ type Cluster struct {
 }
 
 // Start launches the primary, the replicas (replicating through the
-// primary's relay) and the Sentinels, and returns once every replica has synced and every
-// Sentinel sees the primary. On any error everything started is stopped
-// and the data folder removed.
+// primary's relay) and the Sentinels, and returns once every replica has
+// synced and every Sentinel sees the primary. On any error everything
+// started is stopped and the data folder removed.
 func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
@@ -167,8 +167,8 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 }
 
 // startNodes starts the primary on ports[0] and a replica on each other
-// port, replicating through the primary's relay (unless !replicate: then each is a
-// primary of its own), and waits until each has synced.
+// port, replicating through the primary's relay (unless !replicate: then
+// each is a primary of its own), and waits until each has synced.
 func (c *Cluster) startNodes(ctx context.Context, ports []int, replicate bool) error {
 	if replicate {
 		r, err := startRelay(Addr(ports[0]))

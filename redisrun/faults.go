@@ -290,6 +290,7 @@ func (w *world) pauseHolder(ctx, asking context.Context) error {
 // one that never comes is an error, not a run that hangs.
 const failoverWait = 30 * time.Second
 
+// waitFailover waits, at most failoverWait, for a primary other than old.
 func (w *world) waitFailover(ctx context.Context, old string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, failoverWait)
 	defer cancel()
