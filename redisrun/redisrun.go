@@ -42,8 +42,8 @@ const RedlockInstances = 5
 // hold is longer than a Sentinel failover (2–6 s here), so that the
 // holder is still at work when a promoted replica that never had its key
 // grants it again, and the key's first renewal (TTL/3) comes no earlier
-// than the hold's end: the double grant is then the rule, not a race with the holder's
-// renewal (docs/redis.md). The duration gives the unreplicated failover
+// than the hold's end: the double grant is then the rule, not a race
+// with the holder's renewal (docs/redis.md). The duration gives the unreplicated failover
 // two releases at which to cut the replicas' links.
 const (
 	DefaultHold     = 10 * time.Second
