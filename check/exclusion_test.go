@@ -11,7 +11,7 @@ import (
 )
 
 // ev builds a history event tersely for literal histories.
-func ev(t int64, p int, typ history.Type, f string, token int64) history.Event {
+func ev(t int64, p int, typ history.Type, f history.Function, token int64) history.Event {
 	return history.Event{Time: t, Process: p, Type: typ, F: f, Lock: "l", Token: token}
 }
 

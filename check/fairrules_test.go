@@ -117,7 +117,7 @@ func TestFairnessLongWait(t *testing.T) {
 			at := msec(10) * j
 			evs = append(evs, ev(at, 0, inv, acq, 0), ev(at+1, 0, ok, acq, 10+j), ev(at+2, 0, inv, rel, 0), ev(at+3, 0, ok, rel, 0))
 		}
-		if outcome != "" {
+		if outcome != 0 {
 			evs = append(evs, ev(end, 1, outcome, acq, 9999))
 		}
 		return append(evs, more...)
@@ -145,7 +145,7 @@ func TestFairnessLongWait(t *testing.T) {
 		},
 		{
 			name:    "still waiting at the end",
-			events:  wait(149, 0, "", final(msec(1500), 0)),
+			events:  wait(149, 0, 0, final(msec(1500), 0)),
 			verdict: verdict.Fail,
 			want: []Violation{{Check: verdict.Fairness, Lock: "l",
 				Message: `lock "l": process 1 waited 1.5s, from 0s (line 1) to the end of the history, still waiting, while other processes were granted it 149 times; ` + bound,
@@ -168,7 +168,7 @@ func TestFairnessLongWait(t *testing.T) {
 		},
 		{
 			name:    "the bound grows with the time between grants",
-			events:  append(wait(0, 0, ""), longCycles(30, msec(40))...),
+			events:  append(wait(0, 0, 0), longCycles(30, msec(40))...),
 			verdict: verdict.Pass,
 			metrics: map[string]float64{"long_wait_bound_ms": 4000},
 		},

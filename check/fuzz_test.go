@@ -78,9 +78,9 @@ func FuzzCheck(f *testing.F) {
 }
 
 var (
-	fuzzTypes = []history.Type{history.Invoke, history.OK, history.Fail, history.Info, "", "bogus"}
-	fuzzFs    = []string{history.FAcquire, history.FRelease, history.FRead, history.FWrite, history.FCrash,
-		history.FPause, history.FResume, history.FLeaseLost, history.FWakeup, history.FFault, FRPCs, "", "cas"}
+	fuzzTypes = []history.Type{history.Invoke, history.OK, history.Fail, history.Info, 0, 99} // 0 and 99: no type
+	fuzzFs    = []history.Function{history.FAcquire, history.FRelease, history.FRead, history.FWrite, history.FCrash,
+		history.FPause, history.FResume, history.FLeaseLost, history.FWakeup, history.FFault, FRPCs, 0, 99}
 	fuzzLocks  = []string{"", "a", "b"}
 	fuzzValues = [][]byte{nil, []byte("0"), []byte("1"), []byte("2"), []byte("-5"), []byte(`"s"`), []byte(`{"fault":"kill"}`), []byte("1e300")}
 )

@@ -28,7 +28,7 @@ func genHistory(rng *rand.Rand, c genConfig) ([]history.Event, int) {
 	const lock = "bench"
 	evs := make([]history.Event, 0, c.grants*10+c.procs*4+8)
 	t := int64(0)
-	emit := func(p int, ty history.Type, f string, tok int64, v int64, hasV bool) {
+	emit := func(p int, ty history.Type, f history.Function, tok int64, v int64, hasV bool) {
 		t += 1000 + rng.Int64N(40_000)
 		e := history.Event{Time: t, Process: p, Type: ty, F: f, Lock: lock, Token: tok}
 		if hasV {

@@ -49,7 +49,7 @@ func fault(t int64, typ history.Type) history.Event {
 		Value: history.FaultValue(history.Fault{Fault: "partition", Target: "leader"})}
 }
 
-func proc(t int64, p int, typ history.Type, f string) history.Event {
+func proc(t int64, p int, typ history.Type, f history.Function) history.Event {
 	return history.Event{Time: t, Process: p, Type: typ, F: f}
 }
 

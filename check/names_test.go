@@ -15,7 +15,7 @@ import (
 // one name, where it is a violation or not the other way round.
 
 // on is an event of process p on lock name.
-func on(name string, t int64, p int, typ history.Type, f string, token int64) history.Event {
+func on(name string, t int64, p int, typ history.Type, f history.Function, token int64) history.Event {
 	return history.Event{Time: t, Process: p, Type: typ, F: f, Lock: name, Token: token}
 }
 

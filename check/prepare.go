@@ -37,7 +37,7 @@ const (
 	tyOther // not a contract type; ignored by every check
 )
 
-func opOf(f string) uint8 {
+func opOf(f history.Function) uint8 {
 	switch f {
 	case history.FAcquire:
 		return opAcquire

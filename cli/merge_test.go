@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
 )
@@ -166,7 +167,7 @@ func TestMergeJoinsWorkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Config.Worker != nil || len(f.Config.MergedFrom) != 4 || f.Events[0].F != "clock" {
+	if f.Config.Worker != nil || len(f.Config.MergedFrom) != 4 || f.Events[0].F != history.FClock {
 		t.Errorf("merged config worker %v, merged_from %v, first event %+v", f.Config.Worker, f.Config.MergedFrom, f.Events[0])
 	}
 

@@ -42,9 +42,9 @@ const (
 type parsedEvent struct {
 	ev  Event
 	has uint16
-	// known says fastDecode found Type and F among the known names, so
-	// finish need not look them up again.
-	known bool
+	// typeName and fName are the type and f a line gave when they name no
+	// Type or Function (the slow path keeps them for finish's message).
+	typeName, fName string
 }
 
 // finish validates p against the contract and stores it in e. Both decode
@@ -58,16 +58,12 @@ func (p *parsedEvent) finish(e *Event) error {
 		return errors.New(`missing "process"`)
 	case p.has&hasType == 0:
 		return errors.New(`missing "type"`)
-	case p.has&hasF == 0 || p.ev.F == "":
+	case p.has&hasF == 0 || p.ev.F == 0 && p.fName == "":
 		return errors.New(`missing "f"`)
-	}
-	if !p.known {
-		if _, ok := knownTypes[string(p.ev.Type)]; !ok {
-			return fmt.Errorf("type %q is not one of %s", p.ev.Type, validTypes)
-		}
-		if _, ok := knownFs[p.ev.F]; !ok {
-			return fmt.Errorf("f %q is not one of %s", p.ev.F, validFs)
-		}
+	case p.ev.Type == 0:
+		return fmt.Errorf("type %q is not one of %s", p.typeName, validTypes)
+	case p.ev.F == 0:
+		return fmt.Errorf("f %q is not one of %s", p.fName, validFs)
 	}
 	if p.ev.Time < 0 {
 		return fmt.Errorf("negative time %d", p.ev.Time)
@@ -101,11 +97,13 @@ func decodeEventSlow(b []byte, e *Event) error {
 	}
 	if w.Type != nil {
 		p.has |= hasType
-		p.ev.Type = *w.Type
+		p.ev.Type, _ = typeNamed([]byte(*w.Type))
+		p.typeName = *w.Type
 	}
 	if w.F != nil {
 		p.has |= hasF
-		p.ev.F = *w.F
+		p.ev.F, _ = functionNamed([]byte(*w.F))
+		p.fName = *w.F
 	}
 	return p.finish(e)
 }
@@ -143,9 +141,7 @@ type span struct{ start, end int }
 
 // Indexes of the string fields that share one allocation in fastDecode.
 const (
-	strType = iota
-	strF
-	strLock
+	strLock = iota
 	strError
 	strKey
 	strLease
@@ -210,7 +206,6 @@ func (d *decoder) fastDecode(b []byte, p *parsedEvent) bool {
 	var spans [nStr]span
 	var strs uint8 // bit i set: spans[i] holds a string to make
 	var raw span   // the value's bytes, if any and not null
-	knownT, knownF := false, false
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
@@ -255,19 +250,16 @@ func (d *decoder) fastDecode(b []byte, p *parsedEvent) bool {
 			p.ev.Token, i, ok = parseInt(b, i)
 		case "type":
 			bit = hasType
-			if i, ok = stringField(b, i, &spans[strType]); ok {
-				p.ev.Type, knownT = typeNamed(b[spans[strType].start:spans[strType].end])
-				if !knownT {
-					strs |= 1 << strType
-				}
+			var sp span
+			if i, ok = stringField(b, i, &sp); ok {
+				p.ev.Type, ok = typeNamed(b[sp.start:sp.end])
+				// An unknown type: the slow path names it in its message.
 			}
 		case "f":
 			bit = hasF
-			if i, ok = stringField(b, i, &spans[strF]); ok {
-				p.ev.F, knownF = functionNamed(b[spans[strF].start:spans[strF].end])
-				if !knownF {
-					strs |= 1 << strF
-				}
+			var sp span
+			if i, ok = stringField(b, i, &sp); ok {
+				p.ev.F, ok = functionNamed(b[sp.start:sp.end])
 			}
 		case "lock":
 			bit = hasLock
@@ -344,10 +336,6 @@ func (d *decoder) fastDecode(b []byte, p *parsedEvent) bool {
 			s := all[at : at+spans[k].end-spans[k].start]
 			at += len(s)
 			switch k {
-			case strType:
-				p.ev.Type = Type(s)
-			case strF:
-				p.ev.F = s
 			case strLock:
 				p.ev.Lock = s
 				if d != nil {
@@ -366,7 +354,6 @@ func (d *decoder) fastDecode(b []byte, p *parsedEvent) bool {
 		// A copy, as json.RawMessage makes: b is the reader's buffer.
 		p.ev.Value = d.value(b[raw.start:raw.end])
 	}
-	p.known = knownT && knownF
 	return true
 }
 
@@ -549,78 +536,57 @@ func skipNumber(b []byte, i int) (next int, ok bool) {
 	return i, true
 }
 
-// knownTypes and knownFs map the names histories use to their constants,
-// so that decoding them allocates nothing (indexing a map by string(b)
-// does not copy b).
+// validTypes and validFs list the names for messages.
 var (
-	knownTypes = knownSet(types)
-	knownFs    = knownSet(functions)
-	// validTypes and validFs list them for messages.
-	validTypes = joinNames(types)
-	validFs    = joinNames(functions)
+	validTypes = joinNames(typeNames[:])
+	validFs    = joinNames(functionNames[:])
 )
 
-func knownSet[T ~string](names []T) map[string]T {
-	m := make(map[string]T, len(names))
-	for _, n := range names {
-		m[string(n)] = n
-	}
-	return m
-}
-
-func joinNames[T ~string](names []T) string {
-	s := make([]string, len(names))
-	for i, n := range names {
-		s[i] = string(n)
-	}
-	return strings.Join(s, ", ")
-}
-
-// typeNamed is the Type constant that b spells, if any: a switch, which
+// typeNamed is the Type that b spells, if any (0 if none): a switch, which
 // costs less than a map's hash on every line.
 func typeNamed(b []byte) (Type, bool) {
 	switch string(b) {
-	case string(Invoke):
+	case "invoke":
 		return Invoke, true
-	case string(OK):
+	case "ok":
 		return OK, true
-	case string(Fail):
+	case "fail":
 		return Fail, true
-	case string(Info):
+	case "info":
 		return Info, true
 	}
-	return "", false
+	return 0, false
 }
 
-// functionNamed is the F constant that b spells, if any.
-func functionNamed(b []byte) (string, bool) {
+// functionNamed is the Function that b spells, if any (0 if none).
+func functionNamed(b []byte) (Function, bool) {
 	switch string(b) {
-	case FAcquire:
+	case "acquire":
 		return FAcquire, true
-	case FRelease:
+	case "release":
 		return FRelease, true
-	case FRead:
+	case "read":
 		return FRead, true
-	case FWrite:
+	case "write":
 		return FWrite, true
-	case FCrash:
+	case "crash":
 		return FCrash, true
-	case FPause:
+	case "pause":
 		return FPause, true
-	case FResume:
+	case "resume":
 		return FResume, true
-	case FLeaseLost:
+	case "lease-lost":
 		return FLeaseLost, true
-	case FWakeup:
+	case "wakeup":
 		return FWakeup, true
-	case FFault:
+	case "fault":
 		return FFault, true
-	case FRPCs:
+	case "rpcs":
 		return FRPCs, true
-	case FKeyDeleted:
+	case "key-deleted":
 		return FKeyDeleted, true
-	case FClock:
+	case "clock":
 		return FClock, true
 	}
-	return "", false
+	return 0, false
 }

@@ -13,38 +13,61 @@ import (
 
 // Type is the outcome of an operation: invoke opens it, and exactly one of
 // ok (it happened), fail (it certainly did not happen) or info (unknown)
-// completes it.
-type Type string
+// completes it. In a history it is a string; in memory a byte, so that
+// the events of a ten-million-line history fit in memory (docs/checker.md
+// "Speed"). The zero Type is no type: no decoded event has it.
+type Type uint8
 
 // Operation types.
 const (
-	Invoke Type = "invoke"
-	OK     Type = "ok"
-	Fail   Type = "fail"
-	Info   Type = "info"
+	Invoke Type = iota + 1
+	OK
+	Fail
+	Info
 )
+
+// typeNames are the Types' names in the history, by value.
+var typeNames = [...]string{Invoke: "invoke", OK: "ok", Fail: "fail", Info: "info"}
+
+// String is the type's name in a history ("" for the zero Type).
+func (t Type) String() string { return nameOf(typeNames[:], t) }
+
+// MarshalText writes the type's name, so that encoding/json writes a
+// Type as the contract's string.
+func (t Type) MarshalText() ([]byte, error) { return marshalName(typeNames[:], t, "type") }
+
+// UnmarshalText reads a type's name; any other is an error naming the
+// valid ones.
+func (t *Type) UnmarshalText(b []byte) error {
+	return unmarshalName(typeNames[:], t, b, "type", validTypes)
+}
+
+// Function is an operation's `f`: what was done (acquire, release, a
+// fault...). Like Type, a string in a history and a byte in memory; the
+// zero Function is none.
+type Function uint8
 
 // Function names (the `f` field).
 const (
-	FAcquire   = "acquire"
-	FRelease   = "release"
-	FRead      = "read"
-	FWrite     = "write"
-	FCrash     = "crash"
-	FPause     = "pause"
-	FResume    = "resume"
-	FLeaseLost = "lease-lost"
-	FWakeup    = "wakeup"
-	FFault     = "fault"
+	FAcquire Function = iota + 1
+	FRelease
+	FRead
+	FWrite
+	FCrash
+	FPause
+	FResume
+	FLeaseLost
+	FWakeup
+	FFault
 	// FRPCs is an extension: one ok event per process at the end of a run,
 	// value = the etcd RPCs that client sent (herd figures).
-	FRPCs = "rpcs"
+	FRPCs
 	// FKeyDeleted is an extension: the harness watched a lock key (a
 	// grant's or a waiter's) being deleted. Process NemesisProcess, type ok,
 	// token = the deleted key's create revision (a grant's token), value =
 	// KeyDeletion. It lets the checker see what no client reported: a
 	// holder's key removed by someone else, or by its lease's expiry.
-	FKeyDeleted = "key-deleted"
+	FKeyDeleted
 	// FClock is an extension a merge of several workers' histories writes
 	// (one run driven from several machines): process NemesisProcess,
 	// type ok, value = ClockValue, once per worker. Each worker's times
@@ -52,8 +75,31 @@ const (
 	// only within an uncertainty, so the exclusion check calls an overlap
 	// of two processes certain only when it is longer than their
 	// uncertainties together.
-	FClock = "clock"
+	FClock
 )
+
+// functionNames are every valid `f`, the contract's and the extensions the
+// recorder and the harness write, in the order messages list them. The
+// decoder refuses any other: a misspelt "aquire" would otherwise be an
+// event no check reads, and the history would pass having been checked
+// for nothing.
+var functionNames = [...]string{FAcquire: "acquire", FRelease: "release", FRead: "read",
+	FWrite: "write", FCrash: "crash", FPause: "pause", FResume: "resume",
+	FLeaseLost: "lease-lost", FWakeup: "wakeup", FFault: "fault", FRPCs: "rpcs",
+	FKeyDeleted: "key-deleted", FClock: "clock"}
+
+// String is the function's name in a history ("" for the zero Function).
+func (f Function) String() string { return nameOf(functionNames[:], f) }
+
+// MarshalText writes the function's name, so that encoding/json writes a
+// Function as the contract's string.
+func (f Function) MarshalText() ([]byte, error) { return marshalName(functionNames[:], f, "f") }
+
+// UnmarshalText reads a function's name; any other is an error naming the
+// valid ones.
+func (f *Function) UnmarshalText(b []byte) error {
+	return unmarshalName(functionNames[:], f, b, "f", validFs)
+}
 
 // ClockValue is the value of an FClock event: the processes a worker
 // drove, the offset its times were shifted by (added to its own clock's
@@ -64,17 +110,6 @@ type ClockValue struct {
 	OffsetNS      int64  `json:"offset_ns"`
 	UncertaintyNS int64  `json:"uncertainty_ns"`
 }
-
-// functions are every valid `f`, the contract's and the extensions the
-// recorder and the harness write, in the order messages list them. The
-// decoder refuses any other: a misspelt "aquire" would otherwise be an
-// event no check reads, and the history would pass having been checked
-// for nothing.
-var functions = []string{FAcquire, FRelease, FRead, FWrite, FCrash, FPause,
-	FResume, FLeaseLost, FWakeup, FFault, FRPCs, FKeyDeleted, FClock}
-
-// types are every valid `type`, in the order messages list them.
-var types = []Type{Invoke, OK, Fail, Info}
 
 // Causes of a KeyDeletion.
 const (
@@ -118,10 +153,10 @@ type Event struct {
 	// Time is nanoseconds since the run's start on a monotonic clock.
 	Time int64 `json:"time"`
 	// Process is the client id (≥0), or NemesisProcess for faults.
-	Process int    `json:"process"`
-	Type    Type   `json:"type"`
-	F       string `json:"f"`
-	Lock    string `json:"lock,omitempty"`
+	Process int      `json:"process"`
+	Type    Type     `json:"type"`
+	F       Function `json:"f"`
+	Lock    string   `json:"lock,omitempty"`
 	// Token is the fencing token on acquire ok and on write.
 	Token int64 `json:"token,omitempty"`
 	// Value is the resource value (read/write) or the fault description.

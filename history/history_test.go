@@ -29,7 +29,7 @@ func TestReadValid(t *testing.T) {
 		{Time: 0, Process: 0, Type: Invoke, F: FAcquire, Lock: "l"},
 		{Time: 5, Process: 0, Type: OK, F: FAcquire, Lock: "l", Token: 12, Key: "l/1", Lease: "7f"},
 		{Time: 6, Process: NemesisProcess, Type: Invoke, F: FFault, Value: json.RawMessage(`{"fault":"kill","target":"leader"}`)},
-		{Time: 7, Process: 2, Type: OK, F: "rpcs", Value: json.RawMessage(`31`)},
+		{Time: 7, Process: 2, Type: OK, F: FRPCs, Value: json.RawMessage(`31`)},
 		{Time: 8, Process: 2, Type: Info, F: FWrite, Error: "timeout"},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -199,7 +199,7 @@ func TestRecorderConcurrentAppendsStayOrdered(t *testing.T) {
 			t.Fatalf("event %d at %d before event %d at %d", i, evs[i].Time, i-1, evs[i-1].Time)
 		}
 	}
-	evs[0].F = "changed" // a copy
+	evs[0].F = FClock // a copy
 	if r.Events()[0].F != FWakeup {
 		t.Error("Events shares the recorder's slice")
 	}

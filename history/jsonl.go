@@ -108,7 +108,7 @@ func ReadFile(path string) ([]Event, error) {
 type wireEvent struct {
 	Time    *int64          `json:"time"`
 	Process *int            `json:"process"`
-	Type    *Type           `json:"type"`
+	Type    *string         `json:"type"`
 	F       *string         `json:"f"`
 	Lock    string          `json:"lock"`
 	Token   int64           `json:"token"`

@@ -284,7 +284,7 @@ var errChanged = errors.New("the file changed while it was read")
 func dropBlanks(events []Event) []Event {
 	w := 0
 	for i := range events {
-		if events[i].Type != "" {
+		if events[i].Type != 0 {
 			events[w] = events[i]
 			w++
 		}

@@ -144,15 +144,19 @@ func (c *changingReader) ReadAt(p []byte, off int64) (int, error) {
 // TestKnownNames: the switches the fast path names types and functions
 // with know exactly the contract's names.
 func TestKnownNames(t *testing.T) {
-	for _, ty := range types {
-		if got, ok := typeNamed([]byte(ty)); !ok || got != ty {
-			t.Errorf("typeNamed(%q) = %q, %v", ty, got, ok)
+	for ty := Invoke; ty <= Info; ty++ {
+		if got, ok := typeNamed([]byte(ty.String())); !ok || got != ty {
+			t.Errorf("typeNamed(%q) = %v, %v", ty, got, ok)
 		}
 	}
-	for _, f := range functions {
-		if got, ok := functionNamed([]byte(f)); !ok || got != f {
-			t.Errorf("functionNamed(%q) = %q, %v", f, got, ok)
+	for f := FAcquire; f <= FClock; f++ {
+		if got, ok := functionNamed([]byte(f.String())); !ok || got != f {
+			t.Errorf("functionNamed(%q) = %v, %v", f, got, ok)
 		}
+	}
+	if len(typeNames) != int(Info)+1 || len(functionNames) != int(FClock)+1 {
+		t.Errorf("%d type names for %d types, %d function names for %d functions",
+			len(typeNames)-1, Info, len(functionNames)-1, FClock)
 	}
 	for _, s := range []string{"", "Invoke", "aquire", "ok ", "acquires"} {
 		if _, ok := typeNamed([]byte(s)); ok {

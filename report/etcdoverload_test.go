@@ -21,7 +21,7 @@ func TestEtcdOverload(t *testing.T) {
 		}
 		return append(evs, errs...)
 	}
-	fail := func(typ history.Type, f, msg string) history.Event {
+	fail := func(typ history.Type, f history.Function, msg string) history.Event {
 		return history.Event{Type: typ, F: f, Error: msg}
 	}
 	for _, tc := range []struct {

@@ -63,7 +63,7 @@ func TestSummarizeFixture(t *testing.T) {
 }
 
 func TestSummarizeEdges(t *testing.T) {
-	e := func(tm int64, p int, ty history.Type, f string) history.Event {
+	e := func(tm int64, p int, ty history.Type, f history.Function) history.Event {
 		ev := history.Event{Time: tm, Process: p, Type: ty, F: f}
 		if p >= 0 {
 			ev.Lock = "l"

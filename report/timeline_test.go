@@ -17,7 +17,7 @@ import (
 // from 2ms until the run's end cancels it at 10ms.
 func conflictEvents() []history.Event {
 	ms := func(x float64) int64 { return int64(x * float64(msNS)) }
-	e := func(t float64, p int, ty history.Type, f string, tok int64) history.Event {
+	e := func(t float64, p int, ty history.Type, f history.Function, tok int64) history.Event {
 		return history.Event{Time: ms(t), Process: p, Type: ty, F: f, Lock: "l", Token: tok}
 	}
 	read := e(4, 1, history.OK, history.FRead, 0)

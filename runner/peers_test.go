@@ -52,7 +52,7 @@ steps:
 	if changed != 1 {
 		t.Errorf("%d members changed ID, want 1", changed)
 	}
-	ended, grantsAfter := history.Type(""), 0
+	ended, grantsAfter := history.Type(0), 0
 	for _, e := range out.Events {
 		switch {
 		case e.F == history.FFault && e.Type != history.Invoke:
@@ -60,7 +60,7 @@ steps:
 			if e.Error != "" {
 				t.Errorf("replace-member: %s", e.Error)
 			}
-		case ended != "" && e.F == history.FAcquire && e.Type == history.OK:
+		case ended != 0 && e.F == history.FAcquire && e.Type == history.OK:
 			grantsAfter++
 		}
 	}

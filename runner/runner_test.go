@@ -163,7 +163,7 @@ steps:
 	if err != nil {
 		t.Fatal(err)
 	}
-	fault, faultEnd := int64(-1), history.Type("")
+	fault, faultEnd := int64(-1), history.Type(0)
 	cancelled, grantsAfter := 0, 0
 	for _, e := range out.Events {
 		switch {
@@ -271,7 +271,7 @@ func TestClientFaults(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			faultEnd, crashed, grantsAfterCrash, stale := history.Type(""), -1, 0, 0
+			faultEnd, crashed, grantsAfterCrash, stale := history.Type(0), -1, 0, 0
 			paused, frozen, grantsWhileFrozen, writesAfter := -1, false, 0, 0
 			held := map[int]int64{} // each client's latest grant's token
 			frozenToken := int64(0) // the paused client's, when it froze
