@@ -58,8 +58,17 @@ type ivRec struct {
 	pi      int32
 }
 
-// intervals returns the intervals of each lock (by lock index).
+// intervals returns the intervals of each lock (by lock index), built
+// once: the holds (ops) and the exclusion check both read them, in Check's
+// one goroutine that runs the shared checks, and neither changes them.
 func (p *prepared) intervals() [][]ivRec {
+	if p.ivs == nil {
+		p.ivs = p.buildIntervals()
+	}
+	return p.ivs
+}
+
+func (p *prepared) buildIntervals() [][]ivRec {
 	out := make([][]ivRec, len(p.locks))
 	for l := range out {
 		out[l] = hugepage.Make[ivRec](0, int(p.nGrant[l]))
@@ -96,7 +105,7 @@ func (p *prepared) intervals() [][]ivRec {
 				continue
 			}
 			l := p.slotLock[s]
-			out[l] = append(out[l], ivRec{Holder: Holder{Process: e.Process, From: e.Time, To: -1, Token: e.Token, FromLine: i + 1}, certain: true, pi: p.slotProc[s]})
+			out[l] = append(out[l], ivRec{Holder: Holder{Process: int(e.Process), From: e.Time, To: -1, Token: e.Token, FromLine: i + 1}, certain: true, pi: p.slotProc[s]})
 			open[s] = int32(len(out[l]))
 			procOpen[p.slotProc[s]] = append(procOpen[p.slotProc[s]], s)
 		case op == opRelease && ty == tyInvoke:
@@ -132,7 +141,7 @@ func (p *prepared) mergePossible(out [][]ivRec) [][]ivRec {
 	for _, r := range p.poss {
 		st := int(r.start)
 		e := &p.ev[st]
-		h := Holder{Process: e.Process, From: e.Time, To: -1, FromLine: st + 1}
+		h := Holder{Process: int(e.Process), From: e.Time, To: -1, FromLine: st + 1}
 		why := EndOpen
 		if r.end >= 0 {
 			h.To, h.ToLine, why = p.ev[r.end].Time, int(r.end)+1, EndNextEvent

@@ -12,7 +12,7 @@ import (
 
 // ev builds a history event tersely for literal histories.
 func ev(t int64, p int, typ history.Type, f history.Function, token int64) history.Event {
-	return history.Event{Time: t, Process: p, Type: typ, F: f, Lock: "l", Token: token}
+	return history.Event{Time: t, Process: int32(p), Type: typ, F: f, Lock: "l", Token: token}
 }
 
 const (

@@ -103,7 +103,7 @@ func FuzzCheckEvents(f *testing.F) {
 			tm += int64(int8(b[0]))
 			evs = append(evs, history.Event{
 				Time:    tm,
-				Process: int(int8(b[1])) % 6,
+				Process: int32(int(int8(b[1])) % 6),
 				Type:    fuzzTypes[int(b[2])%len(fuzzTypes)],
 				F:       fuzzFs[int(b[3])%len(fuzzFs)],
 				Lock:    fuzzLocks[int(b[4])%len(fuzzLocks)],

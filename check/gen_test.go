@@ -30,7 +30,7 @@ func genHistory(rng *rand.Rand, c genConfig) ([]history.Event, int) {
 	t := int64(0)
 	emit := func(p int, ty history.Type, f history.Function, tok int64, v int64, hasV bool) {
 		t += 1000 + rng.Int64N(40_000)
-		e := history.Event{Time: t, Process: p, Type: ty, F: f, Lock: lock, Token: tok}
+		e := history.Event{Time: t, Process: int32(p), Type: ty, F: f, Lock: lock, Token: tok}
 		if hasV {
 			e.Value = history.IntValue(v)
 		}
@@ -145,7 +145,7 @@ func remove(xs []int, x int) []int {
 // lastGrant is the index of process p's last acquire ok.
 func lastGrant(evs []history.Event, p int) int {
 	for i := len(evs) - 1; i >= 0; i-- {
-		if evs[i].Process == p && evs[i].F == history.FAcquire && evs[i].Type == history.OK {
+		if int(evs[i].Process) == p && evs[i].F == history.FAcquire && evs[i].Type == history.OK {
 			return i
 		}
 	}

@@ -50,7 +50,7 @@ func fault(t int64, typ history.Type) history.Event {
 }
 
 func proc(t int64, p int, typ history.Type, f history.Function) history.Event {
-	return history.Event{Time: t, Process: p, Type: typ, F: f}
+	return history.Event{Time: t, Process: int32(p), Type: typ, F: f}
 }
 
 // checkCase is one literal history and what one check must say about it.

@@ -11,7 +11,7 @@ import (
 )
 
 func rpcs(t int64, p int, n int64) history.Event {
-	return history.Event{Time: t, Process: p, Type: ok, F: FRPCs, Value: history.IntValue(n)}
+	return history.Event{Time: t, Process: int32(p), Type: ok, F: FRPCs, Value: history.IntValue(n)}
 }
 
 func TestHerd(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 
 // on is an event of process p on lock name.
 func on(name string, t int64, p int, typ history.Type, f history.Function, token int64) history.Event {
-	return history.Event{Time: t, Process: p, Type: typ, F: f, Lock: name, Token: token}
+	return history.Event{Time: t, Process: int32(p), Type: typ, F: f, Lock: name, Token: token}
 }
 
 // overlapping: p0 holds a from 1 to 6 ms, p1 holds b from 3 to 8 ms.

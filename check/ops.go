@@ -240,7 +240,7 @@ func (p *prepared) pairFaults() *Ops {
 		case p.ev[i].Process < 0:
 		case op == opPause && ty != tyFail:
 			if pi := p.procOf(i); pausedAt[pi] == 0 {
-				o.Pauses = append(o.Pauses, Span{Process: p.ev[i].Process, Start: i, Stop: -1, From: p.ev[i].Time, To: -1})
+				o.Pauses = append(o.Pauses, Span{Process: int(p.ev[i].Process), Start: i, Stop: -1, From: p.ev[i].Time, To: -1})
 				pausedAt[pi] = int32(len(o.Pauses))
 			}
 		case op == opResume && ty != tyFail:
@@ -259,7 +259,7 @@ func (p *prepared) pairFaults() *Ops {
 func (p *prepared) clientOp(i int) (Op, bool) {
 	e := &p.ev[i]
 	if p.ty(i) == tyInvoke {
-		x := Op{Process: e.Process, Lock: p.locks[p.lockOf(i)], Invoke: i, Done: -1, From: e.Time, To: -1, Outcome: p.outcome(i)}
+		x := Op{Process: int(e.Process), Lock: p.locks[p.lockOf(i)], Invoke: i, Done: -1, From: e.Time, To: -1, Outcome: p.outcome(i)}
 		if j := p.pair[i]; j >= 0 {
 			x.Done, x.To = int(j), p.ev[j].Time
 		}
@@ -268,7 +268,7 @@ func (p *prepared) clientOp(i int) (Op, bool) {
 	if !p.startsOp(i) {
 		return Op{}, false
 	}
-	return Op{Process: e.Process, Lock: p.locks[p.lockOf(i)], Invoke: -1, Done: i, From: e.Time, To: e.Time, Outcome: outcomeOfType(p.ty(i))}, true
+	return Op{Process: int(e.Process), Lock: p.locks[p.lockOf(i)], Invoke: -1, Done: i, From: e.Time, To: e.Time, Outcome: outcomeOfType(p.ty(i))}, true
 }
 
 // startsOp reports whether client-op event i starts an operation: an
@@ -293,7 +293,7 @@ func (o *Ops) appendOp(op uint8, x Op) {
 
 func (p *prepared) mark(i int) Mark {
 	e := &p.ev[i]
-	return Mark{Process: e.Process, Lock: e.Lock, Event: i, Time: e.Time}
+	return Mark{Process: int(e.Process), Lock: e.Lock, Event: i, Time: e.Time}
 }
 
 // openFault is a fault span still open, with what identifies it.
@@ -310,7 +310,7 @@ func (o *Ops) pairFault(open []openFault, i int, ty uint8) []openFault {
 	_ = json.Unmarshal(e.Value, &f) // identifies the span only: best effort
 	key := f.Fault + "\x00" + f.Target
 	if ty == tyInvoke {
-		o.Faults = append(o.Faults, Span{Process: e.Process, Start: i, Stop: -1, From: e.Time, To: -1})
+		o.Faults = append(o.Faults, Span{Process: int(e.Process), Start: i, Stop: -1, From: e.Time, To: -1})
 		return append(open, openFault{span: len(o.Faults) - 1, key: key})
 	}
 	if !completion(ty) || len(open) == 0 {

@@ -8,7 +8,7 @@ import (
 
 func TestPair(t *testing.T) {
 	e := func(tm int64, p int, ty history.Type, f history.Function) history.Event {
-		x := history.Event{Time: tm, Process: p, Type: ty, F: f}
+		x := history.Event{Time: tm, Process: int32(p), Type: ty, F: f}
 		if p >= 0 {
 			x.Lock = "l"
 		}

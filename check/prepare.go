@@ -125,6 +125,7 @@ type prepared struct {
 	endTime  int64   // time of the last event in time order
 
 	ws     *writeScan // memoized by writes
+	ivs    [][]ivRec  // memoized by intervals
 	paired *Ops       // memoized by ops
 	// faults is memoized by faultOps: the lease check asks for it once
 	// per process, and each pass reads every event.
@@ -323,7 +324,7 @@ func prepare(events []history.Event) *prepared {
 		e := &events[i]
 		op, ty := opOf(e.F), typeOf(e.Type)
 		p.code[i] = op<<3 | ty
-		pi := in.proc(e.Process)
+		pi := in.proc(int(e.Process))
 		li := in.lock(e.Lock)
 		switch {
 		case e.Lock == "":

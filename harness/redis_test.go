@@ -19,7 +19,7 @@ func TestExclusionExample(t *testing.T) {
 	crash := history.FaultValue(history.Fault{Fault: "redis-crash-primary", Target: "member:0"})
 	cut := history.FaultValue(history.Fault{Fault: "redis-cut-replication", Target: "replicas"})
 	ev := func(at int64, p int, ty history.Type, f history.Function, tok int64) history.Event {
-		return history.Event{Time: at, Process: p, Type: ty, F: f, Lock: "lock", Token: tok}
+		return history.Event{Time: at, Process: int32(p), Type: ty, F: f, Lock: "lock", Token: tok}
 	}
 	fault := func(at int64, ty history.Type, v []byte) history.Event {
 		return history.Event{Time: at, Process: history.NemesisProcess, Type: ty, F: history.FFault, Value: v}

@@ -72,10 +72,10 @@ func writeSyntheticWorkers(b *testing.B, workers, clients, holds int) []string {
 		s := skew(w)
 		tok := int64(i + 1)
 		evs[w] = append(evs[w],
-			history.Event{Time: t - 400_000 + s, Process: c, Type: history.Invoke, F: history.FAcquire, Lock: "lock"},
-			history.Event{Time: t + s, Process: c, Type: history.OK, F: history.FAcquire, Lock: "lock", Token: tok},
-			history.Event{Time: t + 200_000 + s, Process: c, Type: history.Invoke, F: history.FRelease, Lock: "lock", Token: tok},
-			history.Event{Time: t + 300_000 + s, Process: c, Type: history.OK, F: history.FRelease, Lock: "lock", Token: tok})
+			history.Event{Time: t - 400_000 + s, Process: int32(c), Type: history.Invoke, F: history.FAcquire, Lock: "lock"},
+			history.Event{Time: t + s, Process: int32(c), Type: history.OK, F: history.FAcquire, Lock: "lock", Token: tok},
+			history.Event{Time: t + 200_000 + s, Process: int32(c), Type: history.Invoke, F: history.FRelease, Lock: "lock", Token: tok},
+			history.Event{Time: t + 300_000 + s, Process: int32(c), Type: history.OK, F: history.FRelease, Lock: "lock", Token: tok})
 	}
 	span := int64(holds+2) * int64(time.Millisecond)
 	for t, round := int64(0), int64(0); t < span; t, round = t+10*int64(time.Millisecond), round+1 {

@@ -51,7 +51,7 @@ func BenchmarkWrite(b *testing.B) {
 	evs := make([]Event, 1_000_000)
 	for i := range evs {
 		e := benchEvent
-		e.Time, e.Process, e.Token = int64(i)*25_000, i%32, int64(1000+i)
+		e.Time, e.Process, e.Token = int64(i)*25_000, int32(i%32), int64(1000+i)
 		evs[i] = e
 	}
 	b.ReportAllocs()

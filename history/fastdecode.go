@@ -113,7 +113,7 @@ func decodeEventSlow(b []byte, e *Event) error {
 // which names Go types (wireEvent.time of type int64).
 var fieldWants = map[string]string{
 	"time":    "an integer ≥ 0 (nanoseconds since the run's start)",
-	"process": "an integer ≥ -1 (the client id, -1 for the nemesis)",
+	"process": "an integer from -1 to 2147483647 (the client id, -1 for the nemesis)",
 	"type":    "a string, one of " + validTypes,
 	"f":       "a string, one of " + validFs,
 	"lock":    "a string (the lock's name)",
@@ -243,8 +243,8 @@ func (d *decoder) fastDecode(b []byte, p *parsedEvent) bool {
 			bit = hasProcess
 			var n int64
 			n, i, ok = parseInt(b, i)
-			p.ev.Process = int(n)
-			ok = ok && int64(p.ev.Process) == n // fits int on 32-bit too
+			p.ev.Process = int32(n)
+			ok = ok && int64(p.ev.Process) == n // fits int32: else encoding/json decides (and refuses it)
 		case "token":
 			bit = hasToken
 			p.ev.Token, i, ok = parseInt(b, i)

@@ -153,7 +153,7 @@ type Event struct {
 	// Time is nanoseconds since the run's start on a monotonic clock.
 	Time int64 `json:"time"`
 	// Process is the client id (≥0), or NemesisProcess for faults.
-	Process int      `json:"process"`
+	Process int32    `json:"process"`
 	Type    Type     `json:"type"`
 	F       Function `json:"f"`
 	Lock    string   `json:"lock,omitempty"`

@@ -57,7 +57,9 @@ func TestReadErrors(t *testing.T) {
 		{"string time", `{"time":"1","process":0,"type":"ok","f":"acquire"}`, 1,
 			`"time" must be an integer ≥ 0 (nanoseconds since the run's start), got string`},
 		{"string process", `{"time":1,"process":"a","type":"ok","f":"acquire"}`, 1,
-			`"process" must be an integer ≥ -1 (the client id, -1 for the nemesis), got string`},
+			`"process" must be an integer from -1 to 2147483647 (the client id, -1 for the nemesis), got string`},
+		{"process past int32", `{"time":1,"process":2147483648,"type":"ok","f":"acquire"}`, 1,
+			`"process" must be an integer from -1 to 2147483647 (the client id, -1 for the nemesis), got number 2147483648`},
 		{"number f", `{"time":1,"process":0,"type":"ok","f":3}`, 1, `"f" must be a string, one of acquire, release,`},
 		{"object lock", `{"time":1,"process":0,"type":"ok","f":"acquire","lock":{}}`, 1, `"lock" must be a string (the lock's name), got object`},
 		{"array line", `[1]`, 1, "not a JSON event: want an object with time, process, type and f, got array"},
@@ -182,7 +184,7 @@ func TestRecorderConcurrentAppendsStayOrdered(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 500 {
-				if _, err := r.Append(Event{Process: p, Type: OK, F: FWakeup}); err != nil {
+				if _, err := r.Append(Event{Process: int32(p), Type: OK, F: FWakeup}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -208,7 +210,7 @@ func TestRecorderConcurrentAppendsStayOrdered(t *testing.T) {
 func TestRecorderLimit(t *testing.T) {
 	r := NewRecorder(2)
 	for i := range 2 {
-		if _, err := r.Append(Event{Process: i, Type: OK, F: FWakeup}); err != nil {
+		if _, err := r.Append(Event{Process: int32(i), Type: OK, F: FWakeup}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -107,7 +107,7 @@ func ReadFile(path string) ([]Event, error) {
 // can be told apart from zero values.
 type wireEvent struct {
 	Time    *int64          `json:"time"`
-	Process *int            `json:"process"`
+	Process *int32          `json:"process"`
 	Type    *string         `json:"type"`
 	F       *string         `json:"f"`
 	Lock    string          `json:"lock"`

@@ -274,12 +274,12 @@ func (w *world) pauseHolder(ctx, asking context.Context) error {
 	f := w.frozen[g.client]
 	err = w.faultOn(history.Fault{Fault: "redis-pause-holder", Target: "holder", Resolved: "client:" + strconv.Itoa(g.client)}, func() error {
 		f.stop()
-		w.record(history.Event{Process: g.client, Type: history.OK, F: history.FPause, Lock: "lock"})
+		w.record(history.Event{Process: int32(g.client), Type: history.OK, F: history.FPause, Lock: "lock"})
 		select {
 		case <-ctx.Done():
 		case <-time.After(w.spec.TTL * 3 / 2):
 		}
-		w.record(history.Event{Process: g.client, Type: history.OK, F: history.FResume, Lock: "lock"})
+		w.record(history.Event{Process: int32(g.client), Type: history.OK, F: history.FResume, Lock: "lock"})
 		f.thaw()
 		return nil
 	})

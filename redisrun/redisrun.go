@@ -278,7 +278,7 @@ func (w *world) client(ctx context.Context, id int) error {
 	defer closeConns()
 	defer l.Close(context.Background())
 	ev := func(ty history.Type, f history.Function, token int64, key string, err error) {
-		e := history.Event{Process: id, Type: ty, F: f, Lock: "lock", Token: token, Key: key}
+		e := history.Event{Process: int32(id), Type: ty, F: f, Lock: "lock", Token: token, Key: key}
 		if err != nil {
 			e.Error = err.Error()
 		}

@@ -38,7 +38,7 @@ func (f fixture) events() []history.Event {
 	hold, gap := cmp.Or(f.Hold, 2*msNS), cmp.Or(f.Gap, msNS/2)
 	var ev []history.Event
 	add := func(t int64, p int, ty history.Type, fn history.Function, tok int64) {
-		e := history.Event{Time: t, Process: p, Type: ty, F: fn, Token: tok}
+		e := history.Event{Time: t, Process: int32(p), Type: ty, F: fn, Token: tok}
 		if p >= 0 {
 			e.Lock = "l"
 		}

@@ -64,7 +64,7 @@ func TestSummarizeFixture(t *testing.T) {
 
 func TestSummarizeEdges(t *testing.T) {
 	e := func(tm int64, p int, ty history.Type, f history.Function) history.Event {
-		ev := history.Event{Time: tm, Process: p, Type: ty, F: f}
+		ev := history.Event{Time: tm, Process: int32(p), Type: ty, F: f}
 		if p >= 0 {
 			ev.Lock = "l"
 		}

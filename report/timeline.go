@@ -330,7 +330,7 @@ func timelineViolation(v check.Violation, events []history.Event, end int64) tlV
 			continue
 		}
 		e := events[ln-1]
-		tv.At = append(tv.At, tlHolder{Process: e.Process, From: e.Time, To: e.Time})
+		tv.At = append(tv.At, tlHolder{Process: int(e.Process), From: e.Time, To: e.Time})
 		if len(tv.At) == 4 {
 			break
 		}

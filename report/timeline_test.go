@@ -18,7 +18,7 @@ import (
 func conflictEvents() []history.Event {
 	ms := func(x float64) int64 { return int64(x * float64(msNS)) }
 	e := func(t float64, p int, ty history.Type, f history.Function, tok int64) history.Event {
-		return history.Event{Time: ms(t), Process: p, Type: ty, F: f, Lock: "l", Token: tok}
+		return history.Event{Time: ms(t), Process: int32(p), Type: ty, F: f, Lock: "l", Token: tok}
 	}
 	read := e(4, 1, history.OK, history.FRead, 0)
 	read.Value = history.IntValue(7)

@@ -88,14 +88,14 @@ func (l synthetic) simulate(w scenarios.Workload, clients int, think, end int64)
 		if grant >= end {
 			return events
 		}
-		inv := history.Event{Time: invoke, Process: c, Type: history.Invoke, F: history.FAcquire, Lock: "lock"}
+		inv := history.Event{Time: invoke, Process: int32(c), Type: history.Invoke, F: history.FAcquire, Lock: "lock"}
 		if intended >= 0 {
 			inv.Value = history.IntendedValue(intended)
 		}
 		events = append(events, inv,
-			history.Event{Time: grant, Process: c, Type: history.OK, F: history.FAcquire, Lock: "lock", Token: int64(len(events) + 1)},
-			history.Event{Time: grant, Process: c, Type: history.Invoke, F: history.FRelease, Lock: "lock"},
-			history.Event{Time: grant, Process: c, Type: history.OK, F: history.FRelease, Lock: "lock"})
+			history.Event{Time: grant, Process: int32(c), Type: history.OK, F: history.FAcquire, Lock: "lock", Token: int64(len(events) + 1)},
+			history.Event{Time: grant, Process: int32(c), Type: history.Invoke, F: history.FRelease, Lock: "lock"},
+			history.Event{Time: grant, Process: int32(c), Type: history.OK, F: history.FRelease, Lock: "lock"})
 		lockFree, free[c] = grant, grant+think
 	}
 }

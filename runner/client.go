@@ -223,7 +223,7 @@ func (c *client) emit(gen int, e history.Event) int64 {
 	if c.faults.crashed || gen != c.worker.gen {
 		return -1
 	}
-	e.Process = c.id
+	e.Process = int32(c.id)
 	if e.Lock == "" {
 		e.Lock = c.lockName()
 	}
@@ -397,7 +397,7 @@ func (c *client) crash() error {
 	}
 	// Recorded under the lock that emit takes: nothing of this process can
 	// appear after its crash.
-	c.r.record(history.Event{Process: c.id, Type: history.Info, F: history.FCrash, Lock: c.lockName()})
+	c.r.record(history.Event{Process: int32(c.id), Type: history.Info, F: history.FCrash, Lock: c.lockName()})
 	c.faults.crashed = true
 	c.r.held.done(c.queue.grant)
 	c.queue.state, c.queue.grant, c.queue.lastLease = idle, nil, 0

@@ -88,7 +88,7 @@ func (c *client) pause() error {
 	}
 	c.faults.paused = make(chan struct{})
 	c.faults.pauses++
-	c.r.record(history.Event{Process: c.id, Type: history.OK, F: history.FPause, Lock: c.lockName()})
+	c.r.record(history.Event{Process: int32(c.id), Type: history.OK, F: history.FPause, Lock: c.lockName()})
 	c.stall()
 	// A Locker that is a process of its own (an adapter) freezes for real:
 	// its own lease refresh stops too.
@@ -121,7 +121,7 @@ func (c *client) resume() error {
 		err = fmt.Errorf("client %d: continue its process: %w", c.id, cerr)
 	}
 	c.stall()
-	c.r.record(history.Event{Process: c.id, Type: history.OK, F: history.FResume, Lock: c.lockName()})
+	c.r.record(history.Event{Process: int32(c.id), Type: history.OK, F: history.FResume, Lock: c.lockName()})
 	return err
 }
 

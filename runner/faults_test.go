@@ -47,16 +47,16 @@ func TestPausedSafeHolderKeepsItsConnection(t *testing.T) {
 	for _, e := range out.Events {
 		switch {
 		case e.F == history.FRead && e.Type == history.OK:
-			lastRead[e.Process] = e.Time
+			lastRead[int(e.Process)] = e.Time
 		case e.F == history.FWrite && e.Type == history.Invoke && !resumed:
-			lastWrite[e.Process] = e.Time
+			lastWrite[int(e.Process)] = e.Time
 		case e.F == history.FPause:
-			paused = e.Process
+			paused = int(e.Process)
 			_, read := lastRead[paused]
 			readBefore = read && lastRead[paused] > lastWrite[paused]
-		case e.F == history.FResume && e.Process == paused:
+		case e.F == history.FResume && int(e.Process) == paused:
 			resumed = true
-		case resumed && e.Process == paused && e.F == history.FWrite && e.Type != history.Invoke:
+		case resumed && int(e.Process) == paused && e.F == history.FWrite && e.Type != history.Invoke:
 			writesAfter++
 			if e.Type != history.OK {
 				t.Errorf("the resumed holder's write ended %s: %q", e.Type, e.Error)

@@ -134,13 +134,13 @@ steps:
 				switch {
 				case e.F == history.FAcquire && e.Type == history.OK:
 					granted[e.Lock]++
-					holding[e.Lock] = e.Process
+					holding[e.Lock] = int(e.Process)
 					overlap = overlap || len(holding) > 1
 				case e.F == history.FRelease && e.Type == history.Invoke, e.F == history.FCrash:
-					if e.F == history.FCrash && holding[e.Lock] == e.Process {
+					if e.F == history.FCrash && holding[e.Lock] == int(e.Process) {
 						crashes++
 					}
-					if holding[e.Lock] == e.Process {
+					if holding[e.Lock] == int(e.Process) {
 						delete(holding, e.Lock)
 					}
 				}

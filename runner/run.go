@@ -439,7 +439,7 @@ func (r *runner) outcome(ctx context.Context) *Outcome {
 		c.mu.Lock()
 		name := c.lockName()
 		c.mu.Unlock()
-		r.record(history.Event{Process: c.id, Type: history.OK, F: history.FRPCs, Lock: name,
+		r.record(history.Event{Process: int32(c.id), Type: history.OK, F: history.FRPCs, Lock: name,
 			Value: history.IntValue(r.rpcsOf(c))})
 	}
 	r.leave(ctx)

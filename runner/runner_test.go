@@ -87,7 +87,7 @@ func TestSharedConns(t *testing.T) {
 	procs := map[int]bool{}
 	for _, e := range out.Events {
 		if e.F == history.FAcquire && e.Type == history.OK {
-			procs[e.Process] = true
+			procs[int(e.Process)] = true
 		}
 		if e.F == history.FRPCs {
 			var n int64
@@ -277,22 +277,22 @@ func TestClientFaults(t *testing.T) {
 			frozenToken := int64(0) // the paused client's, when it froze
 			for _, e := range out.Events {
 				if e.F == history.FAcquire && e.Type == history.OK {
-					held[e.Process] = e.Token
+					held[int(e.Process)] = e.Token
 				}
 				switch {
 				case e.F == history.FFault && e.Type != history.Invoke:
 					faultEnd = e.Type
 				case e.F == history.FCrash:
-					crashed = e.Process
+					crashed = int(e.Process)
 				case e.F == history.FPause:
-					paused, frozen, frozenToken = e.Process, true, held[e.Process]
-				case e.F == history.FResume && e.Process == paused:
+					paused, frozen, frozenToken = int(e.Process), true, held[int(e.Process)]
+				case e.F == history.FResume && int(e.Process) == paused:
 					frozen = false
-				case e.F == history.FAcquire && e.Type == history.OK && e.Process == crashed:
+				case e.F == history.FAcquire && e.Type == history.OK && int(e.Process) == crashed:
 					grantsAfterCrash++
-				case e.F == history.FAcquire && e.Type == history.OK && frozen && e.Process != paused:
+				case e.F == history.FAcquire && e.Type == history.OK && frozen && int(e.Process) != paused:
 					grantsWhileFrozen++
-				case e.F == history.FWrite && e.Type == history.Invoke && e.Process == paused && !frozen && e.Token == frozenToken:
+				case e.F == history.FWrite && e.Type == history.Invoke && int(e.Process) == paused && !frozen && e.Token == frozenToken:
 					writesAfter++
 				case e.F == history.FWrite && e.Error == "stale token":
 					stale++

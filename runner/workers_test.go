@@ -55,7 +55,7 @@ func TestWorkersShareARun(t *testing.T) {
 			t.Errorf("worker %d: %d probes", r.worker, len(r.out.Probes))
 		}
 		for _, e := range r.out.Events {
-			if e.Process >= 0 && e.Process%2 != r.worker-1 {
+			if int(e.Process) >= 0 && int(e.Process)%2 != r.worker-1 {
 				t.Fatalf("worker %d recorded client %d's event %+v", r.worker, e.Process, e)
 			}
 		}
