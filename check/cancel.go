@@ -75,11 +75,11 @@ func (p *prepared) cancel(opts Options) Result {
 			if stop < 0 {
 				stop = o.End
 			}
-			took := max(stop-f.To-pausedWithin(o.Pauses, a.Process, f.To, stop), 0)
+			took := max(stop-f.To-pausedWithin(o.Pauses, int(a.Process), f.To, stop), 0)
 			returns = append(returns, took)
 			if opts.CancelBound >= 0 && took > int64(opts.CancelBound) {
 				res.add(Violation{Check: verdict.Cancel, Lock: a.Lock, Message: cancelMessage(a, f, took, opts.CancelBound),
-					Lines: lines(a.Invoke+1, f.Stop+1, a.Done+1)}, opts.MaxViolations)
+					Lines: lines(int(a.Invoke+1), f.Stop+1, int(a.Done+1))}, opts.MaxViolations)
 			}
 		}
 	}

@@ -348,7 +348,7 @@ func acquiresByProcess(o *Ops) map[int][]Op {
 	out := map[int][]Op{}
 	for _, a := range o.Acquires {
 		if a.Invoke >= 0 {
-			out[a.Process] = append(out[a.Process], a)
+			out[int(a.Process)] = append(out[int(a.Process)], a)
 		}
 	}
 	return out

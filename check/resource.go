@@ -498,9 +498,9 @@ func (p *prepared) wronglyRejected(res *Result, opts Options) int {
 		if wr.Outcome != OutcomeFail {
 			continue
 		}
-		h, ok := holdAt(o.Holds, wr.Process, wr.From)
-		if !ok || grantedSince(o.Holds, h, wr.To) || lostSince(o.LeaseLost, wr.Process, h.From, wr.To) ||
-			uncovered(p.leaseExcused(wr.Process, r), wr.From-1, wr.To) < 0 || keyGone(dels, h) {
+		h, ok := holdAt(o.Holds, int(wr.Process), wr.From)
+		if !ok || grantedSince(o.Holds, h, wr.To) || lostSince(o.LeaseLost, int(wr.Process), h.From, wr.To) ||
+			uncovered(p.leaseExcused(int(wr.Process), r), wr.From-1, wr.To) < 0 || keyGone(dels, h) {
 			continue
 		}
 		n++
@@ -509,7 +509,7 @@ func (p *prepared) wronglyRejected(res *Result, opts Options) int {
 			"the fenced resource refused the rightful holder (is the token the lock key's create revision?)",
 			h.Lock, wr.Process, p.ev[wr.Done].Token, fmtNS(wr.To), wr.Done+1, fmtNS(h.From), h.Token)
 		res.add(Violation{Check: verdict.Fencing, Lock: h.Lock, Message: msg, Holders: []Holder{h.Holder},
-			Lines: lines(h.FromLine, wr.Invoke+1, wr.Done+1)}, opts.MaxViolations)
+			Lines: lines(h.FromLine, int(wr.Invoke+1), int(wr.Done+1))}, opts.MaxViolations)
 	}
 	return n
 }
@@ -534,14 +534,14 @@ func (p *prepared) grantTokenRegressions(res *Result, opts Options) (uncertain, 
 			top[g.Lock] = g
 			continue
 		}
-		if unc.near(b.Process, g.Process, g.To-b.To) {
+		if unc.near(int(b.Process), int(g.Process), g.To-b.To) {
 			uncertain++
 			continue
 		}
 		res.add(Violation{Check: verdict.Fencing, Lock: g.Lock, Message: fmt.Sprintf(
 			"lock %q granted token %d to process %d at %s (line %d) after token %d to process %d at %s (line %d): a grant's token must be above every earlier grant's",
 			g.Lock, tok, g.Process, fmtNS(g.To), g.Done+1, p.ev[b.Done].Token, b.Process, fmtNS(b.To), b.Done+1),
-			Lines: lines(b.Done+1, g.Done+1)}, opts.MaxViolations)
+			Lines: lines(int(b.Done+1), int(g.Done+1))}, opts.MaxViolations)
 	}
 	return uncertain, tokened
 }

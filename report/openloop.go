@@ -39,7 +39,7 @@ type OpenLoop struct {
 // history) is ignored: no acquisition is meant to start after it was
 // asked for.
 func AcquireStart(events []history.Event, g check.Op) int64 {
-	if g.Invoke >= 0 && g.Invoke < len(events) {
+	if g.Invoke >= 0 && int(g.Invoke) < len(events) {
 		if t, ok := history.ParseIntended(events[g.Invoke].Value); ok && t <= g.From {
 			return t
 		}

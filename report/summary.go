@@ -399,7 +399,7 @@ type at struct {
 func (a at) before(b at) bool { return a.t < b.t || a.t == b.t && a.line < b.line }
 
 // grantAt is where grant g happened.
-func grantAt(g check.Op) at { return at{g.To, g.Done + 1} }
+func grantAt(g check.Op) at { return at{g.To, int(g.Done + 1)} }
 
 // nextGrant is the index of the first grant after a, len(grants) if none.
 func nextGrant(grants []check.Op, a at) int {

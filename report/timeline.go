@@ -182,7 +182,7 @@ func addWaits(ls laneSet, ops *check.Ops, end int64) {
 		if a.Invoke < 0 {
 			continue
 		}
-		l := ls.of(a.Process)
+		l := ls.of(int(a.Process))
 		switch {
 		case a.Outcome == check.OutcomeOK:
 			l.Wait = append(l.Wait, a.From, a.To)
@@ -223,7 +223,7 @@ func addResourceOps(ls laneSet, ops *check.Ops) {
 		}
 		var v int64
 		_ = json.Unmarshal(ops.Events[r.Done].Value, &v) // shown only
-		l := ls.of(r.Process)
+		l := ls.of(int(r.Process))
 		l.Reads = append(l.Reads, r.To, v)
 	}
 	for _, w := range ops.Writes {
@@ -238,7 +238,7 @@ func addResourceOps(ls laneSet, ops *check.Ops) {
 			out = writeRejected
 		}
 		at := ops.Events[max(w.Done, 0)]
-		l := ls.of(w.Process)
+		l := ls.of(int(w.Process))
 		l.Writes = append(l.Writes, w.To, at.Token, out)
 	}
 	for _, l := range ls {
