@@ -62,12 +62,13 @@ func (p *prepared) readClocks() *clocks {
 // within reports whether a's and b's overlap (b starting inside a) is no
 // longer than their clocks' uncertainties together, a and b being on
 // different workers' clocks.
-func (c *clocks) within(a, b *ivRec) bool {
-	if c == nil || c.worker[a.pi] == c.worker[b.pi] {
+// pa and pb are their process indexes.
+func (c *clocks) within(a, b *Hold, pa, pb int32) bool {
+	if c == nil || c.worker[pa] == c.worker[pb] {
 		return false
 	}
 	overlap := min(endKey(a), endKey(b)) - b.From
-	return overlap <= c.uncertainty[a.pi]+c.uncertainty[b.pi]
+	return overlap <= c.uncertainty[pa]+c.uncertainty[pb]
 }
 
 // near reports whether two events of processes a and b (ids), apart ns

@@ -50,25 +50,15 @@ func Intervals(events []history.Event) map[string][]Interval {
 	return out
 }
 
-// ivRec is an interval with its process index.
+// ivRec is an interval with what ended it, while the intervals are built.
 type ivRec struct {
 	Holder
 	certain bool
 	end     HoldEnd
-	pi      int32
 }
 
-// intervals returns the intervals of each lock (by lock index), built
-// once: the holds (ops) and the exclusion check both read them, in Check's
-// one goroutine that runs the shared checks, and neither changes them.
+// intervals returns the intervals of each lock (by lock index).
 func (p *prepared) intervals() [][]ivRec {
-	if p.ivs == nil {
-		p.ivs = p.buildIntervals()
-	}
-	return p.ivs
-}
-
-func (p *prepared) buildIntervals() [][]ivRec {
 	out := make([][]ivRec, len(p.locks))
 	for l := range out {
 		out[l] = hugepage.Make[ivRec](0, int(p.nGrant[l]))
@@ -105,7 +95,7 @@ func (p *prepared) buildIntervals() [][]ivRec {
 				continue
 			}
 			l := p.slotLock[s]
-			out[l] = append(out[l], ivRec{Holder: Holder{Process: int(e.Process), From: e.Time, To: -1, Token: e.Token, FromLine: i + 1}, certain: true, pi: p.slotProc[s]})
+			out[l] = append(out[l], ivRec{Holder: Holder{Process: int(e.Process), From: e.Time, To: -1, Token: e.Token, FromLine: i + 1}, certain: true})
 			open[s] = int32(len(out[l]))
 			procOpen[p.slotProc[s]] = append(procOpen[p.slotProc[s]], s)
 		case op == opRelease && ty == tyInvoke:
@@ -147,7 +137,7 @@ func (p *prepared) mergePossible(out [][]ivRec) [][]ivRec {
 			h.To, h.ToLine, why = p.ev[r.end].Time, int(r.end)+1, EndNextEvent
 		}
 		l := p.lockOf(st)
-		poss[l] = append(poss[l], ivRec{Holder: h, end: why, pi: p.procOf(st)})
+		poss[l] = append(poss[l], ivRec{Holder: h, end: why})
 	}
 	for l, ps := range poss {
 		if len(ps) == 0 {
@@ -192,14 +182,19 @@ func CheckExclusion(events []history.Event, opts Options) Result {
 	return prepare(events).exclusion(opts.WithDefaults())
 }
 
-// ivHeap is a min-heap of interval indices by end (open ends last).
+// ivHeap is a min-heap of indices of one lock's holds by end (open ends
+// last).
 type ivHeap struct {
+	p   *prepared
 	idx []int32
-	ivs []ivRec
-	cnt []int32 // per process: how many of its intervals are in the heap
+	ivs []Hold
+	cnt []int32 // per process index: how many of its holds are in the heap
 }
 
-func endKey(iv *ivRec) int64 {
+// proc is the process index of hold x.
+func (h *ivHeap) proc(x int32) int32 { return h.p.procOf(h.ivs[x].FromLine - 1) }
+
+func endKey(iv *Hold) int64 {
 	if iv.To < 0 {
 		return math.MaxInt64
 	}
@@ -212,7 +207,7 @@ func (h *ivHeap) less(a, b int) bool {
 
 func (h *ivHeap) push(x int32) {
 	h.idx = append(h.idx, x)
-	h.cnt[h.ivs[x].pi]++
+	h.cnt[h.proc(x)]++
 	for j := len(h.idx) - 1; j > 0; {
 		par := (j - 1) / 2
 		if !h.less(j, par) {
@@ -230,7 +225,7 @@ func (h *ivHeap) popEnded(from int64) {
 		if top.To < 0 || top.To > from {
 			return
 		}
-		h.cnt[top.pi]--
+		h.cnt[h.proc(h.idx[0])]--
 		last := len(h.idx) - 1
 		h.idx[0] = h.idx[last]
 		h.idx = h.idx[:last]
@@ -253,36 +248,41 @@ func (h *ivHeap) popEnded(from int64) {
 
 func (h *ivHeap) clear() {
 	for _, x := range h.idx {
-		h.cnt[h.ivs[x].pi]--
+		h.cnt[h.proc(x)]--
 	}
 	h.idx = h.idx[:0]
 }
 
 func (p *prepared) exclusion(opts Options) Result {
 	res := Result{Verdict: verdict.Pass}
-	all := p.intervals()
+	// The holds, as ops hands them out (by lock name, each lock's by
+	// start): one list of them, not a second build of the intervals.
+	rest := p.holds()
 	holds, possibleHolds, possibleOverlaps := 0, 0, 0
-	certain := &ivHeap{cnt: make([]int32, len(p.procs))}
-	possible := &ivHeap{cnt: make([]int32, len(p.procs))}
+	certain := &ivHeap{p: p, cnt: make([]int32, len(p.procs))}
+	possible := &ivHeap{p: p, cnt: make([]int32, len(p.procs))}
 	var others []int32
 	var gone grantedGone
 	revoked := p.revokeExcuses(opts)
 	excused := 0
 	unc, uncertain := p.clockUncertainty(), 0
-	for _, l := range p.lockOrder() {
-		ivs := all[l]
-		if len(ivs) == 0 {
-			continue
+	for len(rest) > 0 {
+		lock := rest[0].Lock
+		n := 1
+		for n < len(rest) && rest[n].Lock == lock {
+			n++
 		}
-		lock := p.locks[l]
+		ivs := rest[:n]
+		rest = rest[n:]
 		certain.ivs, possible.ivs = ivs, ivs
 		for x := range ivs {
 			iv := &ivs[x]
+			pi := certain.proc(int32(x))
 			certain.popEnded(iv.From)
 			possible.popEnded(iv.From)
-			otherPossible := len(possible.idx) - int(possible.cnt[iv.pi])
-			otherCertain := len(certain.idx) - int(certain.cnt[iv.pi])
-			if !iv.certain {
+			otherPossible := len(possible.idx) - int(possible.cnt[pi])
+			otherCertain := len(certain.idx) - int(certain.cnt[pi])
+			if !iv.Certain {
 				possibleHolds++
 				possibleOverlaps += otherPossible + otherCertain
 				possible.push(int32(x))
@@ -296,7 +296,7 @@ func (p *prepared) exclusion(opts Options) Result {
 			case otherCertain > 0:
 				others = others[:0]
 				for _, y := range certain.idx {
-					if ivs[y].pi != iv.pi {
+					if certain.proc(y) != pi {
 						others = append(others, y)
 					}
 				}
@@ -310,7 +310,7 @@ func (p *prepared) exclusion(opts Options) Result {
 						excused++
 						continue
 					}
-					if unc.within(a, iv) {
+					if unc.within(a, iv, certain.proc(y), pi) {
 						uncertain++
 						continue
 					}

@@ -323,8 +323,17 @@ func (o *Ops) pairFault(open []openFault, i int, ty uint8) []openFault {
 	return slices.Delete(open, j, j+1)
 }
 
-// holds lists the holding intervals of every lock, locks by name.
+// holds lists the holding intervals of every lock, locks by name, built
+// once: ops hands them out and the exclusion check reads them, both in
+// Check's goroutine of the shared checks, and neither changes them.
 func (p *prepared) holds() []Hold {
+	if p.held == nil {
+		p.held = p.buildHolds()
+	}
+	return p.held
+}
+
+func (p *prepared) buildHolds() []Hold {
 	all := p.intervals()
 	n := 0
 	for _, ivs := range all {

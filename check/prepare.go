@@ -125,7 +125,7 @@ type prepared struct {
 	endTime  int64   // time of the last event in time order
 
 	ws     *writeScan // memoized by writes
-	ivs    [][]ivRec  // memoized by intervals
+	held   []Hold     // memoized by holds
 	paired *Ops       // memoized by ops
 	// faults is memoized by faultOps: the lease check asks for it once
 	// per process, and each pass reads every event.
