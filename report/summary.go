@@ -444,8 +444,20 @@ type timed struct {
 // since the latest release invoke that ended a hold of that lock after the
 // lock's previous grant; At is the grant's time. A grant no release
 // preceded (the first, or one after a crash) has no gap.
+//
+// Every list is made at its size (counted first): grown by appends, they
+// were most of the time and memory of a 10M-event history's summary.
 func handoffGaps(grants []check.Op, holds []check.Hold) []timed {
-	released := map[string][]at{}
+	n := map[string]int{}
+	for _, x := range holds {
+		if x.Certain && x.End == check.EndRelease {
+			n[x.Lock]++
+		}
+	}
+	released := make(map[string][]at, len(n))
+	for l, k := range n {
+		released[l] = make([]at, 0, k)
+	}
 	for _, x := range holds {
 		if x.Certain && x.End == check.EndRelease {
 			released[x.Lock] = append(released[x.Lock], at{x.To, x.ToLine})
@@ -454,7 +466,7 @@ func handoffGaps(grants []check.Op, holds []check.Hold) []timed {
 	for _, rs := range released {
 		slices.SortFunc(rs, func(a, b at) int { return cmp.Or(cmp.Compare(a.t, b.t), cmp.Compare(a.line, b.line)) })
 	}
-	var out []timed
+	out := make([]timed, 0, len(grants))
 	next := map[string]int{} // lock → its first release not yet used
 	for _, g := range grants {
 		rs, j := released[g.Lock], next[g.Lock]
@@ -490,9 +502,28 @@ func recordUnavailability(h hist, grants []check.Op, faults []check.Span) int {
 // subtracts the lease TTL when it reports, so the distribution is the
 // overrun past the TTL, negative when the lock came free sooner.
 func recordLeaseOverrun(h hist, grants []check.Op, holds []check.Hold) {
-	byLock := map[string][]check.Op{}
+	byLock := map[string][]check.Op{} // only the locks a crash ended a hold of
+	for _, x := range holds {
+		if x.Certain && x.End == check.EndCrash {
+			byLock[x.Lock] = nil
+		}
+	}
+	if len(byLock) == 0 {
+		return
+	}
+	n := map[string]int{}
 	for _, g := range grants {
-		byLock[g.Lock] = append(byLock[g.Lock], g)
+		if _, ok := byLock[g.Lock]; ok {
+			n[g.Lock]++
+		}
+	}
+	for l := range byLock {
+		byLock[l] = make([]check.Op, 0, n[l])
+	}
+	for _, g := range grants {
+		if gs, ok := byLock[g.Lock]; ok {
+			byLock[g.Lock] = append(gs, g)
+		}
 	}
 	for _, x := range holds {
 		if !x.Certain || x.End != check.EndCrash {

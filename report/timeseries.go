@@ -101,7 +101,7 @@ func seriesInterval(end int64) int64 {
 // acquireWaits are the granted acquires' waits (invoke, or intended start,
 // → ok), by grant.
 func acquireWaits(events []history.Event, grants []check.Op) []timed {
-	var out []timed
+	out := make([]timed, 0, len(grants))
 	for _, g := range grants {
 		if g.Invoke >= 0 {
 			out = append(out, timed{At: g.To, NS: g.To - AcquireStart(events, g)})
@@ -113,13 +113,25 @@ func acquireWaits(events []history.Event, grants []check.Op) []timed {
 // perInterval groups samples by interval (of iv ns, n of them) and gives
 // each non-empty interval's count, p50, p99 and max (nearest rank).
 func perInterval(samples []timed, iv int64, n int) []IntervalLatency {
-	groups := make([][]int64, n)
+	// A counting sort by interval into one list: each interval's samples
+	// are one stretch of it (no list grown per interval).
+	interval := func(s timed) int { return min(max(int(s.At/iv), 0), n-1) }
+	start := make([]int, n+1)
 	for _, s := range samples {
-		i := min(max(int(s.At/iv), 0), n-1)
-		groups[i] = append(groups[i], s.NS)
+		start[interval(s)+1]++
+	}
+	for i := range n {
+		start[i+1] += start[i]
+	}
+	all, fill := make([]int64, len(samples)), slices.Clone(start[:n])
+	for _, s := range samples {
+		i := interval(s)
+		all[fill[i]] = s.NS
+		fill[i]++
 	}
 	var out []IntervalLatency
-	for i, g := range groups {
+	for i := range n {
+		g := all[start[i]:start[i+1]]
 		if len(g) == 0 {
 			continue
 		}
