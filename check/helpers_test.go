@@ -104,3 +104,25 @@ func runCases(t *testing.T, name string, fn func([]history.Event, Options) Resul
 		})
 	}
 }
+
+// TestOpCodesAreFunctions: opOf reads a Function's value as its op code,
+// so each code must be the value of the Function it names.
+func TestOpCodesAreFunctions(t *testing.T) {
+	for _, c := range []struct {
+		op uint8
+		f  history.Function
+	}{{opAcquire, history.FAcquire}, {opRelease, history.FRelease}, {opRead, history.FRead},
+		{opWrite, history.FWrite}, {opCrash, history.FCrash}, {opPause, history.FPause},
+		{opResume, history.FResume}, {opLeaseLost, history.FLeaseLost}, {opWakeup, history.FWakeup},
+		{opFault, history.FFault}, {opRPCs, history.FRPCs}, {opKeyDeleted, history.FKeyDeleted},
+		{opClock, history.FClock}} {
+		if got := opOf(c.f); got != c.op {
+			t.Errorf("opOf(%s) = %d, want %d", c.f, got, c.op)
+		}
+	}
+	for _, f := range []history.Function{0, history.FClock + 1, 255} {
+		if got := opOf(f); got != opOther {
+			t.Errorf("opOf(%d) = %d, want opOther", f, got)
+		}
+	}
+}

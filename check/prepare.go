@@ -10,7 +10,7 @@ import (
 	"github.com/lockbench/lockbench/history"
 )
 
-// Operation codes: the `f` of an event, classified once.
+// Operation codes: the `f` of an event, classified once (opOf).
 const (
 	opOther uint8 = iota
 	opAcquire
@@ -37,36 +37,14 @@ const (
 	tyOther // not a contract type; ignored by every check
 )
 
+// opOf is f's operation code. The codes are history's Function values
+// (TestOpCodesAreFunctions), so this only folds the zero Function and any
+// value past the contract's into opOther.
 func opOf(f history.Function) uint8 {
-	switch f {
-	case history.FAcquire:
-		return opAcquire
-	case history.FRelease:
-		return opRelease
-	case history.FRead:
-		return opRead
-	case history.FWrite:
-		return opWrite
-	case history.FCrash:
-		return opCrash
-	case history.FPause:
-		return opPause
-	case history.FResume:
-		return opResume
-	case history.FLeaseLost:
-		return opLeaseLost
-	case history.FWakeup:
-		return opWakeup
-	case history.FFault:
-		return opFault
-	case FRPCs:
-		return opRPCs
-	case history.FKeyDeleted:
-		return opKeyDeleted
-	case history.FClock:
-		return opClock
+	if f > history.FClock {
+		return opOther
 	}
-	return opOther
+	return uint8(f)
 }
 
 func typeOf(t history.Type) uint8 {
