@@ -230,7 +230,7 @@ func readAt(f io.ReaderAt, size int64, bs int) ([]Event, error) {
 }
 
 // decodeBlock reads block b of f into *buf and decodes its lines into
-// out, one event per line; a blank line leaves its event zero (Type "",
+// out, one event per line; a blank line leaves its event zero (Type 0,
 // which no decoded event has) and is counted.
 func (d *decoder) decodeBlock(f io.ReaderAt, b lineBlock, buf *[]byte, out []Event) (blank int, err error) {
 	n := int(b.end - b.off)
