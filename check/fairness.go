@@ -91,13 +91,23 @@ type fairSlot struct {
 
 // longWait is a request that waited long enough, with enough grants to
 // others, to be judged once its lock's bound is known.
+// Its times are its lines' (span): a 10M-event history has 2M of them.
 type longWait struct {
 	slot     int32
-	from, to int64
 	fromLine int32
 	toLine   int32 // -1: the end of the history
 	others   int32
 	out      Outcome
+}
+
+// span is when lw waited: from its request's invoke to its outcome's
+// event, or the end of the history.
+func (w *fairWalk) span(lw longWait) (from, to int64) {
+	from, to = w.p.ev[lw.fromLine].Time, w.p.endTime
+	if lw.toLine >= 0 {
+		to = w.p.ev[lw.toLine].Time
+	}
+	return from, to
 }
 
 // bypassed is a granted request that later requests, invoked more than

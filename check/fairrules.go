@@ -22,7 +22,7 @@ func (w *fairWalk) judge(s int32, out Outcome, t int64, line int32) {
 		w.judgeBypass(s, t, line)
 	}
 	if out != OutcomeInfo && out != OutcomeAborted && int(others) >= w.opts.StarvationGrants {
-		w.longs = append(w.longs, longWait{slot: s, from: st.reqTime, to: t, fromLine: st.reqLine, toLine: line, others: others, out: out})
+		w.longs = append(w.longs, longWait{slot: s, fromLine: st.reqLine, toLine: line, others: others, out: out})
 	}
 }
 
@@ -164,11 +164,12 @@ func (w *fairWalk) judgeLongWaits(res *Result, starved []int32) int {
 	over, ratio := w.longs[:0], 0.0
 	for _, lw := range w.longs {
 		l := w.p.slotLock[lw.slot]
-		if int(lw.others) < others[l] || w.faulted(lw.slot, lw.from, lw.to) {
+		from, to := w.span(lw)
+		if int(lw.others) < others[l] || w.faulted(lw.slot, from, to) {
 			continue
 		}
-		ratio = max(ratio, float64(lw.to-lw.from)/float64(bound[l]))
-		if lw.to-lw.from <= bound[l] || slices.Contains(starved, lw.slot) {
+		ratio = max(ratio, float64(to-from)/float64(bound[l]))
+		if to-from <= bound[l] || slices.Contains(starved, lw.slot) {
 			continue
 		}
 		over = append(over, lw)
@@ -189,7 +190,8 @@ func (w *fairWalk) judgeLongWaits(res *Result, starved []int32) int {
 
 func (w *fairWalk) longWaitViolation(lw longWait, bound, gap int64, clients int) Violation {
 	lock := w.p.locks[w.p.slotLock[lw.slot]]
-	end := fmt.Sprintf("%s (line %d)", fmtNS(lw.to), lw.toLine+1)
+	from, to := w.span(lw)
+	end := fmt.Sprintf("%s (line %d)", fmtNS(to), lw.toLine+1)
 	switch {
 	case lw.toLine < 0:
 		end = "the end of the history, still waiting"
@@ -202,7 +204,7 @@ func (w *fairWalk) longWaitViolation(lw longWait, bound, gap int64, clients int)
 		Check: verdict.Fairness,
 		Lock:  lock,
 		Message: fmt.Sprintf("lock %q: process %d waited %s, from %s (line %d) to %s, while other processes were granted it %d times; the long-wait bound is %s (max(%s, %d × %d clients × the median %s between grants))",
-			lock, w.p.procs[w.p.slotProc[lw.slot]], time.Duration(lw.to-lw.from), fmtNS(lw.from), lw.fromLine+1, end, lw.others,
+			lock, w.p.procs[w.p.slotProc[lw.slot]], time.Duration(to-from), fmtNS(from), lw.fromLine+1, end, lw.others,
 			time.Duration(bound), MinLongWait, LongWaitCycles, clients, time.Duration(gap)),
 		Lines: lines(int(lw.fromLine)+1, int(lw.toLine)+1),
 	}
