@@ -250,10 +250,11 @@ func (d *decoder) fastDecode(b []byte, p *parsedEvent) bool {
 			p.ev.Token, i, ok = parseInt(b, i)
 		case "type":
 			bit = hasType
+			// An unknown type or f is not ok: the slow path names it in
+			// its message.
 			var sp span
 			if i, ok = stringField(b, i, &sp); ok {
 				p.ev.Type, ok = typeNamed(b[sp.start:sp.end])
-				// An unknown type: the slow path names it in its message.
 			}
 		case "f":
 			bit = hasF

@@ -511,15 +511,6 @@ func recordLeaseOverrun(h hist, grants []check.Op, holds []check.Hold) {
 	if len(byLock) == 0 {
 		return
 	}
-	n := map[string]int{}
-	for _, g := range grants {
-		if _, ok := byLock[g.Lock]; ok {
-			n[g.Lock]++
-		}
-	}
-	for l := range byLock {
-		byLock[l] = make([]check.Op, 0, n[l])
-	}
 	for _, g := range grants {
 		if gs, ok := byLock[g.Lock]; ok {
 			byLock[g.Lock] = append(gs, g)
