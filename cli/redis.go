@@ -32,8 +32,8 @@ const redisSynopsis = "redis [--locks redis-setnx,redlock] [--faults F,...] [--s
 	"  primary-pause               SIGSTOP the primary right after a grant its replicas have, SIGCONT it after the failover (redis-setnx)\n" +
 	"  instance-crash              SIGKILL one instance holding the lock, for good (redlock)\n" +
 	"  instance-restart-empty      SIGKILL an instance holding the lock and start it again at once with no data, after every grant (redlock)\n" +
-	"  bare-majority-restart       the critics' case: cut the clients from 2 instances at a release, so the next holder wins only 3;\n" +
-	"                              then restart one of its 3 empty and heal (redlock)\n" +
+	"  bare-majority-restart       the critics' case: cut every client from 2 instances (the holder at its release), so the\n" +
+	"                              next holder wins only 3; then restart one of its 3 empty and heal (redlock)\n" +
 	"  holder-pause                freeze the holder's process (a GC pause) right after a grant for 1.5 × the key's TTL (both locks)\n" +
 	"Exit 1 when a cell differs from what the lock's design predicts (docs/redis.md).\n" +
 	"Needs the Debian packages redis-server and redis-sentinel (make redis-deps)."

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -44,11 +45,13 @@ const (
 	// describe, without the delayed restart its description asks for.
 	InstanceRestartEmpty = "instance-restart-empty"
 	// BareMajorityRestart is the case Redlock's critics describe
-	// (Kleppmann, "How to do distributed locking"): at a release the
-	// clients' links to two of the five instances are cut, so the next
-	// holder wins only the other three; then one of those three is killed
-	// and started again with no data, and the links heal. A challenger
-	// then wins the restarted instance and the two the holder never had.
+	// (Kleppmann, "How to do distributed locking"), with its partition
+	// per client, as there: every client's links to two of the five
+	// instances are cut, so the next holder wins only the other three
+	// (cutClients says when each is cut). Then one of those three is
+	// killed and started again with no data, and the links heal. A
+	// challenger then wins the restarted instance and the two the holder
+	// never had.
 	BareMajorityRestart = "bare-majority-restart"
 	// PauseHolder freezes the holder's process right after a grant (a GC
 	// or VM pause, etcd's pause-client) for 1.5 × the key's TTL: the key
@@ -409,41 +412,145 @@ func (w *world) crashInstances(ctx, asking context.Context, restart bool) error 
 	}
 }
 
-// bareMajorityRestart is BareMajorityRestart: cut the clients' links to
-// the last two instances at a release; once a grant was made after it,
-// on none of those two, restart one of the holder's instances empty and
-// heal the links. A grant that won the cut instances before the cut took
-// effect: heal, and try again at the next release.
+// bareMajorityRestart is BareMajorityRestart: every client is cut off
+// from two instances (cutClients), so the next grant is on exactly the
+// other three. One of those is restarted empty and every link heals.
 func (w *world) bareMajorityRestart(ctx, asking context.Context) error {
-	addrs := w.dep.Addrs()
-	cutOff := addrs[len(addrs)-2:]
-	partition := func(on bool) error {
-		name := "redis-heal-clients"
-		if on {
-			name = "redis-partition-clients"
-		}
-		target := fmt.Sprintf("clients:member:%d,member:%d", len(addrs)-2, len(addrs)-1)
-		return w.fault(name, target, func() error { w.links.set(on, cutOff...); return nil })
-	}
 	if err := settled(asking); err != nil {
 		return err
 	}
+	cutOff, err := w.cutClients(ctx, asking)
+	if err != nil {
+		return err
+	}
+	heal := func() error { return w.setLinks(w.clients(-1), cutOff, false) }
+	g, err := w.nextGrant(asking, time.Now())
+	if err != nil {
+		return errors.Join(err, heal())
+	}
+	held := slices.DeleteFunc(w.instancesHolding(ctx, g.key), func(i int) bool { return slices.Contains(cutOff, i) })
+	if len(held) == 0 {
+		return errors.Join(fmt.Errorf("client %d's grant, cut off from instances %v, is on none of the others", g.client, cutOff), heal())
+	}
+	return errors.Join(w.restartEmpty(ctx, held[0]), heal())
+}
+
+// cutClients cuts every client off from two instances, at moments when
+// none of them has a key there, and returns those two. A client cut off
+// while it had a key on one (a grant, or a failed attempt between its SET
+// and its release) could not delete it there, and the key would stand in
+// a later challenger's way until it expired. So the others are cut while
+// one holder has the key on both, and the holder at its release, while it
+// waits its think before it asks again. When something comes between
+// (the holder released around the first cut, or someone was granted
+// around the second), the cut heals and it begins again.
+func (w *world) cutClients(ctx, asking context.Context) ([]int, error) {
 	for {
-		g, err := w.grantAfterCut(asking, partition)
-		if err != nil {
-			return err
-		}
-		held := w.instancesHolding(ctx, g.key)
-		if len(held) == w.quorum() && !slices.ContainsFunc(held, func(i int) bool { return i >= len(addrs)-2 }) {
-			if err := w.restartEmpty(ctx, held[0]); err != nil {
-				return err
+		holder, hold := w.holding()
+		cutOff := w.holderInstances(ctx)
+		if holder < 0 || len(cutOff) < 2 { // no one holds: wait for a grant
+			if _, err := w.nextGrant(asking, time.Now()); err != nil {
+				return nil, err
 			}
-			return partition(false)
+			continue
 		}
-		if err := partition(false); err != nil {
-			return err
+		cutOff = cutOff[len(cutOff)-2:]
+		if err := w.setLinks(w.clients(holder), cutOff, true); err != nil {
+			return nil, err
+		}
+		released := w.nextRelease()
+		if h, k := w.holding(); h == holder && k == hold {
+			select {
+			case <-asking.Done():
+				return nil, errors.Join(asking.Err(), w.setLinks(w.clients(holder), cutOff, false))
+			case <-released:
+			}
+			if h, k := w.holding(); h < 0 && k == hold {
+				if err := w.setLinks([]int{holder}, cutOff, true); err != nil {
+					return nil, err
+				}
+				if h, k := w.holding(); h < 0 && k == hold {
+					return cutOff, nil
+				}
+				holder = -1 // a grant came around its cut: heal every client
+			}
+		}
+		if err := w.setLinks(w.clients(holder), cutOff, false); err != nil {
+			return nil, err
 		}
 	}
+}
+
+// holderInstances are the instances on which the lock's key has the
+// value a majority has: the holder's, if one holds.
+func (w *world) holderInstances(ctx context.Context) []int {
+	values := w.valuesOn(ctx, w.lockOptions().Key())
+	var out []int
+	for i, v := range values {
+		if v != "" && countOf(values, v) >= w.quorum() {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// clients are every client but except (-1 for none).
+func (w *world) clients(except int) []int {
+	var out []int
+	for id := range w.links {
+		if id != except {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// setLinks cuts (on) or heals the links of clients to instances, as one
+// fault.
+func (w *world) setLinks(clients, instances []int, on bool) error {
+	var ids, members, addrs []string
+	for _, id := range clients {
+		ids = append(ids, strconv.Itoa(id))
+	}
+	for _, i := range instances {
+		members = append(members, "member:"+strconv.Itoa(i))
+		addrs = append(addrs, w.dep.Addrs()[i])
+	}
+	name := "redis-heal-clients"
+	if on {
+		name = "redis-partition-clients"
+	}
+	f := history.Fault{Fault: name, Target: "clients:" + strings.Join(members, ","),
+		Resolved: "clients:" + strings.Join(ids, ",") + ":" + strings.Join(members, ",")}
+	return w.faultOn(f, func() error {
+		for _, id := range clients {
+			w.links[id].set(on, addrs...)
+		}
+		return nil
+	})
+}
+
+// valuesOn is key's value on each instance ("" where it has none or did
+// not answer).
+func (w *world) valuesOn(ctx context.Context, key string) []string {
+	var out []string
+	for _, a := range w.dep.Addrs() {
+		cli := redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1})
+		v, _ := cli.Get(ctx, key).Result()
+		cli.Close()
+		out = append(out, v)
+	}
+	return out
+}
+
+func countOf(values []string, v string) int {
+	n := 0
+	for _, x := range values {
+		if x == v {
+			n++
+		}
+	}
+	return n
 }
 
 // restartEmpty kills instance i and starts it again at once with no

@@ -11,11 +11,11 @@ import (
 // are cut.
 var errLinkCut = errors.New("link cut by the nemesis")
 
-// links is the clients' side of the network: every client connection to
-// a Redis server is dialed through it, so that the nemesis can cut the
-// clients off from some servers (closing what is open, refusing new
-// dials) while the servers themselves run on: a partition between the
-// clients and those servers.
+// links is one client's side of the network: each of its connections to
+// a Redis server is dialed through it, so that the nemesis can cut that
+// client off from some servers (closing what is open, refusing new dials)
+// while the servers themselves, and the other clients, run on: a
+// partition between the client and those servers.
 type links struct {
 	mu    sync.Mutex
 	cut   map[string]bool
@@ -48,7 +48,7 @@ func (l *links) dial(ctx context.Context, network, addr string) (net.Conn, error
 	return tc, nil
 }
 
-// set cuts (on) or heals the clients' links to addrs.
+// set cuts (on) or heals the client's links to addrs.
 func (l *links) set(on bool, addrs ...string) {
 	l.mu.Lock()
 	for _, a := range addrs {

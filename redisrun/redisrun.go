@@ -149,9 +149,10 @@ func Run(ctx context.Context, spec Spec) (res *Result, err error) {
 		}
 	}()
 	rec := history.NewRecorder(0)
-	w := &world{spec: spec, dep: dep, rec: rec, grants: make(chan grantSeen, 64), links: newLinks(), interrupted: ctx.Done()}
+	w := &world{spec: spec, dep: dep, rec: rec, grants: make(chan grantSeen, 64), holder: -1, interrupted: ctx.Done()}
 	for range spec.Clients {
 		w.frozen = append(w.frozen, &freeze{})
+		w.links = append(w.links, newLinks())
 	}
 	if err := w.drive(ctx); err != nil {
 		return nil, err
@@ -174,7 +175,7 @@ type world struct {
 	dep    *rediscluster.Cluster
 	rec    *history.Recorder
 	grants chan grantSeen // clients → nemesis, dropped when it is full
-	links  *links         // Redlock clients' connections to the instances
+	links  []*links       // per client: its connections to the Redlock instances
 	frozen []*freeze      // per client: its process, which holder-pause freezes
 	// interrupted closes when the run's caller gives up (a signal): holds
 	// end then, not at the end of the asking, which they outlive.
@@ -183,6 +184,8 @@ type world struct {
 	mu         sync.Mutex
 	released   chan struct{} // closed at the next release ok
 	releasedAt time.Time     // when the last release ended ok
+	holder     int           // the client that holds the lock, by its own account; -1 for none
+	holds      int           // grants made so far: which hold holder's is
 }
 
 // drive runs the clients and the nemesis until Duration, then waits for
@@ -231,6 +234,26 @@ func (w *world) releasedOK() {
 	}
 }
 
+// setHolder records that client id holds the lock (holding) or is about
+// to release it.
+func (w *world) setHolder(id int, holding bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if holding {
+		w.holder, w.holds = id, w.holds+1
+	} else if w.holder == id {
+		w.holder = -1
+	}
+}
+
+// holding is the client that holds the lock (-1 for none) and which
+// hold it is: the same answer twice means it held in between.
+func (w *world) holding() (client, hold int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.holder, w.holds
+}
+
 // lockOptions are every client's Locker options.
 func (w *world) lockOptions() redislocks.Options {
 	return redislocks.Options{Name: "lock", TTL: w.spec.TTL}
@@ -243,7 +266,7 @@ func (w *world) locker(id int) (locks.Locker, func(), error) {
 		var clis []*redis.Client
 		for _, a := range w.dep.Addrs() {
 			clis = append(clis, redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1, DialTimeout: 200 * time.Millisecond, ReadTimeout: 500 * time.Millisecond,
-				Dialer: w.frozen[id].dial(w.links.dial)}))
+				Dialer: w.frozen[id].dial(w.links[id].dial)}))
 		}
 		closeAll := func() {
 			for _, c := range clis {
@@ -292,6 +315,7 @@ func (w *world) client(ctx context.Context, id int) error {
 			continue
 		}
 		ev(history.OK, history.FAcquire, g.Token, g.Key, nil)
+		w.setHolder(id, true)
 		select {
 		case w.grants <- grantSeen{client: id, key: g.Key, token: g.Token, at: time.Now()}:
 		default:
@@ -311,6 +335,7 @@ func (w *world) client(ctx context.Context, id int) error {
 		if lost {
 			ev(history.OK, history.FLeaseLost, g.Token, "", nil)
 		}
+		w.setHolder(id, false)
 		ev(history.Invoke, history.FRelease, 0, "", nil)
 		err = l.Unlock(context.Background(), g)
 		ev(outcome(err, redislocks.ErrNotHeld), history.FRelease, 0, "", err)
