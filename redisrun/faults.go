@@ -485,9 +485,13 @@ func (w *world) cutClients(ctx, asking context.Context) ([]int, error) {
 // value a majority has: the holder's, if one holds.
 func (w *world) holderInstances(ctx context.Context) []int {
 	values := w.valuesOn(ctx, w.lockOptions().Key())
+	count := map[string]int{}
+	for _, v := range values {
+		count[v]++
+	}
 	var out []int
 	for i, v := range values {
-		if v != "" && countOf(values, v) >= w.quorum() {
+		if v != "" && count[v] >= w.quorum() {
 			out = append(out, i)
 		}
 	}
@@ -543,16 +547,6 @@ func (w *world) valuesOn(ctx context.Context, key string) []string {
 	return out
 }
 
-func countOf(values []string, v string) int {
-	n := 0
-	for _, x := range values {
-		if x == v {
-			n++
-		}
-	}
-	return n
-}
-
 // restartEmpty kills instance i and starts it again at once with no
 // data.
 func (w *world) restartEmpty(ctx context.Context, i int) error {
@@ -569,11 +563,8 @@ func (w *world) quorum() int { return len(w.dep.Addrs())/2 + 1 }
 // instancesHolding are the instances on which key exists.
 func (w *world) instancesHolding(ctx context.Context, key string) []int {
 	var out []int
-	for i, a := range w.dep.Addrs() {
-		cli := redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1})
-		n, err := cli.Exists(ctx, key).Result()
-		cli.Close()
-		if err == nil && n == 1 {
+	for i, v := range w.valuesOn(ctx, key) {
+		if v != "" {
 			out = append(out, i)
 		}
 	}
