@@ -21,6 +21,7 @@ import (
 	"github.com/lockbench/lockbench/adapters"
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/locktest"
 	"github.com/lockbench/lockbench/runner"
@@ -153,14 +154,14 @@ func TestGoAdapterConformance(t *testing.T) {
 	eps := endpoints(t)
 	noneLeft(t)
 	p := goAdapter(t)
-	locktest.Run(t, p.Factory(), locktest.Env{Endpoints: eps})
+	locktest.Run(t, p.Factory().Locks(), locktest.Env{Endpoints: eps})
 }
 
 func TestPythonEtcd3Conformance(t *testing.T) {
 	eps := endpoints(t)
 	noneLeft(t)
 	needs(t, python)
-	failures := locktest.Check(adapters.PythonEtcd3.Factory(), locktest.Env{Endpoints: eps, Timeout: 40 * time.Second})
+	failures := locktest.Check(adapters.PythonEtcd3.Factory().Locks(), locktest.Env{Endpoints: eps, Timeout: 40 * time.Second})
 	// Debian's python3-etcd3 0.12.0 passes tenacity (8.2 in bookworm) a
 	// wait callback of the old two-argument form, so Lock.acquire raises
 	// TypeError whenever it has to wait: the subtests with a waiter fail
@@ -202,7 +203,7 @@ done`
 func TestLyingAdapterIsCaught(t *testing.T) {
 	eps := endpoints(t)
 	noneLeft(t)
-	failures := locktest.Check(sh("liar", liar).Factory(), locktest.Env{Endpoints: eps, Timeout: 20 * time.Second})
+	failures := locktest.Check(sh("liar", liar).Factory().Locks(), locktest.Env{Endpoints: eps, Timeout: 20 * time.Second})
 	bySubtest := map[string]bool{}
 	for _, f := range failures {
 		t.Logf("caught: %s", f)
@@ -228,7 +229,7 @@ func offline(t *testing.T) *clientv3.Client {
 
 func newLocker(t *testing.T, p *adapters.Program) locks.Locker {
 	t.Helper()
-	l, err := p.Factory()(context.Background(), offline(t), locks.Options{TTL: 2 * time.Second})
+	l, err := p.Factory()(context.Background(), offline(t), etcdlocks.Options{Options: locks.Options{TTL: 2 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,13 +433,13 @@ func TestLostEventClosesLost(t *testing.T) {
 func TestMissingRuntimeIsNamed(t *testing.T) {
 	p := &adapters.Program{Name: "nowhere", Command: []string{"/nonexistent/python"},
 		Check: func(context.Context) error { return errors.New("needs /nonexistent/python: apt-get install nothing") }}
-	_, err := p.Factory()(context.Background(), offline(t), locks.Options{})
+	_, err := p.Factory()(context.Background(), offline(t), etcdlocks.Options{})
 	if err == nil || !strings.Contains(err.Error(), "apt-get install nothing") || !strings.Contains(err.Error(), "nowhere") {
 		t.Errorf("Factory with a missing runtime: %v, want the check's error naming the adapter", err)
 	}
 	// Without a check, a command that cannot start fails the Factory.
 	p = &adapters.Program{Name: "nowhere", Command: []string{"/nonexistent/python"}}
-	_, err = p.Factory()(context.Background(), offline(t), locks.Options{})
+	_, err = p.Factory()(context.Background(), offline(t), etcdlocks.Options{})
 	if !errors.Is(err, adapters.ErrProcess) || !strings.Contains(err.Error(), "/nonexistent/python") {
 		t.Errorf("Factory of a command that cannot start: %v, want a process error naming it", err)
 	}
@@ -494,7 +495,7 @@ func TestAdapterDiesWithLockbench(t *testing.T) {
 func helperStartsAdapter() {
 	p := &adapters.Program{Name: "orphan", Command: []string{"sleep", os.Getenv("LOCKBENCH_TEST_MARKER")}}
 	cli, _ := clientv3.New(clientv3.Config{Endpoints: []string{"http://127.0.0.1:9"}, Logger: zap.NewNop()})
-	l, err := p.Factory()(context.Background(), cli, locks.Options{})
+	l, err := p.Factory()(context.Background(), cli, etcdlocks.Options{})
 	if err != nil {
 		os.Exit(2)
 	}
@@ -524,10 +525,10 @@ func TestCrashClientKillsTheAdapter(t *testing.T) {
 	// the strategy starts the current run's program.
 	loggedProg.Store(prog)
 	registerOnce.Do(func() {
-		locks.Register(locks.Strategy{Name: name, Description: "test only", Origin: "test", OwnLease: true, Hidden: true,
-			New: func(ctx context.Context, cli *clientv3.Client, opts locks.Options) (locks.Locker, error) {
+		etcdlocks.Register(locks.Strategy{Name: name, Description: "test only", Origin: "test", OwnLease: true, Hidden: true},
+			func(ctx context.Context, cli *clientv3.Client, opts etcdlocks.Options) (locks.Locker, error) {
 				return loggedProg.Load().Factory()(ctx, cli, opts)
-			}})
+			})
 	})
 	sc, err := scenarios.Lookup("holder-crash")
 	if err != nil {

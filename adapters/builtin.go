@@ -12,6 +12,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/locks"
 )
 
@@ -55,7 +56,7 @@ func pythonModule(module, pkg string) func(context.Context) error {
 // suite and bench find them by name; their known failures are their
 // Expect (expect.go).
 func init() {
-	locks.Register(locks.Strategy{
+	etcdlocks.Register(locks.Strategy{
 		Name:        "python-etcd3",
 		Description: "python-etcd3's Lock (client.lock(name, ttl): a txn on one key, waiters watch it; the lease is not refreshed), as a process",
 		Origin:      "python-etcd3 0.12 (Debian python3-etcd3), adapters/python-etcd3",
@@ -65,9 +66,8 @@ func init() {
 		Hidden:   true,
 		Expect:   pythonEtcd3Expect(),
 		Runtime:  PythonEtcd3.check,
-		New:      PythonEtcd3.Factory(),
-	})
-	locks.Register(locks.Strategy{
+	}, PythonEtcd3.Factory())
+	etcdlocks.Register(locks.Strategy{
 		Name:        "node-etcd3",
 		Description: "the Node client etcd3's Lock (client.lock(name).ttl(s).acquire(): a try-lock, one txn on one key with a lease the library keeps alive; no loss notice), as a process",
 		Origin:      "npm etcd3 1.1.2 on Debian's Node, adapters/node-etcd3",
@@ -75,9 +75,8 @@ func init() {
 		Hidden:      true,
 		Expect:      nodeEtcd3Expect(),
 		Runtime:     nodeEtcd3.ready,
-		New:         nodeEtcd3.factory,
-	})
-	locks.Register(locks.Strategy{
+	}, nodeEtcd3.factory)
+	etcdlocks.Register(locks.Strategy{
 		Name:        "etcdctl",
 		Description: "etcdctl lock NAME, one process per grant, released by Ctrl-C (concurrency.Mutex on a Session of its own), as a process",
 		Origin:      "etcdctl v3.7 built from the etcd module (make adapter-deps), adapters/etcdctl",
@@ -85,9 +84,8 @@ func init() {
 		Hidden:      true,
 		Expect:      etcdctlExpect(),
 		Runtime:     etcdctl37.ready,
-		New:         etcdctl37.factory,
-	})
-	locks.Register(locks.Strategy{
+	}, etcdctl37.factory)
+	etcdlocks.Register(locks.Strategy{
 		Name:        "etcdctl-3.4",
 		Description: "etcdctl lock NAME as the etcdctl strategy, with Debian's etcdctl 3.4 (its concurrency.Mutex of 3.4)",
 		Origin:      "Debian etcd-client 3.4.23 (/usr/bin/etcdctl), adapters/etcdctl",
@@ -95,9 +93,8 @@ func init() {
 		Hidden:      true,
 		Expect:      etcdctlExpect(),
 		Runtime:     etcdctl34.ready,
-		New:         etcdctl34.factory,
-	})
-	locks.Register(locks.Strategy{
+	}, etcdctl34.factory)
+	etcdlocks.Register(locks.Strategy{
 		Name:        "adapter",
 		Description: "any adapter program (docs/adapters.md): the command in $" + CommandEnv + ", split on spaces",
 		Origin:      "yours: adapters/ has examples",
@@ -105,8 +102,7 @@ func init() {
 		OwnLease: true,
 		Hidden:   true,
 		Runtime:  commandSet,
-		New:      fromEnv,
-	})
+	}, fromEnv)
 }
 
 // CommandEnv names the environment variable holding the command of the
@@ -130,7 +126,7 @@ var (
 
 // fromEnv is the "adapter" strategy's Factory: one Program per command,
 // so that its clients' ids are distinct.
-func fromEnv(ctx context.Context, cli *clientv3.Client, opts locks.Options) (locks.Locker, error) {
+func fromEnv(ctx context.Context, cli *clientv3.Client, opts etcdlocks.Options) (locks.Locker, error) {
 	if err := commandSet(ctx); err != nil {
 		return nil, fmt.Errorf("adapter: %w", err)
 	}

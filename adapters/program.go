@@ -1,5 +1,5 @@
 // Package adapters runs lock clients written in other languages as
-// processes: a Program is a locks.Factory whose Lockers each start one
+// processes: a Program is a etcdlocks.Factory whose Lockers each start one
 // process and drive it over JSON lines on its stdin and stdout
 // (docs/adapters.md is the protocol). The programs that ship with
 // lockbench are embedded here and registered as strategies on import.
@@ -26,6 +26,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/locks"
 )
 
@@ -74,11 +75,11 @@ var (
 	ErrProcess = errors.New("adapter process failed")
 )
 
-// Factory is the locks.Factory of p: each Locker runs its own process,
+// Factory is the etcdlocks.Factory of p: each Locker runs its own process,
 // started by the Factory (and again by the first Lock after the process
 // ended or was killed).
-func (p *Program) Factory() locks.Factory {
-	return func(ctx context.Context, cli *clientv3.Client, opts locks.Options) (locks.Locker, error) {
+func (p *Program) Factory() etcdlocks.Factory {
+	return func(ctx context.Context, cli *clientv3.Client, opts etcdlocks.Options) (locks.Locker, error) {
 		opts, err := opts.WithDefaults()
 		if err != nil {
 			return nil, err
@@ -209,7 +210,7 @@ func (l *Locker) Lock(ctx context.Context) (*locks.Grant, error) {
 			l.discard(p)
 			return nil, l.fail(p, "lock", fmt.Errorf("granted without a key or a hex lease: %q, %q", m.Key, m.Lease))
 		}
-		g := &locks.Grant{Key: m.Key, Token: m.Token, Lease: clientv3.LeaseID(lease), Lost: m.lost}
+		g := &locks.Grant{Key: m.Key, Token: m.Token, Lease: lease, Lost: m.lost}
 		l.mu.Lock()
 		l.held = g
 		l.mu.Unlock()

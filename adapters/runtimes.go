@@ -14,6 +14,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/locks"
 )
 
@@ -109,8 +110,8 @@ func (r *installed) ready(ctx context.Context) error {
 	return p.check(ctx)
 }
 
-// factory is the locks.Factory of the Program, once found.
-func (r *installed) factory(ctx context.Context, cli *clientv3.Client, opts locks.Options) (locks.Locker, error) {
+// factory is the etcdlocks.Factory of the Program, once found.
+func (r *installed) factory(ctx context.Context, cli *clientv3.Client, opts etcdlocks.Options) (locks.Locker, error) {
 	p, err := r.program()
 	if err != nil {
 		return nil, err

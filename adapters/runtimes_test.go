@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockbench/lockbench/adapters"
 	"github.com/lockbench/lockbench/chaos"
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
@@ -81,7 +82,7 @@ func TestShippedAdaptersMeetExpectations(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
-				want := harness.ExpectationsFor(sc, a.lock, string(locks.KeepAliveOwn))
+				want := harness.ExpectationsFor(sc, a.lock, string(etcdlocks.KeepAliveOwn))
 				for _, c := range []string{verdict.Exclusion, verdict.Liveness} {
 					if _, ok := want[c]; !ok {
 						t.Errorf("%s: %s is not judged: %v", name, c, want)
@@ -218,7 +219,7 @@ func TestReadyIsWaitedFor(t *testing.T) {
 	// It never says ready: the Factory fails at StartWait, naming it.
 	p = sh("never-ready", `sleep 987655`)
 	p.Ready, p.StartWait = true, 300*time.Millisecond
-	_, err := p.Factory()(context.Background(), offline(t), locks.Options{TTL: 2 * time.Second})
+	_, err := p.Factory()(context.Background(), offline(t), etcdlocks.Options{Options: locks.Options{TTL: 2 * time.Second}})
 	if !errors.Is(err, adapters.ErrProcess) || !strings.Contains(err.Error(), "adapter never-ready") || !strings.Contains(err.Error(), "not ready after 300ms") {
 		t.Errorf("Factory of an adapter that never says ready: %v, want a process error naming it and the wait", err)
 	}

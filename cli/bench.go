@@ -146,7 +146,7 @@ func (o *benchOptions) check() error {
 	if err != nil {
 		return err
 	}
-	if err := notRedis("locks", lockNames...); err != nil {
+	if err := etcdOnly("locks", lockNames...); err != nil {
 		return err
 	}
 	kas, err := o.client.keepAlives(false)

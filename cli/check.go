@@ -198,29 +198,29 @@ func listCommand(ctx context.Context, e *env, args []string) error {
 		return badInputf("list takes no arguments, got %q: it lists every lock strategy and scenario", fs.Arg(0))
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "LOCK\tDESCRIPTION\tORIGIN")
+	fmt.Fprintln(tw, "LOCK\tBACKEND\tDESCRIPTION\tORIGIN")
 	for _, s := range locks.All() {
 		name := s.Name
 		if s.Buggy {
 			name += " (known-buggy)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", name, s.Description, s.Origin)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, s.Backend, s.Description, s.Origin)
 	}
 	if clients := locks.HiddenWithRuntime(); len(clients) > 0 {
-		fmt.Fprintln(tw, "\nLOCK CLIENT (by name, not in the default suite)\tRUNTIME\tDESCRIPTION")
+		fmt.Fprintln(tw, "\nLOCK CLIENT (by name, not in the default suite)\tBACKEND\tRUNTIME\tDESCRIPTION")
 		for _, s := range clients {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, runtimeStatus(ctx, s), s.Description)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, s.Backend, runtimeStatus(ctx, s), s.Description)
 		}
 	}
-	fmt.Fprintln(tw, "\nSCENARIO\tDESCRIPTION\t")
+	fmt.Fprintln(tw, "\nSCENARIO\tDESCRIPTION\t\t")
 	for _, n := range scenarios.Names() {
 		sc, _ := scenarios.Lookup(n)
-		fmt.Fprintf(tw, "%s\t%s\t\n", sc.Name, sc.Description)
+		fmt.Fprintf(tw, "%s\t%s\t\t\n", sc.Name, sc.Description)
 	}
-	fmt.Fprintln(tw, "\nEXTENDED SCENARIO (suite --extended, or by name)\tDESCRIPTION\t")
+	fmt.Fprintln(tw, "\nEXTENDED SCENARIO (suite --extended, or by name)\tDESCRIPTION\t\t")
 	for _, n := range scenarios.ExtendedNames() {
 		sc, _ := scenarios.Lookup(n)
-		fmt.Fprintf(tw, "%s\t%s\t\n", sc.Name, sc.Description)
+		fmt.Fprintf(tw, "%s\t%s\t\t\n", sc.Name, sc.Description)
 	}
 	return tw.Flush()
 }

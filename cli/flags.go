@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/cluster"
-	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/scenarios"
 )
 
@@ -205,8 +205,8 @@ type clientFlags struct {
 // register adds the lock-client flags to fs; --lease-ttl and
 // --shared-conns only where the command can honour them.
 func (c *clientFlags) register(fs *flagSet, leaseTTL, sharedConns bool) {
-	fs.StringVar(&c.keepalive, "keepalive", string(locks.DefaultKeepAlive), "lease keepalive policy: safe (deadline from each refresh's send time, a refresh every TTL/4; docs/leases.md), auto (etcd's KeepAlive stream, TTL/3) or seed (KeepAliveOnce every 0.8×TTL); suite takes a comma-separated list, each a dimension; a strategy that keeps its own lease (its own etcd session) ignores it and is labelled own")
-	fs.DurationVar(&c.rpcTimeout, "rpc-timeout", locks.DefaultRPCTimeout,
+	fs.StringVar(&c.keepalive, "keepalive", string(etcdlocks.DefaultKeepAlive), "lease keepalive policy: safe (deadline from each refresh's send time, a refresh every TTL/4; docs/leases.md), auto (etcd's KeepAlive stream, TTL/3) or seed (KeepAliveOnce every 0.8×TTL); suite takes a comma-separated list, each a dimension; a strategy that keeps its own lease (its own etcd session) ignores it and is labelled own")
+	fs.DurationVar(&c.rpcTimeout, "rpc-timeout", etcdlocks.DefaultRPCTimeout,
 		"deadline of each etcd request of a lock client (not watches): a write stranded by a dead leader fails after it and is settled, instead of waiting out etcd's own ~6 s request timeout (0: none)")
 	if leaseTTL {
 		fs.DurationVar(&c.leaseTTL, "lease-ttl", 0, "lease TTL, whole seconds (default: the scenario's, else 5s)")
@@ -219,7 +219,7 @@ func (c *clientFlags) register(fs *flagSet, leaseTTL, sharedConns bool) {
 // keepAlives checks --keepalive: one policy, or with list a
 // comma-separated list of them (suite: each a dimension). Every command
 // words a bad one the same way.
-func (c *clientFlags) keepAlives(list bool) ([]locks.KeepAlive, error) {
+func (c *clientFlags) keepAlives(list bool) ([]etcdlocks.KeepAlive, error) {
 	names, err := namesList("keepalive", c.keepalive)
 	if err != nil {
 		return nil, err
@@ -227,12 +227,12 @@ func (c *clientFlags) keepAlives(list bool) ([]locks.KeepAlive, error) {
 	if len(names) > 1 && !list {
 		return nil, badInputf("--keepalive %s: one policy here (a list of policies is a dimension of suite only)", c.keepalive)
 	}
-	var kas []locks.KeepAlive
+	var kas []etcdlocks.KeepAlive
 	for _, n := range names {
-		ka, err := locks.ParseKeepAlive(n)
+		ka, err := etcdlocks.ParseKeepAlive(n)
 		if err != nil {
-			valid := make([]string, len(locks.KeepAlives))
-			for i, k := range locks.KeepAlives {
+			valid := make([]string, len(etcdlocks.KeepAlives))
+			for i, k := range etcdlocks.KeepAlives {
 				valid[i] = string(k)
 			}
 			return nil, badInputf("--keepalive %s: valid policies are %s", n, strings.Join(valid, ", "))

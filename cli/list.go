@@ -30,6 +30,8 @@ type listClient struct {
 	Name        string `json:"name"`
 	Description string `json:"description"`
 	Origin      string `json:"origin"`
+	// Backend is the system it runs on (etcd, redis).
+	Backend string `json:"backend"`
 	// Runtime is "ready", or what is missing and how to install it.
 	Runtime string `json:"runtime"`
 }
@@ -50,6 +52,8 @@ type listStrategy struct {
 	Name        string `json:"name"`
 	Description string `json:"description"`
 	Origin      string `json:"origin"`
+	// Backend is the system it runs on (etcd, redis).
+	Backend string `json:"backend"`
 	// Buggy: kept on purpose to prove the checker catches its bug.
 	Buggy bool `json:"buggy"`
 	// OwnLease: it keeps its own lease, so --keepalive does not apply.
@@ -83,10 +87,10 @@ func listCmd(ctx context.Context, e *env, args []string) error {
 	}
 	out := listEntries{Strategies: []listStrategy{}, LockClients: []listClient{}}
 	for _, s := range locks.All() {
-		out.Strategies = append(out.Strategies, listStrategy{Name: s.Name, Description: s.Description, Origin: s.Origin, Buggy: s.Buggy, OwnLease: s.OwnLease})
+		out.Strategies = append(out.Strategies, listStrategy{Name: s.Name, Description: s.Description, Origin: s.Origin, Backend: s.Backend, Buggy: s.Buggy, OwnLease: s.OwnLease})
 	}
 	for _, s := range locks.HiddenWithRuntime() {
-		out.LockClients = append(out.LockClients, listClient{Name: s.Name, Description: s.Description, Origin: s.Origin, Runtime: runtimeStatus(ctx, s)})
+		out.LockClients = append(out.LockClients, listClient{Name: s.Name, Description: s.Description, Origin: s.Origin, Backend: s.Backend, Runtime: runtimeStatus(ctx, s)})
 	}
 	var err error
 	if out.Scenarios, err = listScenarios(scenarios.Names()); err != nil {

@@ -11,9 +11,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/harness"
-	etcdlocks "github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/rediscluster"
+	"github.com/lockbench/lockbench/redislocks"
 	"github.com/lockbench/lockbench/redisrun"
 	"github.com/lockbench/lockbench/verdict"
 )
@@ -82,7 +84,7 @@ func redisCommand(ctx context.Context, e *env, args []string) error {
 
 // spec checks the flags and builds the study's spec.
 func (o redisOptions) spec() (harness.RedisSpec, error) {
-	locks, err := namesList("locks", o.locks)
+	lockNames, err := namesList("locks", o.locks)
 	if err != nil {
 		return harness.RedisSpec{}, err
 	}
@@ -92,7 +94,7 @@ func (o redisOptions) spec() (harness.RedisSpec, error) {
 			return harness.RedisSpec{}, err
 		}
 	}
-	for _, l := range locks {
+	for _, l := range lockNames {
 		if l != redisrun.SetNX && l != redisrun.Redlock {
 			return harness.RedisSpec{}, badInputf("--locks: unknown Redis strategy %q: valid are %s and %s", l, redisrun.SetNX, redisrun.Redlock)
 		}
@@ -103,7 +105,7 @@ func (o redisOptions) spec() (harness.RedisSpec, error) {
 		}
 	}
 	if o.etcdLock != "none" {
-		if _, err := etcdlocks.Lookup(o.etcdLock); err != nil {
+		if _, err := locks.Lookup(o.etcdLock); err != nil {
 			return harness.RedisSpec{}, badInputf("--etcd-lock: %v (or none)", err)
 		}
 	}
@@ -119,7 +121,7 @@ func (o redisOptions) spec() (harness.RedisSpec, error) {
 	case o.duration <= 0:
 		return harness.RedisSpec{}, badInputf("--duration %s: must be > 0", o.duration)
 	}
-	spec := harness.RedisSpec{Locks: locks, Faults: faults, Seeds: o.seeds, Out: o.out,
+	spec := harness.RedisSpec{Locks: lockNames, Faults: faults, Seeds: o.seeds, Out: o.out,
 		Redis: rediscluster.Options{RedisBin: o.redisBin, SentinelBin: o.sentinelBin},
 		Run:   redisrun.Spec{Clients: o.clients, Hold: o.hold, TTL: o.ttl, Duration: o.duration}}
 	if o.etcdLock != "none" {
@@ -143,13 +145,18 @@ func (o redisOptions) spec() (harness.RedisSpec, error) {
 	return spec, nil
 }
 
-// notRedis refuses a Redis strategy named to a command that drives etcd
-// locks, pointing at the one that runs it.
-func notRedis(flag string, names ...string) error {
+// etcdOnly refuses a strategy of another backend named to a command that
+// drives etcd locks, pointing at the one that runs it.
+func etcdOnly(flag string, names ...string) error {
 	for _, n := range names {
-		if n == redisrun.SetNX || n == redisrun.Redlock {
-			return badInputf("--%s %s: a Redis strategy, which lockbench redis runs (lockbench redis --locks %s); this command runs etcd locks: %s", flag, n, n, strings.Join(etcdlocks.Names(), ", "))
+		st, err := locks.Lookup(n)
+		if err != nil || st.Backend == etcdlocks.Backend {
+			continue // an unknown name is refused where it is looked up
 		}
+		if st.Backend == redislocks.Backend {
+			return badInputf("--%s %s: a Redis strategy, which lockbench redis runs (lockbench redis --locks %s); this command runs etcd locks: %s", flag, n, n, strings.Join(locks.Names(), ", "))
+		}
+		return badInputf("--%s %s: a strategy on %s, which this command cannot run; it runs etcd locks: %s", flag, n, st.Backend, strings.Join(locks.Names(), ", "))
 	}
 	return nil
 }

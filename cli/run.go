@@ -75,7 +75,7 @@ func (o *runOptions) check() error {
 		return err
 	}
 	o.external = ext
-	if err := notRedis("lock", o.lock); err != nil {
+	if err := etcdOnly("lock", o.lock); err != nil {
 		return err
 	}
 	sc, err := o.scenarioSpec()

@@ -114,7 +114,7 @@ func (o *suiteOptions) spec(ctx context.Context) (harness.SuiteSpec, error) {
 	if err != nil {
 		return harness.SuiteSpec{}, err
 	}
-	if err := notRedis("locks", lockNames...); err != nil {
+	if err := etcdOnly("locks", lockNames...); err != nil {
 		return harness.SuiteSpec{}, err
 	}
 	if o.extended && !o.set["scenarios"] {

@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
@@ -107,7 +108,7 @@ type BenchSpec struct {
 	// ceiling measured with as many writers (benchnames.go).
 	LocksPerRun []int
 	Seed        int64
-	KeepAlive   locks.KeepAlive
+	KeepAlive   etcdlocks.KeepAlive
 	// RPCTimeout and SharedConns are RunSpec's, for every cell.
 	RPCTimeout  time.Duration
 	SharedConns int

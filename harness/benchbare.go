@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/runner"
 )
@@ -63,7 +64,7 @@ func bareWindow(ctx context.Context, eps []string, prefix string, spec BenchSpec
 		if err != nil {
 			return windowCost{}, err
 		}
-		l, err := st.New(ctx, cli, locks.Options{Prefix: prefix, TTL: spec.scenario(spec.TargetClients).TTL(), KeepAlive: spec.KeepAlive})
+		l, err := st.New(ctx, &etcdlocks.Conn{Client: cli, KeepAlive: spec.KeepAlive}, locks.Options{Prefix: prefix, TTL: spec.scenario(spec.TargetClients).TTL()})
 		if err != nil {
 			cli.Close()
 			return windowCost{}, err

@@ -1,20 +1,28 @@
 package harness
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/scenarios"
 	"github.com/lockbench/lockbench/verdict"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 func init() {
-	locks.Register(locks.Strategy{Name: "test-own-lease", Description: "test only", OwnLease: true})
-	locks.Register(locks.Strategy{Name: "test-carries-expect", Description: "test only",
+	never := func(context.Context, *clientv3.Client, etcdlocks.Options) (locks.Locker, error) {
+		return nil, errors.New("test only: never run")
+	}
+	// Hidden: no suite runs them (TestBaselineCoversTheDefaultSuite).
+	etcdlocks.Register(locks.Strategy{Name: "test-own-lease", Description: "test only", OwnLease: true, Hidden: true}, never)
+	etcdlocks.Register(locks.Strategy{Name: "test-carries-expect", Description: "test only", Hidden: true,
 		Expect: map[string]map[string]verdict.Verdict{
 			"waiter-crash": {verdict.Exclusion: verdict.Any, verdict.Liveness: verdict.Fail},
-		}})
+		}}, never)
 }
 
 // TestStrategyCarriesItsExpectations: a strategy's own expectations for a
@@ -58,7 +66,7 @@ func TestOwnLeaseIsNeverJudgedByAPolicy(t *testing.T) {
 		t.Errorf("own-lease strategy judged by safe's expectations: %v", got)
 	}
 	spec := SuiteSpec{Locks: []string{"queue", "test-own-lease"}, Seeds: 2,
-		KeepAlives: []locks.KeepAlive{locks.KeepAliveAuto, locks.KeepAliveSafe}, Scenarios: []scenarios.Scenario{ci}}
+		KeepAlives: []etcdlocks.KeepAlive{etcdlocks.KeepAliveAuto, etcdlocks.KeepAliveSafe}, Scenarios: []scenarios.Scenario{ci}}
 	if n := len(spec.keepAlivesFor("test-own-lease")); n != 1 {
 		t.Errorf("own-lease strategy runs under %d policies, want 1", n)
 	}
@@ -78,7 +86,7 @@ func TestOwnLeaseIsNeverJudgedByAPolicy(t *testing.T) {
 			t.Errorf("cell keys %v lack %q", keys, k)
 		}
 	}
-	if got := locks.EffectiveKeepAlive("test-own-lease", locks.KeepAliveSafe); got != locks.KeepAliveOwn {
+	if got := etcdlocks.EffectiveKeepAlive("test-own-lease", etcdlocks.KeepAliveSafe); got != etcdlocks.KeepAliveOwn {
 		t.Errorf("EffectiveKeepAlive = %q, want own", got)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/check"
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
@@ -49,7 +50,7 @@ func finishRun(parent string, cfg rundir.Config, sc scenarios.Scenario, out *run
 // deadline (none recorded: the client fault's bound); and the order the
 // strategy promises, when this build knows the strategy; and the belief
 // overrun the run's keepalive policy allows at the scenario's TTL
-// (locks.KeepAlive.Overrun: a config.json without a policy is from before
+// (etcdlocks.KeepAlive.Overrun: a config.json without a policy is from before
 // policies were recorded, when every run was auto, which is also what a
 // strategy that keeps its own lease is held to). A cluster record
 // without its election timeout (an old or hand-made config.json) gets the
@@ -65,7 +66,7 @@ func checkOptions(sc scenarios.Scenario, cfg rundir.Config) check.Options {
 		request = -1
 	}
 	o := check.Options{LivenessBound: sc.TTL() + election, ElectionTimeout: election, RequestTimeout: request,
-		OverrunBound: locks.KeepAlive(cfg.KeepAlive).Overrun(sc.TTL())}
+		OverrunBound: etcdlocks.KeepAlive(cfg.KeepAlive).Overrun(sc.TTL())}
 	if st, err := locks.Lookup(cfg.Lock); err == nil {
 		o.Order = st.Order
 	}

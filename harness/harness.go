@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
@@ -33,9 +34,9 @@ type RunSpec struct {
 	Lock      string
 	Scenario  scenarios.Scenario
 	Seed      int64
-	KeepAlive locks.KeepAlive
+	KeepAlive etcdlocks.KeepAlive
 	// RPCTimeout bounds each unary request of a lock client: 0 means
-	// locks.DefaultRPCTimeout, < 0 none.
+	// etcdlocks.DefaultRPCTimeout, < 0 none.
 	RPCTimeout time.Duration
 	// SharedConns is runner.Config.SharedConns (0: a connection each).
 	SharedConns int
@@ -101,7 +102,7 @@ func (s RunSpec) validate(refuse bool) error {
 	if err := checkClients(s.Scenario.Clients, s.SharedConns); err != nil {
 		return err
 	}
-	if _, err := (locks.Options{TTL: s.Scenario.TTL(), KeepAlive: s.KeepAlive}).WithDefaults(); err != nil {
+	if _, err := (etcdlocks.Options{Options: locks.Options{TTL: s.Scenario.TTL()}, KeepAlive: s.KeepAlive}).WithDefaults(); err != nil {
 		return err
 	}
 	if s.Out == "" {
@@ -114,7 +115,7 @@ func (s RunSpec) validate(refuse bool) error {
 // registered strategies and the keepalive policies.
 var registryNames = verdict.Names{
 	Lock:      func(l string) error { _, err := locks.Lookup(l); return err },
-	KeepAlive: func(k string) error { _, err := locks.ParseKeepAlive(k); return err },
+	KeepAlive: func(k string) error { _, err := etcdlocks.ParseKeepAlive(k); return err },
 }
 
 // Result is a finished run: where its folder is and what it found, for
@@ -204,7 +205,7 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 	cfg := rundir.Config{
 		Run:          identity(runID, spec, t),
 		Scenario:     scenarioJSON,
-		RPCTimeoutMS: locks.RPCTimeoutOf(spec.RPCTimeout).Milliseconds(),
+		RPCTimeoutMS: etcdlocks.RPCTimeoutOf(spec.RPCTimeout).Milliseconds(),
 		SharedConns:  spec.SharedConns,
 		Prefix:       prefix,
 		Cluster:      t.config,
@@ -299,7 +300,7 @@ func etcdBinOf(c cluster.Members) string {
 func identity(runID string, spec RunSpec, t target) rundir.Run {
 	return rundir.Run{
 		RunID: runID, Lock: spec.Lock, Seed: spec.Seed,
-		KeepAlive: string(locks.EffectiveKeepAlive(spec.Lock, spec.KeepAlive)),
+		KeepAlive: string(etcdlocks.EffectiveKeepAlive(spec.Lock, spec.KeepAlive)),
 		Etcd:      etcdOf(spec, t), EtcdVersion: etcdVersionOf(t),
 		ScenarioHash: spec.Scenario.Hash(), Lockbench: rundir.ThisBuild(), Schema: rundir.SchemaVersion,
 	}

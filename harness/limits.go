@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/scenarios"
 )
 
@@ -253,7 +253,7 @@ func fleetNotice(sc scenarios.Scenario, rpcTimeout time.Duration) string {
 	if sc.Workload.Stagger == 0 {
 		advice = append(advice, "join them over a ramp (the scenario's stagger; bench --ramp) rather than at once")
 	}
-	if t := locks.RPCTimeoutOf(rpcTimeout); t > 0 && t <= time.Second {
+	if t := etcdlocks.RPCTimeoutOf(rpcTimeout); t > 0 && t <= time.Second {
 		advice = append(advice, "give requests a longer deadline (--rpc-timeout 5s): each timeout's retry adds writes")
 	}
 	if len(advice) == 0 {

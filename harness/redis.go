@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/rediscluster"
@@ -293,7 +294,7 @@ func exclusionExample(run string, rep check.Report, events []history.Event) stri
 // etcdCell runs the etcd strategy under EtcdFailoverScenario for every
 // seed, as `lockbench run` would.
 func (st *Study) etcdCell(ctx context.Context, spec RedisSpec, sc scenarios.Scenario) (StudyCell, error) {
-	ka := locks.EffectiveKeepAlive(spec.EtcdLock, locks.KeepAliveAuto)
+	ka := etcdlocks.EffectiveKeepAlive(spec.EtcdLock, etcdlocks.KeepAliveAuto)
 	cell := StudyCell{Backend: "etcd", Lock: spec.EtcdLock, Fault: sc.Name, Failed: map[string]int{}, AsExpected: true,
 		Expect: ExpectationsFor(sc, spec.EtcdLock, string(ka))}
 	for seed := range spec.Seeds {

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/runner"
 )
@@ -147,7 +147,7 @@ func (s SuiteSpec) matrix(bins []suiteBin, h report.Suite) *report.Matrix {
 		m.Scenarios = append(m.Scenarios, sc.Name)
 	}
 	for _, ka := range s.keepAlives() {
-		m.KeepAlives = append(m.KeepAlives, string(locks.KeepAliveOrDefault(ka)))
+		m.KeepAlives = append(m.KeepAlives, string(etcdlocks.KeepAliveOrDefault(ka)))
 	}
 	for _, b := range bins {
 		if b.version != "" {

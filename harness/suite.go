@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
@@ -42,10 +43,10 @@ type SuiteSpec struct {
 	Seeds     int
 	FirstSeed int64
 	// KeepAlives are the keepalive policies every cell runs under, one
-	// after the other (none: locks.DefaultKeepAlive): how long a cut-off
+	// after the other (none: etcdlocks.DefaultKeepAlive): how long a cut-off
 	// holder believes is the policy's doing, and scenarios expect per
 	// policy (verdict.KeepAlivePrefix).
-	KeepAlives []locks.KeepAlive
+	KeepAlives []etcdlocks.KeepAlive
 	// EtcdBins, when set, are the --etcd-bin values ("self" or paths) the
 	// whole matrix runs on, one binary after the other, each on its own
 	// process cluster: a version matrix, whose cells record the binary and
@@ -153,7 +154,7 @@ func (s SuiteSpec) Validate() error {
 // keepAlivesFor is the policies lock runs under: keepAlives, or only the
 // first for a strategy that keeps its own lease (locks.Strategy.OwnLease:
 // every policy would run the same code).
-func (s SuiteSpec) keepAlivesFor(lock string) []locks.KeepAlive {
+func (s SuiteSpec) keepAlivesFor(lock string) []etcdlocks.KeepAlive {
 	if st, _ := locks.Lookup(lock); st.OwnLease {
 		return s.keepAlives()[:1]
 	}
@@ -161,9 +162,9 @@ func (s SuiteSpec) keepAlivesFor(lock string) []locks.KeepAlive {
 }
 
 // keepAlives is KeepAlives, or the default policy alone.
-func (s SuiteSpec) keepAlives() []locks.KeepAlive {
+func (s SuiteSpec) keepAlives() []etcdlocks.KeepAlive {
 	if len(s.KeepAlives) == 0 {
-		return []locks.KeepAlive{locks.DefaultKeepAlive}
+		return []etcdlocks.KeepAlive{etcdlocks.DefaultKeepAlive}
 	}
 	return s.KeepAlives
 }
@@ -357,7 +358,7 @@ func (r *suiteRun) jobs(b suiteBin) []suiteJob {
 		sc = r.spec.capped(sc)
 		for _, lock := range r.spec.Locks {
 			for run := range r.spec.cells(lock) {
-				key := report.Summary{Run: rundir.Run{Lock: lock, KeepAlive: string(locks.EffectiveKeepAlive(lock, run.keepAlive)), Etcd: b.etcd, EtcdVersion: b.version}, Scenario: sc.Name}.Key()
+				key := report.Summary{Run: rundir.Run{Lock: lock, KeepAlive: string(etcdlocks.EffectiveKeepAlive(lock, run.keepAlive)), Etcd: b.etcd, EtcdVersion: b.version}, Scenario: sc.Name}.Key()
 				if r.keys == nil || r.keys[key] {
 					out = append(out, suiteJob{b, sc, lock, run})
 				}
@@ -369,7 +370,7 @@ func (r *suiteRun) jobs(b suiteBin) []suiteJob {
 
 // name is the job as progress and notes say it.
 func (r *suiteRun) name(j suiteJob) string {
-	name := fmt.Sprintf("%s × %s (keepalive %s) seed %d", j.lock, j.sc.Name, locks.EffectiveKeepAlive(j.lock, j.run.keepAlive), j.run.seed)
+	name := fmt.Sprintf("%s × %s (keepalive %s) seed %d", j.lock, j.sc.Name, etcdlocks.EffectiveKeepAlive(j.lock, j.run.keepAlive), j.run.seed)
 	if max(r.spec.Reps, 1) > 1 {
 		name += fmt.Sprintf(" rep %d", j.run.rep)
 	}
@@ -451,7 +452,7 @@ func (r *suiteRun) faultClusterNotes(b suiteBin, jobs []suiteJob) []string {
 
 // suiteCell is one run of a strategy on a scenario.
 type suiteCell struct {
-	keepAlive locks.KeepAlive
+	keepAlive etcdlocks.KeepAlive
 	seed      int64
 	rep       int // 1..Reps: a repetition of the same seed
 }
@@ -502,14 +503,14 @@ func checkLockService(ctx context.Context, c cluster.Members, lock string) (foun
 }
 
 // ExpectationsFor is what a suite expects of lock in scenario sc under a
-// keepalive policy (the one lock really runs under, locks.EffectiveKeepAlive:
+// keepalive policy (the one lock really runs under, etcdlocks.EffectiveKeepAlive:
 // a strategy that keeps its own lease is never judged by a policy's
 // expectations): the scenario's expectations for it, overlaid with the
 // strategy's own for that scenario (locks.Strategy.Expect), without the
 // checks either leaves unjudged ("any").
 func ExpectationsFor(sc scenarios.Scenario, lock, keepalive string) map[string]verdict.Verdict {
 	st, _ := locks.Lookup(lock)
-	out := sc.Expect.For(lock, string(locks.EffectiveKeepAlive(lock, locks.KeepAlive(keepalive))))
+	out := sc.Expect.For(lock, string(etcdlocks.EffectiveKeepAlive(lock, etcdlocks.KeepAlive(keepalive))))
 	maps.Copy(out, st.Expect[sc.Name])
 	maps.DeleteFunc(out, func(_ string, v verdict.Verdict) bool { return v == verdict.Any })
 	return out
@@ -520,7 +521,7 @@ func ExpectationsFor(sc scenarios.Scenario, lock, keepalive string) map[string]v
 // it gives no reason.
 func anyReasons(sc scenarios.Scenario, lock, keepalive string, expect map[string]verdict.Verdict) map[string]string {
 	var out map[string]string
-	ka := string(locks.EffectiveKeepAlive(lock, locks.KeepAlive(keepalive)))
+	ka := string(etcdlocks.EffectiveKeepAlive(lock, etcdlocks.KeepAlive(keepalive)))
 	for _, name := range verdict.CheckNames {
 		if _, judged := expect[name]; judged {
 			continue

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/scenarios"
@@ -30,7 +30,7 @@ func TestSuite(t *testing.T) {
 	defer cancel()
 	var seen []string
 	res, err := Suite(ctx, SuiteSpec{Locks: []string{"queue", "rpc"}, Scenarios: []scenarios.Scenario{sc}, Seeds: 1,
-		KeepAlives: []locks.KeepAlive{locks.KeepAliveAuto, locks.KeepAliveSafe},
+		KeepAlives: []etcdlocks.KeepAlive{etcdlocks.KeepAliveAuto, etcdlocks.KeepAliveSafe},
 		// 1 s cells: 300 ms ones failed progress under -race at load ~10.
 		Out: t.TempDir(), QuickDuration: time.Second,
 		Progress: func(done, total int, cell string) { seen = append(seen, cell) }})
@@ -59,11 +59,11 @@ func TestSuite(t *testing.T) {
 // TestDefaultKeepAliveAgrees: report keys summaries by the default policy
 // without importing package locks, so the two must name the same one.
 func TestDefaultKeepAliveAgrees(t *testing.T) {
-	if string(locks.DefaultKeepAlive) != report.DefaultKeepAlive {
-		t.Fatalf("locks.DefaultKeepAlive %q, report.DefaultKeepAlive %q", locks.DefaultKeepAlive, report.DefaultKeepAlive)
+	if string(etcdlocks.DefaultKeepAlive) != report.DefaultKeepAlive {
+		t.Fatalf("etcdlocks.DefaultKeepAlive %q, report.DefaultKeepAlive %q", etcdlocks.DefaultKeepAlive, report.DefaultKeepAlive)
 	}
-	if string(locks.KeepAliveOwn) != report.OwnKeepAlive {
-		t.Fatalf("locks.KeepAliveOwn %q, report.OwnKeepAlive %q", locks.KeepAliveOwn, report.OwnKeepAlive)
+	if string(etcdlocks.KeepAliveOwn) != report.OwnKeepAlive {
+		t.Fatalf("etcdlocks.KeepAliveOwn %q, report.OwnKeepAlive %q", etcdlocks.KeepAliveOwn, report.OwnKeepAlive)
 	}
 }
 

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/cluster"
-	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/scenarios"
@@ -91,7 +91,7 @@ func (s SuiteSpec) cellKeys(sc string, bins []suiteBin) []report.Summary {
 	for _, b := range bins {
 		for _, lock := range s.Locks {
 			for _, ka := range s.keepAlivesFor(lock) {
-				out = append(out, report.Summary{Run: rundir.Run{Lock: lock, KeepAlive: string(locks.EffectiveKeepAlive(lock, ka)), Etcd: b.etcd, EtcdVersion: b.version}, Scenario: sc})
+				out = append(out, report.Summary{Run: rundir.Run{Lock: lock, KeepAlive: string(etcdlocks.EffectiveKeepAlive(lock, ka)), Etcd: b.etcd, EtcdVersion: b.version}, Scenario: sc})
 			}
 		}
 	}

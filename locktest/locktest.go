@@ -1,5 +1,5 @@
 // Package locktest is a conformance suite for lock strategies: any
-// locks.Factory can be run against it from its own package's tests, on an
+// etcdlocks.Factory can be run against it from its own package's tests, on an
 // embedded cluster or on the user's own:
 //
 //	func TestConformance(t *testing.T) {
@@ -34,7 +34,7 @@
 //     is taken and released, and the other way round: neither holder's
 //     key is deleted or re-created, nor its Lost closed.
 //   - SharedLease: two names' Lockers on one connection given one
-//     locks.ClientLease (Options.Lease): closing one leaves the other's
+//     etcdlocks.ClientLease (Options.Lease): closing one leaves the other's
 //     grant alone, and, when the grant is under the shared lease, closing
 //     the ClientLease closes its Lost and ends its key.
 //
@@ -64,6 +64,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/locks"
 )
 
@@ -79,8 +80,8 @@ type Env struct {
 	// revoked lease, with some margin for a loaded machine under -race).
 	TTL time.Duration
 	// KeepAlive is the keepalive policy given to the Lockers (default
-	// locks.DefaultKeepAlive).
-	KeepAlive locks.KeepAlive
+	// etcdlocks.DefaultKeepAlive).
+	KeepAlive etcdlocks.KeepAlive
 	// Clients and Rounds size the exclusion check: Clients clients each
 	// take the lock Rounds times (defaults 4 and 8).
 	Clients, Rounds int
@@ -106,7 +107,7 @@ func (e Env) withDefaults() Env {
 		e.TTL = 3 * time.Second
 	}
 	if e.KeepAlive == "" {
-		e.KeepAlive = locks.DefaultKeepAlive
+		e.KeepAlive = etcdlocks.DefaultKeepAlive
 	}
 	if e.Clients == 0 {
 		e.Clients = 4
@@ -175,7 +176,7 @@ type suite struct {
 	env     Env
 	factory locks.Factory
 	ctx     context.Context
-	opts    locks.Options
+	opts    etcdlocks.Options
 	admin   *clientv3.Client
 	wire    *wireCheck
 	// siblings are keys beside the namespace, as they were put.
@@ -197,8 +198,7 @@ func newSuite(t T, factory locks.Factory, env Env) *suite {
 	t.Cleanup(cancel)
 	id := randomID()
 	s := &suite{t: t, env: env, factory: factory, ctx: ctx}
-	s.opts = locks.Options{Name: locks.DefaultName, Prefix: env.Root + id + "/", TTL: env.TTL, KeepAlive: env.KeepAlive,
-		OnWakeup: func() { s.wakeups.Add(1) }}
+	s.opts = etcdlocks.Options{Options: locks.Options{Name: locks.DefaultName, Prefix: env.Root + id + "/", TTL: env.TTL, OnWakeup: func() { s.wakeups.Add(1) }}, KeepAlive: env.KeepAlive}
 	usedPrefixes.Store(s.opts.Prefix, true)
 	s.wire = &wireCheck{prefix: s.opts.Prefix}
 	s.admin = s.dial(nil)
@@ -275,9 +275,9 @@ func (s *suite) lockerOn(cli *clientv3.Client) locks.Locker {
 
 // lockerWith makes a Locker of opts (another lock name) on cli, closed at
 // the suite's end.
-func (s *suite) lockerWith(cli *clientv3.Client, opts locks.Options) locks.Locker {
+func (s *suite) lockerWith(cli *clientv3.Client, opts etcdlocks.Options) locks.Locker {
 	s.t.Helper()
-	l, err := s.factory(s.ctx, cli, opts)
+	l, err := s.newLocker(cli, opts)
 	if err != nil {
 		s.t.Fatalf("new locker for %q: %v", opts.Name, err)
 	}
@@ -541,7 +541,7 @@ func (s *suite) staleUnlock() {
 	b, _ := s.locker()
 	ga := s.mustLock(a)
 	// A's lease ends (as if it expired): its key goes with it.
-	if _, err := s.admin.Revoke(s.ctx, ga.Lease); err != nil {
+	if _, err := s.admin.Revoke(s.ctx, clientv3.LeaseID(ga.Lease)); err != nil {
 		t.Fatalf("revoke A's lease: %v", err)
 	}
 	gb := s.mustLock(b)
@@ -612,7 +612,7 @@ func (s *suite) lost() {
 		t.Fatal("Lost is closed while the lease is alive")
 	default:
 	}
-	if _, err := s.admin.Revoke(s.ctx, g.Lease); err != nil {
+	if _, err := s.admin.Revoke(s.ctx, clientv3.LeaseID(g.Lease)); err != nil {
 		t.Fatalf("revoke: %v", err)
 	}
 	wait := s.env.TTL + 3*time.Second
@@ -663,4 +663,11 @@ func (s *suite) tryLock() {
 	}
 	s.onlyKey(gb, "after TryLock")
 	s.mustUnlock(b, gb)
+}
+
+// newLocker calls the factory with opts over cli, as the runner does: the
+// etcd settings of opts (keepalive policy, shared lease) go with the
+// client's Conn.
+func (s *suite) newLocker(cli *clientv3.Client, opts etcdlocks.Options) (locks.Locker, error) {
+	return s.factory(s.ctx, &etcdlocks.Conn{Client: cli, KeepAlive: opts.KeepAlive, Lease: opts.Lease}, opts.Options)
 }

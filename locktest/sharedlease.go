@@ -4,11 +4,11 @@ import (
 	"context"
 	"time"
 
-	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 )
 
 // sharedLease gives two Lockers of two names on one connection one
-// locks.ClientLease (Options.Lease), as the runner gives a client's names
+// etcdlocks.ClientLease (Options.Lease), as the runner gives a client's names
 // one: each name is held while the other is, and closing one Locker
 // leaves the other's grant alone, since a Locker must not revoke a lease
 // it shares. A Locker that took the shared lease (its grant's lease is
@@ -18,7 +18,7 @@ import (
 func (s *suite) sharedLease() {
 	t := s.t
 	cli := s.dial(s.wire)
-	share, err := locks.NewClientLease(cli, s.opts)
+	share, err := etcdlocks.NewClientLease(cli, s.opts)
 	if err != nil {
 		t.Fatalf("NewClientLease: %v", err)
 	}
@@ -29,7 +29,7 @@ func (s *suite) sharedLease() {
 	// The other name's Locker is closed here, once: the suite's end closes
 	// only its own.
 	opts.Name = s.opts.Name + "0"
-	b, err := s.factory(s.ctx, cli, opts)
+	b, err := s.newLocker(cli, opts)
 	if err != nil {
 		t.Fatalf("new locker for %q: %v", opts.Name, err)
 	}
@@ -43,7 +43,7 @@ func (s *suite) sharedLease() {
 			t.Errorf("Close of the other name's Locker: %v", err)
 		}
 	})
-	if ga.Lease != share.ID() {
+	if ga.Lease != int64(share.ID()) {
 		return // a lease of its own
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)

@@ -79,7 +79,7 @@ func (l *locker) unlockLater(g *locks.Grant) error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 		defer cancel()
-		deleteOwn(ctx, l.cli, g.Key, g.Token, g.Lease, l.dropLease)
+		deleteOwn(ctx, l.cli, g.Key, g.Token, clientv3.LeaseID(g.Lease), l.dropLease)
 	}()
 	return nil
 }

@@ -29,6 +29,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/verdict"
 )
@@ -121,18 +122,18 @@ func init() {
 		if c.bug == none {
 			name, desc = "mut-control-"+string(c.base), "catalogue control: a correct "+string(c.base)+" lock"
 		}
-		locks.Register(locks.Strategy{
+		etcdlocks.Register(locks.Strategy{
 			Name: name, Description: desc, Origin: "lockbench's mutant catalogue (package mutants)",
 			// Each keeps its lease its own way (the bug's, or a session's).
-			Buggy: c.bug != none, OwnLease: true, New: factory(c.base, c.bug),
+			Buggy: c.bug != none, OwnLease: true,
 			// A queue promises FIFO; a try-lock whose waiters race does not.
 			Order: c.base.order(),
-		})
+		}, factory(c.base, c.bug))
 	}
 }
 
-func factory(b base, bg bug) locks.Factory {
-	return func(ctx context.Context, cli *clientv3.Client, opts locks.Options) (locks.Locker, error) {
+func factory(b base, bg bug) etcdlocks.Factory {
+	return func(ctx context.Context, cli *clientv3.Client, opts etcdlocks.Options) (locks.Locker, error) {
 		opts, err := opts.WithDefaults()
 		if err != nil {
 			return nil, err
@@ -148,7 +149,7 @@ func factory(b base, bg bug) locks.Factory {
 // locker is the try-lock base, and the lease handling both bases share.
 type locker struct {
 	cli  *clientv3.Client
-	opts locks.Options
+	opts etcdlocks.Options
 	bug  bug
 	key  string
 
@@ -308,7 +309,7 @@ func (l *locker) Lock(ctx context.Context) (*locks.Grant, error) {
 		if l.bug == timeoutAsGranted && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			// Step 2 (mutant): the txn was sent, so a timeout is taken for
 			// a grant (token 0: the revision never came back).
-			return &locks.Grant{Key: l.key, Lease: id, Lost: lost}, nil
+			return &locks.Grant{Key: l.key, Lease: int64(id), Lost: lost}, nil
 		}
 		if err != nil {
 			return nil, unknownUnless(l.dropLease(ctx, id), fmt.Errorf("try lock: %w", err))
@@ -318,7 +319,7 @@ func (l *locker) Lock(ctx context.Context) (*locks.Grant, error) {
 			if l.bug == leaseAsToken {
 				token = int64(id)
 			}
-			return &locks.Grant{Key: l.key, Token: token, Lease: id, Lost: lost}, nil
+			return &locks.Grant{Key: l.key, Token: token, Lease: int64(id), Lost: lost}, nil
 		}
 		// Step 3: held: wait for a delete after the revision we saw it at.
 		if err := waitDelete(ctx, l.cli, l.key, rev); err != nil {
@@ -368,7 +369,7 @@ func (l *locker) Unlock(ctx context.Context, g *locks.Grant) error {
 	case revokeOnUnlock:
 		// Step 4 (mutant): release by revoking the lease the session still
 		// hands out.
-		_, err := l.cli.Revoke(ctx, g.Lease)
+		_, err := l.cli.Revoke(ctx, clientv3.LeaseID(g.Lease))
 		return err
 	case lazyUnlock:
 		return l.unlockLater(g)
@@ -380,7 +381,7 @@ func (l *locker) Unlock(ctx context.Context, g *locks.Grant) error {
 	if l.bug == leaseAsToken {
 		rev = 0 // the token is not the revision: delete ours by lease below
 	}
-	return deleteOwn(ctx, l.cli, g.Key, rev, g.Lease, l.dropLease)
+	return deleteOwn(ctx, l.cli, g.Key, rev, clientv3.LeaseID(g.Lease), l.dropLease)
 }
 
 func (l *locker) Close(ctx context.Context) error {

@@ -30,7 +30,7 @@ const (
 func (l *locker) unlockByPrefix(ctx context.Context, g *locks.Grant) error {
 	cmp := clientv3.Compare(clientv3.CreateRevision(g.Key), "=", g.Token)
 	if _, err := l.cli.Txn(ctx).If(cmp).Then(clientv3.OpDelete(g.Key, clientv3.WithPrefix())).Commit(); err != nil {
-		l.dropLease(ctx, g.Lease)
+		l.dropLease(ctx, clientv3.LeaseID(g.Lease))
 		return fmt.Errorf("unlock %s: %w", g.Key, err)
 	}
 	return nil

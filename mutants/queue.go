@@ -44,7 +44,7 @@ func (q *queueLocker) Lock(ctx context.Context) (*locks.Grant, error) {
 		// Step 2: read the queue; the first key holds.
 		pred, seen, err := q.predecessor(ctx, me)
 		if err == nil && pred == nil {
-			return &locks.Grant{Key: me.key, Token: me.rev, Lease: id, Lost: lost}, nil
+			return &locks.Grant{Key: me.key, Token: me.rev, Lease: int64(id), Lost: lost}, nil
 		}
 		// Step 3: wait for the predecessor's key to go, then read again.
 		if err == nil {

@@ -30,8 +30,8 @@ import (
 
 // Strategies a Spec may name.
 const (
-	SetNX   = "redis-setnx"
-	Redlock = "redlock"
+	SetNX   = redislocks.SetNXName
+	Redlock = redislocks.RedlockName
 )
 
 // RedlockInstances is how many independent primaries Redlock runs on, as
@@ -254,47 +254,48 @@ func (w *world) holding() (client, hold int) {
 	return w.holder, w.holds
 }
 
-// lockOptions are every client's Locker options.
+// lockOptions are every client's Locker options, as the strategies
+// fill them in: the faults read the same keys.
 func (w *world) lockOptions() redislocks.Options {
-	return redislocks.Options{Name: "lock", TTL: w.spec.TTL}
+	return redislocks.Options{Name: locks.DefaultName, TTL: w.spec.TTL}
 }
 
-// locker makes client id's Locker and what closes its connections.
-func (w *world) locker(id int) (locks.Locker, func(), error) {
-	opts := w.lockOptions()
+// locker makes client id's Locker, through the strategy's registered
+// factory as every runner does, and what closes its connections.
+func (w *world) locker(ctx context.Context, id int) (locks.Locker, func(), error) {
+	st, err := locks.Lookup(w.spec.Lock)
+	if err != nil {
+		return nil, nil, err
+	}
+	var clis []*redis.Client
 	if w.spec.Lock == Redlock {
-		var clis []*redis.Client
 		for _, a := range w.dep.Addrs() {
 			clis = append(clis, redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1, DialTimeout: 200 * time.Millisecond, ReadTimeout: 500 * time.Millisecond,
 				Dialer: w.frozen[id].dial(w.links[id].dial)}))
 		}
-		closeAll := func() {
-			for _, c := range clis {
-				c.Close()
-			}
-		}
-		l, err := redislocks.NewRedlock(clis, opts)
-		if err != nil {
-			closeAll()
-			return nil, nil, fmt.Errorf("client %d: %w", id, err)
-		}
-		return l, closeAll, nil
+	} else {
+		clis = append(clis, redis.NewFailoverClient(&redis.FailoverOptions{MasterName: rediscluster.MasterName, SentinelAddrs: w.dep.SentinelAddrs(),
+			MaxRetries: -1, DialTimeout: 200 * time.Millisecond, ReadTimeout: 500 * time.Millisecond,
+			Dialer: w.frozen[id].dial((&net.Dialer{Timeout: 200 * time.Millisecond}).DialContext)}))
 	}
-	cli := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: rediscluster.MasterName, SentinelAddrs: w.dep.SentinelAddrs(),
-		MaxRetries: -1, DialTimeout: 200 * time.Millisecond, ReadTimeout: 500 * time.Millisecond,
-		Dialer: w.frozen[id].dial((&net.Dialer{Timeout: 200 * time.Millisecond}).DialContext)})
-	l, err := redislocks.NewSetNX(cli, opts)
+	closeAll := func() {
+		for _, c := range clis {
+			c.Close()
+		}
+	}
+	o := w.lockOptions()
+	l, err := st.New(ctx, &redislocks.Conn{Instances: clis}, locks.Options{Name: o.Name, Prefix: o.Prefix, TTL: o.TTL})
 	if err != nil {
-		cli.Close()
+		closeAll()
 		return nil, nil, fmt.Errorf("client %d: %w", id, err)
 	}
-	return l, func() { cli.Close() }, nil
+	return l, closeAll, nil
 }
 
 // client takes turns on the lock until ctx ends: acquire, hold (ending
 // early if told the grant is lost), release.
 func (w *world) client(ctx context.Context, id int) error {
-	l, closeConns, err := w.locker(id)
+	l, closeConns, err := w.locker(ctx, id)
 	if err != nil {
 		return err
 	}

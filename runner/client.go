@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/pkg/v3/proxy"
 
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locks"
 )
@@ -50,7 +51,7 @@ type connection struct {
 	// while no worker runs), so read without mu.
 	proxies []proxy.Server
 	// rpcs counts the RPCs of the client's own connection.
-	rpcs locks.RPCCounter
+	rpcs etcdlocks.RPCCounter
 	cli  *clientv3.Client
 	// lockers are the client's Lockers, one per lock name it used
 	// (names.go).
@@ -139,8 +140,8 @@ func (c *client) connect(ctx context.Context) error {
 		}
 	}
 	// One lease for all the client's Lockers, as one Session serves a
-	// process's every Mutex (locks.ClientLease).
-	lease, err := locks.NewClientLease(cli, locks.Options{TTL: c.r.cfg.Scenario.TTL(), KeepAlive: c.r.cfg.KeepAlive})
+	// process's every Mutex (etcdlocks.ClientLease).
+	lease, err := etcdlocks.NewClientLease(cli, etcdlocks.Options{Options: locks.Options{TTL: c.r.cfg.Scenario.TTL()}, KeepAlive: c.r.cfg.KeepAlive})
 	if err != nil {
 		if len(c.r.shared) == 0 {
 			cli.Close()
@@ -148,13 +149,12 @@ func (c *client) connect(ctx context.Context) error {
 		return fmt.Errorf("client %d: %w", c.id, err)
 	}
 	set := &lockerSet{names: c.r.names, lease: lease}
+	conn := &etcdlocks.Conn{Client: cli, KeepAlive: c.r.cfg.KeepAlive, Lease: lease}
 	set.make = func(ctx context.Context, name string) (locks.Locker, error) {
-		return c.r.strategy.New(ctx, cli, locks.Options{
-			Name:      name,
-			Prefix:    c.r.cfg.Prefix,
-			TTL:       c.r.cfg.Scenario.TTL(),
-			KeepAlive: c.r.cfg.KeepAlive,
-			Lease:     lease,
+		return c.r.strategy.New(ctx, conn, locks.Options{
+			Name:   name,
+			Prefix: c.r.cfg.Prefix,
+			TTL:    c.r.cfg.Scenario.TTL(),
 			OnWakeup: func() {
 				c.emit(c.currentGen(), history.Event{Type: history.OK, F: history.FWakeup, Lock: name})
 			},
@@ -290,7 +290,7 @@ func (c *client) setState(gen int, s clientState, g *locks.Grant, t int64) {
 		c.queue.wait = waitSeen{}
 	case holding:
 		c.queue.heldSince = t
-		c.queue.lastLease = g.Lease
+		c.queue.lastLease = clientv3.LeaseID(g.Lease)
 		c.queue.last = lastGrant{key: g.Key, token: g.Token}
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
-	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/scenarios"
 )
 
@@ -18,14 +18,14 @@ import (
 // RPCs counted and its unary requests bounded by Config.RPCTimeout; the
 // admin client bounds its own operations (opTimeout). extra are further
 // dial options.
-func (r *runner) newEtcdClient(endpoints []string, counter *locks.RPCCounter, extra ...grpc.DialOption) (*clientv3.Client, error) {
+func (r *runner) newEtcdClient(endpoints []string, counter *etcdlocks.RPCCounter, extra ...grpc.DialOption) (*clientv3.Client, error) {
 	cc := r.cfg.ClientConfig
 	cc.Endpoints = endpoints
 	cc.DialTimeout = r.cfg.DialTimeout
 	cc.Logger = zap.NewNop()
 	if counter != nil {
 		cc.DialOptions = append(slices.Clip(cc.DialOptions), counter.DialOptions()...)
-		cc.DialOptions = append(cc.DialOptions, locks.RPCDeadline(locks.RPCTimeoutOf(r.cfg.RPCTimeout))...)
+		cc.DialOptions = append(cc.DialOptions, etcdlocks.RPCDeadline(etcdlocks.RPCTimeoutOf(r.cfg.RPCTimeout))...)
 	}
 	cc.DialOptions = append(slices.Clip(cc.DialOptions), extra...)
 	return clientv3.New(cc)
@@ -48,7 +48,7 @@ func leaseGrants(onGrant func(clientv3.LeaseID)) grpc.DialOption {
 // (Config.SharedConns).
 type sharedConn struct {
 	cli  *clientv3.Client
-	rpcs locks.RPCCounter
+	rpcs etcdlocks.RPCCounter
 }
 
 // CheckSharedConns rejects a SharedConns setting the scenario cannot use:

@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/lockbench/lockbench/locks"
 )
 
@@ -13,8 +11,8 @@ import (
 // waits d after every grant before returning it (Config.GrantDelay). The
 // strategy itself is untouched: the delay is the runner's, test-only.
 func delayedFactory(f locks.Factory, d time.Duration) locks.Factory {
-	return func(ctx context.Context, cli *clientv3.Client, o locks.Options) (locks.Locker, error) {
-		l, err := f(ctx, cli, o)
+	return func(ctx context.Context, conn locks.Conn, o locks.Options) (locks.Locker, error) {
+		l, err := f(ctx, conn, o)
 		if err != nil {
 			return nil, err
 		}

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/lockbench/lockbench/locks"
 )
 
@@ -17,7 +15,7 @@ func (instantLocker) Unlock(context.Context, *locks.Grant) error { return nil }
 func (instantLocker) Close(context.Context) error                { return nil }
 
 func TestDelayedLockerHoldsEveryGrant(t *testing.T) {
-	f := delayedFactory(func(context.Context, *clientv3.Client, locks.Options) (locks.Locker, error) {
+	f := delayedFactory(func(context.Context, locks.Conn, locks.Options) (locks.Locker, error) {
 		return instantLocker{}, nil
 	}, 20*time.Millisecond)
 	l, err := f(context.Background(), nil, locks.Options{})

@@ -11,8 +11,8 @@ import (
 
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/history"
-	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/scenarios"
 	"github.com/lockbench/lockbench/verdict"
 )
@@ -32,7 +32,7 @@ func TestPausedSafeHolderKeepsItsConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := Run(context.Background(), Config{Scenario: sc, Lock: "queue", Seed: 1, KeepAlive: locks.KeepAliveSafe,
+	out, err := Run(context.Background(), Config{Scenario: sc, Lock: "queue", Seed: 1, KeepAlive: etcdlocks.KeepAliveSafe,
 		Prefix: "/lockbench/test-safe-pause/", Endpoints: c.Endpoints(), Cluster: c})
 	if err != nil {
 		t.Fatal(err)

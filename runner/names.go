@@ -13,6 +13,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/scenarios"
 )
@@ -118,7 +119,7 @@ const maxLockers = 16
 type lockerSet struct {
 	names []string
 	// lease is the Lockers' shared lease, closed after them.
-	lease *locks.ClientLease
+	lease *etcdlocks.ClientLease
 	// make creates the Locker of a name on the client's connection.
 	make func(ctx context.Context, name string) (locks.Locker, error)
 
@@ -270,7 +271,7 @@ func (c *client) setNameLocked(name string) { c.queue.name = name }
 
 // waiterLease is the lease the client's waiter key for its current name
 // is under: the client's shared lease once its Lockers have taken one
-// (locks.ClientLease), else the one its connection was granted while
+// (etcdlocks.ClientLease), else the one its connection was granted while
 // that name was current (a Locker with a lease of its own); 0 when
 // neither is known. c.mu held.
 func (c *client) waiterLease() clientv3.LeaseID {

@@ -156,7 +156,7 @@ func (r *runner) recordDeletion(ctx context.Context, g *locks.Grant, d history.K
 	d.Cause = history.CauseDelete
 	if g.Lease != 0 {
 		tctx, cancel := context.WithTimeout(ctx, opTimeout)
-		ttl, err := r.admin.TimeToLive(tctx, g.Lease)
+		ttl, err := r.admin.TimeToLive(tctx, clientv3.LeaseID(g.Lease))
 		cancel()
 		switch {
 		case err != nil:

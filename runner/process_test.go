@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/scenarios"
 )
@@ -33,8 +31,8 @@ func (p processLocker) Stop() error { return p.call("stop") }
 func (p processLocker) Cont() error { return p.call("cont") }
 
 func init() {
-	locks.Register(locks.Strategy{Name: "test-process", Description: "test only: mutex as a locks.Process", Hidden: true,
-		New: func(ctx context.Context, cli *clientv3.Client, opts locks.Options) (locks.Locker, error) {
+	locks.Register(locks.Strategy{Name: "test-process", Description: "test only: mutex as a locks.Process", Backend: "etcd", Hidden: true,
+		New: func(ctx context.Context, cli locks.Conn, opts locks.Options) (locks.Locker, error) {
 			m, err := locks.Lookup("mutex")
 			if err != nil {
 				return nil, err

@@ -23,6 +23,7 @@ import (
 	"github.com/lockbench/lockbench/chaos"
 	"github.com/lockbench/lockbench/clocks"
 	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/scenarios"
@@ -47,9 +48,9 @@ type Config struct {
 	ClientConfig clientv3.Config
 	// DialTimeout bounds connecting each client (default 5 s).
 	DialTimeout time.Duration
-	KeepAlive   locks.KeepAlive
+	KeepAlive   etcdlocks.KeepAlive
 	// RPCTimeout bounds each unary request of a lock client (see
-	// locks.RPCDeadline); 0 means locks.DefaultRPCTimeout, < 0 none.
+	// etcdlocks.RPCDeadline); 0 means etcdlocks.DefaultRPCTimeout, < 0 none.
 	RPCTimeout time.Duration
 	// SharedConns, when > 0, makes the lock clients share that many etcd
 	// connections (client i uses connection i mod SharedConns) instead of
@@ -244,6 +245,9 @@ func newRunner(cfg Config) (*runner, []chaos.Step, error) {
 	strategy, err := locks.Lookup(cfg.Lock)
 	if err != nil {
 		return nil, nil, err
+	}
+	if strategy.Backend != etcdlocks.Backend {
+		return nil, nil, fmt.Errorf("lock %s runs on %s: this runner dials etcd only", cfg.Lock, strategy.Backend)
 	}
 	if cfg.GrantDelay > 0 {
 		strategy.New = delayedFactory(strategy.New, cfg.GrantDelay)

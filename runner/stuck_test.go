@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/scenarios"
 )
@@ -27,8 +25,8 @@ func (ignoreCtxLocker) Unlock(context.Context, *locks.Grant) error { return nil 
 func (ignoreCtxLocker) Close(context.Context) error                { return nil }
 
 func init() {
-	locks.Register(locks.Strategy{Name: "test-ignores-ctx", Description: "test only: Lock ignores its context",
-		New: func(context.Context, *clientv3.Client, locks.Options) (locks.Locker, error) {
+	locks.Register(locks.Strategy{Name: "test-ignores-ctx", Description: "test only: Lock ignores its context", Backend: "etcd",
+		New: func(context.Context, locks.Conn, locks.Options) (locks.Locker, error) {
 			return ignoreCtxLocker{}, nil
 		}})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockbench/lockbench/chaos"
 	"github.com/lockbench/lockbench/cluster"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // The runner is the World faults act on; each part is documented on its
@@ -168,7 +169,7 @@ func (r *runner) RevokeLease(ctx context.Context, i int) error {
 	c.mu.Lock()
 	lease, state := c.queue.lastLease, c.queue.state
 	if c.queue.grant != nil {
-		lease = c.queue.grant.Lease
+		lease = clientv3.LeaseID(c.queue.grant.Lease)
 	} else if id := c.waiterLease(); state == waiting && id != 0 {
 		// A waiter's key is under its current lease: with several names
 		// and a lease per Locker, not its last grant's (another name's).

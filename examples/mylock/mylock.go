@@ -17,25 +17,25 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/locks"
 )
 
 // Registered on import: lockbench's list, run, suite and bench find it
 // by this name.
 func init() {
-	locks.Register(locks.Strategy{
+	etcdlocks.Register(locks.Strategy{
 		Name:        "mylock",
 		Description: "example: a single-key txn try-lock whose waiters watch the key",
 		Origin:      "examples/mylock",
 		// Its lease is a concurrency.Session's, not lockbench's keeper:
 		// --keepalive does not apply to it.
 		OwnLease: true,
-		New:      New,
-	})
+	}, New)
 }
 
-// New is the strategy's locks.Factory: one Locker per client.
-func New(_ context.Context, cli *clientv3.Client, opts locks.Options) (locks.Locker, error) {
+// New is the strategy's etcdlocks.Factory: one Locker per client.
+func New(_ context.Context, cli *clientv3.Client, opts etcdlocks.Options) (locks.Locker, error) {
 	opts, err := opts.WithDefaults()
 	if err != nil {
 		return nil, err
@@ -94,7 +94,7 @@ func (l *Locker) Lock(ctx context.Context) (*locks.Grant, error) {
 		}
 		if resp.Succeeded {
 			// The key's create revision is the fencing token.
-			return &locks.Grant{Key: l.key, Token: resp.Header.Revision, Lease: s.Lease(), Lost: s.Done()}, nil
+			return &locks.Grant{Key: l.key, Token: resp.Header.Revision, Lease: int64(s.Lease()), Lost: s.Done()}, nil
 		}
 		if err := l.waitDelete(ctx, resp.Header.Revision); err != nil {
 			return nil, fmt.Errorf("%w: %v", locks.ErrNotAcquired, err)

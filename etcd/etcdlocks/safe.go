@@ -1,4 +1,4 @@
-package locks
+package etcdlocks
 
 import (
 	"context"
@@ -74,7 +74,7 @@ type safeAnswer struct {
 // send time noted; an answer moves the deadline to SafeDeadline of its
 // send time, and a timer set to the deadline closes l.lost. An answer
 // that the lease is gone (TTL ≤ 0) closes it at once. grantSent is when
-// the Grant was sent, ttl what it granted.
+// the locks.Grant was sent, ttl what it granted.
 func (k *leaseKeeper) safe(ctx context.Context, l *lease, grantSent time.Time, ttl time.Duration) {
 	defer close(l.done)
 	defer l.markLost()

@@ -1,4 +1,4 @@
-package locks
+package etcdlocks
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockbench/lockbench/locks"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -60,14 +61,14 @@ func TestUnderLease(t *testing.T) {
 		{"lease not found twice: the second is returned", nil, false, []error{notFound}, 2, 2, notFound},
 		{"already retried in this call: no retry", nil, true, []error{notFound}, 1, 1, notFound},
 		{"another error: no retry", nil, false, []error{other}, 1, 1, other},
-		{"no lease", other, false, []error{nil}, 0, 0, ErrNotAcquired},
+		{"no lease", other, false, []error{nil}, 0, 0, locks.ErrNotAcquired},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			cli := clientv3.NewCtxClient(ctx)
 			cli.Lease = &fakeLeases{err: tc.grantErr}
-			k := newLeaseKeeper(cli, Options{TTL: 5 * time.Second})
+			k := newLeaseKeeper(cli, Options{Options: locks.Options{TTL: 5 * time.Second}})
 			defer k.close(ctx)
 			var under []*lease
 			retried := tc.retried

@@ -1,4 +1,4 @@
-package locks
+package etcdlocks
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockbench/lockbench/locks"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -16,20 +17,20 @@ import (
 // create revision is g's token). If that cannot be confirmed, the key may
 // still exist under a lease this client keeps alive; the lease is given up
 // so that the key ends with it.
-func unlockOwn(ctx context.Context, cli *clientv3.Client, leases *leaseKeeper, g *Grant) error {
+func unlockOwn(ctx context.Context, cli *clientv3.Client, leases *leaseKeeper, g *locks.Grant) error {
 	return unlockWith(ctx, leases, g, func(ctx context.Context) error { return deleteOwn(ctx, cli, g.Key, g.Token) })
 }
 
 // unlockWith is unlockOwn with del, a txn that deletes g's key only if it
 // is still g's (and may do more in the same txn: queue's handover).
-func unlockWith(ctx context.Context, leases *leaseKeeper, g *Grant, del func(context.Context) error) error {
+func unlockWith(ctx context.Context, leases *leaseKeeper, g *locks.Grant, del func(context.Context) error) error {
 	// Step 1: delete the key if it is still this grant's.
 	err := del(ctx)
 	if err == nil {
 		return nil
 	}
 	// Step 2: unknown outcome: stop refreshing the lease, and revoke it.
-	if leases.cur != nil && leases.cur.id == g.Lease {
+	if leases.cur != nil && int64(leases.cur.id) == g.Lease {
 		if rerr := leases.abandon(ctx, leases.cur); rerr == nil {
 			return nil
 		}

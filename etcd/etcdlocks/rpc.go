@@ -1,4 +1,4 @@
-package locks
+package etcdlocks
 
 import (
 	"context"
@@ -7,33 +7,32 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3lock/v3lockpb"
 
+	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/verdict"
 )
 
 func init() {
-	Register(Strategy{
+	Register(locks.Strategy{
 		Name:        "rpc",
 		Description: "etcd's server-side lock service (v3lock Lock/Unlock, as etcdctl lock and jetcd use it)",
 		Origin:      "seed article, scheme two",
 		LockService: true,
 		Order:       verdict.FIFO,
-		New:         newRPC,
-	})
-	Register(Strategy{
+	}, newRPC)
+	Register(locks.Strategy{
 		Name:        "rpc-trusting",
 		Description: "rpc without its re-read: trusts the lock service's answer, as a caller of jetcd's lock client does; registered to reproduce etcd #11456 (make repro-etcd-11456), hidden from the default suite",
 		Origin:      "etcd #11456 (docs/processes.md)",
 		LockService: true,
 		Hidden:      true,
 		Order:       verdict.FIFO,
-		New: func(ctx context.Context, cli *clientv3.Client, opts Options) (Locker, error) {
-			l, err := newRPC(ctx, cli, opts)
-			if err != nil {
-				return nil, err
-			}
-			l.(*rpcLocker).trusting = true
-			return l, nil
-		},
+	}, func(ctx context.Context, cli *clientv3.Client, opts Options) (locks.Locker, error) {
+		l, err := newRPC(ctx, cli, opts)
+		if err != nil {
+			return nil, err
+		}
+		l.(*rpcLocker).trusting = true
+		return l, nil
 	})
 }
 
@@ -48,7 +47,7 @@ type rpcLocker struct {
 	opts   Options
 	lock   v3lockpb.LockClient
 	leases *leaseKeeper
-	held   *Grant
+	held   *locks.Grant
 	// trusting skips step 3 of Lock: the grant is whatever the lock
 	// service answered (rpc-trusting). Exists to show what etcd 3.4's lock
 	// service does to a client that trusts it (#11456): it may answer with
@@ -56,7 +55,7 @@ type rpcLocker struct {
 	trusting bool
 }
 
-func newRPC(ctx context.Context, cli *clientv3.Client, opts Options) (Locker, error) {
+func newRPC(ctx context.Context, cli *clientv3.Client, opts Options) (locks.Locker, error) {
 	opts, err := opts.WithDefaults()
 	if err != nil {
 		return nil, err
@@ -64,7 +63,7 @@ func newRPC(ctx context.Context, cli *clientv3.Client, opts Options) (Locker, er
 	return &rpcLocker{cli: cli, opts: opts, lock: v3lockpb.NewLockClient(cli.ActiveConnection()), leases: newLeaseKeeper(cli, opts)}, nil
 }
 
-func (l *rpcLocker) Lock(ctx context.Context) (*Grant, error) {
+func (l *rpcLocker) Lock(ctx context.Context) (*locks.Grant, error) {
 	// Step 1: the client's lease (granted on first use, reused while
 	// alive). Step 2: ask the server for the lock under that lease; it
 	// returns the key it holds for us. A put the server refused for an
@@ -104,7 +103,7 @@ func (l *rpcLocker) Lock(ctx context.Context) (*Grant, error) {
 	}
 	if len(gresp.Kvs) == 0 || clientv3.LeaseID(gresp.Kvs[0].Lease) != ls.id {
 		// The key went with the lease between the two calls.
-		return nil, l.leases.settle(ctx, ls, fmt.Errorf("%w: key %s is gone", ErrLeaseLost, key))
+		return nil, l.leases.settle(ctx, ls, fmt.Errorf("%w: key %s is gone", locks.ErrLeaseLost, key))
 	}
 	l.held = grantOf(key, gresp.Kvs[0].CreateRevision, ls)
 	return l.held, nil
@@ -116,7 +115,7 @@ func (l *rpcLocker) Lock(ctx context.Context) (*Grant, error) {
 // cannot belong to anyone else. Only a later grant of this same client,
 // on the same lease, reuses the name; Unlock refuses any grant but the
 // one it holds, so a stale grant cannot delete it.
-func (l *rpcLocker) Unlock(ctx context.Context, g *Grant) error {
+func (l *rpcLocker) Unlock(ctx context.Context, g *locks.Grant) error {
 	if l.held == nil || l.held.Key != g.Key || l.held.Token != g.Token {
 		return fmt.Errorf("unlock %s@%d: not held by this client", g.Key, g.Token)
 	}
@@ -128,7 +127,7 @@ func (l *rpcLocker) Unlock(ctx context.Context, g *Grant) error {
 	}
 	// Step 2: unknown outcome: the key may remain under a lease this client
 	// keeps alive; give the lease up so the key ends with it.
-	if cur := l.leases.cur; cur != nil && cur.id == g.Lease {
+	if cur := l.leases.cur; cur != nil && int64(cur.id) == g.Lease {
 		if rerr := l.leases.abandon(ctx, cur); rerr == nil {
 			return nil
 		}

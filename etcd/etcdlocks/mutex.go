@@ -1,4 +1,4 @@
-package locks
+package etcdlocks
 
 import (
 	"context"
@@ -8,17 +8,17 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
+	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/verdict"
 )
 
 func init() {
-	Register(Strategy{
+	Register(locks.Strategy{
 		Name:        "mutex",
 		Description: "etcd's client-side concurrency.Mutex over a Session (one per client)",
 		Origin:      "etcd's own client lock",
 		Order:       verdict.FIFO,
-		New:         newMutex,
-	})
+	}, newMutex)
 }
 
 // mutexLocker wraps concurrency.Mutex unchanged: it is the reference that
@@ -48,7 +48,7 @@ type mutexLocker struct {
 	mu        *concurrency.Mutex
 }
 
-func newMutex(ctx context.Context, cli *clientv3.Client, opts Options) (Locker, error) {
+func newMutex(ctx context.Context, cli *clientv3.Client, opts Options) (locks.Locker, error) {
 	opts, err := opts.WithDefaults()
 	if err != nil {
 		return nil, err
@@ -75,16 +75,16 @@ func (l *mutexLocker) session(ctx context.Context) (*concurrency.Session, *lease
 	return l.sess, ls, nil
 }
 
-func (l *mutexLocker) Lock(ctx context.Context) (*Grant, error) {
+func (l *mutexLocker) Lock(ctx context.Context) (*locks.Grant, error) {
 	return l.acquire(ctx, (*concurrency.Mutex).Lock)
 }
 
-func (l *mutexLocker) TryLock(ctx context.Context) (*Grant, error) {
+func (l *mutexLocker) TryLock(ctx context.Context) (*locks.Grant, error) {
 	return l.acquire(ctx, (*concurrency.Mutex).TryLock)
 }
 
 // acquire runs Mutex.Lock or Mutex.TryLock.
-func (l *mutexLocker) acquire(ctx context.Context, lock func(*concurrency.Mutex, context.Context) error) (*Grant, error) {
+func (l *mutexLocker) acquire(ctx context.Context, lock func(*concurrency.Mutex, context.Context) error) (*locks.Grant, error) {
 	for retry := true; ; retry = false {
 		// Step 1: a session over the client's live lease, to hang the
 		// waiter key on.
@@ -94,7 +94,7 @@ func (l *mutexLocker) acquire(ctx context.Context, lock func(*concurrency.Mutex,
 		}
 		// Step 2: etcd's Mutex puts the waiter key and waits for every
 		// older key under the prefix to go (TryLock: if an older key
-		// exists, it deletes its own and reports ErrLocked).
+		// exists, it deletes its own and reports locks.ErrLocked).
 		m := concurrency.NewMutex(s, l.opts.Key())
 		err = lock(m, ctx)
 		switch {
@@ -108,7 +108,7 @@ func (l *mutexLocker) acquire(ctx context.Context, lock func(*concurrency.Mutex,
 			// the client heard. Once more, with a new one.
 			l.leases.expired(ls)
 		case errors.Is(err, concurrency.ErrLocked):
-			return nil, fmt.Errorf("%w (%v)", ErrLocked, err)
+			return nil, fmt.Errorf("%w (%v)", locks.ErrLocked, err)
 		default:
 			return nil, l.failed(ctx, m, ls, err)
 		}
@@ -127,7 +127,7 @@ func (l *mutexLocker) failed(ctx context.Context, m *concurrency.Mutex, ls *leas
 	return l.leases.settle(ctx, ls, err)
 }
 
-func (l *mutexLocker) Unlock(ctx context.Context, g *Grant) error {
+func (l *mutexLocker) Unlock(ctx context.Context, g *locks.Grant) error {
 	if l.mu == nil || l.mu.Key() != g.Key || mutexToken(l.mu) != g.Token {
 		return fmt.Errorf("unlock %s@%d: not held by this client", g.Key, g.Token)
 	}

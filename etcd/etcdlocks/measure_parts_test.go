@@ -1,4 +1,4 @@
-package locks_test
+package etcdlocks_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/stats"
@@ -181,20 +182,20 @@ func chainWith(t *testing.T, eps []string, prefix string, n int, d time.Duration
 			var mine int
 			for wr := range watches[i] {
 				for _, ev := range wr.Events {
-					if ev.Type != mvccpb.PUT || len(ev.Kv.Value) == 0 || locks.IsExtension(ev.Kv.Value) || ctx.Err() != nil {
+					if ev.Type != mvccpb.PUT || len(ev.Kv.Value) == 0 || etcdlocks.IsExtension(ev.Kv.Value) || ctx.Err() != nil {
 						continue
 					}
 					steps.Add(1)
 					endWatch()
 					sc := stepContent{created: ev.Kv.CreateRevision}
 					if parts.list {
-						locks.HandedOn(ev.Kv.Value) // as the lock's grant decodes its list
+						etcdlocks.HandedOn(ev.Kv.Value) // as the lock's grant decodes its list
 						var later []string
 						for j := i + 2; j < i+n; j++ {
 							later = append(later, join(j))
 						}
-						sc.value = locks.HandoverValue(later, ev.Kv.CreateRevision)
-						sc.ext = locks.ExtensionValue(later, ev.Kv.CreateRevision)
+						sc.value = etcdlocks.HandoverValue(later, ev.Kv.CreateRevision)
+						sc.ext = etcdlocks.ExtensionValue(later, ev.Kv.CreateRevision)
 					}
 					mine++
 					if mine%3 == 0 {

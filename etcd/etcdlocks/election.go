@@ -1,4 +1,4 @@
-package locks
+package etcdlocks
 
 import (
 	"context"
@@ -9,11 +9,12 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3election/v3electionpb"
 
+	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/verdict"
 )
 
 func init() {
-	Register(Strategy{
+	Register(locks.Strategy{
 		Name:        "election",
 		Description: "etcd's concurrency.Election as a lock: Campaign to acquire, Resign to release, over a Session of its own (as leader election is deployed)",
 		Origin:      "etcd's own client election",
@@ -21,15 +22,13 @@ func init() {
 		// --keepalive does not apply.
 		OwnLease: true,
 		Order:    verdict.FIFO,
-		New:      newElection,
-	})
-	Register(Strategy{
+	}, newElection)
+	Register(locks.Strategy{
 		Name:        "election-rpc",
 		Description: "etcd's server-side election service (v3election Campaign/Resign) over the client's lease",
 		Origin:      "etcd's own election service",
 		Order:       verdict.FIFO,
-		New:         newElectionRPC,
-	})
+	}, newElectionRPC)
 }
 
 // electionValue is what every campaigner proclaims: the lock is the
@@ -54,7 +53,7 @@ type electionLocker struct {
 	exits bool
 }
 
-func newElection(_ context.Context, cli *clientv3.Client, opts Options) (Locker, error) {
+func newElection(_ context.Context, cli *clientv3.Client, opts Options) (locks.Locker, error) {
 	opts, err := opts.WithDefaults()
 	if err != nil {
 		return nil, err
@@ -83,7 +82,7 @@ func (l *electionLocker) session() (*concurrency.Session, error) {
 	return s, nil
 }
 
-func (l *electionLocker) Lock(ctx context.Context) (*Grant, error) {
+func (l *electionLocker) Lock(ctx context.Context) (*locks.Grant, error) {
 	for retry := true; ; retry = false {
 		// Step 1: a Session, whose lease the campaign key hangs on.
 		s, err := l.session()
@@ -100,7 +99,7 @@ func (l *electionLocker) Lock(ctx context.Context) (*Grant, error) {
 			// Step 3: Election's own record of the key it leads with is
 			// the grant.
 			l.held = e
-			return &Grant{Key: e.Key(), Token: e.Rev(), Lease: s.Lease(), Lost: s.Done()}, nil
+			return &locks.Grant{Key: e.Key(), Token: e.Rev(), Lease: int64(s.Lease()), Lost: s.Done()}, nil
 		case retry && isLeaseNotFound(err):
 			// The put failed as a whole: the Session's lease ended before
 			// its keepalive noticed. Once more, on a new Session.
@@ -117,7 +116,7 @@ func (l *electionLocker) Lock(ctx context.Context) (*Grant, error) {
 	}
 }
 
-func (l *electionLocker) Unlock(ctx context.Context, g *Grant) error {
+func (l *electionLocker) Unlock(ctx context.Context, g *locks.Grant) error {
 	e := l.held
 	if e == nil || e.Key() != g.Key || e.Rev() != g.Token {
 		return fmt.Errorf("unlock %s@%d: not held by this client", g.Key, g.Token)
@@ -135,7 +134,7 @@ func (l *electionLocker) Unlock(ctx context.Context, g *Grant) error {
 
 // dropSession ends the Session after a request of unknown outcome: its
 // lease is revoked, and with it any key this client may still have. The
-// error wraps ErrNotAcquired when the revoke is confirmed.
+// error wraps locks.ErrNotAcquired when the revoke is confirmed.
 func (l *electionLocker) dropSession(ctx context.Context, cause error) error {
 	s := l.sess
 	l.sess, l.held = nil, nil
@@ -174,7 +173,7 @@ type electionRPCLocker struct {
 	held     *v3electionpb.LeaderKey
 }
 
-func newElectionRPC(_ context.Context, cli *clientv3.Client, opts Options) (Locker, error) {
+func newElectionRPC(_ context.Context, cli *clientv3.Client, opts Options) (locks.Locker, error) {
 	opts, err := opts.WithDefaults()
 	if err != nil {
 		return nil, err
@@ -182,7 +181,7 @@ func newElectionRPC(_ context.Context, cli *clientv3.Client, opts Options) (Lock
 	return &electionRPCLocker{opts: opts, election: v3electionpb.NewElectionClient(cli.ActiveConnection()), leases: newLeaseKeeper(cli, opts)}, nil
 }
 
-func (l *electionRPCLocker) Lock(ctx context.Context) (*Grant, error) {
+func (l *electionRPCLocker) Lock(ctx context.Context) (*locks.Grant, error) {
 	retried := false
 	// Step 1: the client's lease (granted on first use, reused while
 	// alive), and the campaign under it: the server puts the key and waits
@@ -205,7 +204,7 @@ func (l *electionRPCLocker) Lock(ctx context.Context) (*Grant, error) {
 	return grantOf(string(resp.Leader.Key), resp.Leader.Rev, ls), nil
 }
 
-func (l *electionRPCLocker) Unlock(ctx context.Context, g *Grant) error {
+func (l *electionRPCLocker) Unlock(ctx context.Context, g *locks.Grant) error {
 	lk := l.held
 	if lk == nil || string(lk.Key) != g.Key || lk.Rev != g.Token {
 		return fmt.Errorf("unlock %s@%d: not held by this client", g.Key, g.Token)

@@ -1,4 +1,4 @@
-package locks
+package etcdlocks
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockbench/lockbench/locks"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -21,7 +22,7 @@ const settleTimeout = 2 * time.Second
 type lease struct {
 	id clientv3.LeaseID
 	// lost is closed when the client learns the lease is gone, or stops
-	// keeping it alive; it is every grant's Grant.Lost.
+	// keeping it alive; it is every grant's locks.Grant.Lost.
 	lost     chan struct{}
 	lostOnce sync.Once
 	// stop ends the keepalive goroutine; done is closed once it has ended.
@@ -46,7 +47,7 @@ func (l *lease) isLost() bool {
 // lease here, so the keepalive policy (Options.KeepAlive) is the same code
 // for all of them.
 //
-// Like the Locker that owns it, a leaseKeeper is used by one goroutine at
+// Like the locks.Locker that owns it, a leaseKeeper is used by one goroutine at
 // a time; only lease.lost is shared with the keepalive goroutine.
 type leaseKeeper struct {
 	cli    *clientv3.Client
@@ -55,7 +56,7 @@ type leaseKeeper struct {
 	// margin is the safe policy's Options.SafeMargin.
 	margin time.Duration
 	cur    *lease
-	// shared marks a ClientLease's keeper: a Locker's Close leaves it to
+	// shared marks a ClientLease's keeper: a locks.Locker's Close leaves it to
 	// the ClientLease's.
 	shared bool
 	// latest is the ID of the last lease granted (0: none yet), for
@@ -63,7 +64,7 @@ type leaseKeeper struct {
 	latest atomic.Int64
 }
 
-// newLeaseKeeper is the keeper a Locker on cli takes its lease from: the
+// newLeaseKeeper is the keeper a locks.Locker on cli takes its lease from: the
 // client's shared one (Options.Lease), or one of its own.
 func newLeaseKeeper(cli *clientv3.Client, opts Options) *leaseKeeper {
 	if opts.Lease != nil {
@@ -81,13 +82,13 @@ func newLeaseKeeper(cli *clientv3.Client, opts Options) *leaseKeeper {
 
 // ClientLease is the one lease a client's Lockers share, whatever lock
 // names they serve, as one concurrency.Session serves every Mutex of a
-// process. Without it each Locker keeps a lease of its own, so a client
+// process. Without it each locks.Locker keeps a lease of its own, so a client
 // that used k names keeps k leases alive (k grants, k keepalives), and
 // with many names the leases, not the locks, are etcd's load.
 //
 // Its owner (the runner, for each client connection) makes it, passes it
-// in Options.Lease to every Locker of that connection, and closes it
-// after them: a Locker's Close leaves a shared lease alone. Its TTL and
+// in Options.Lease to every locks.Locker of that connection, and closes it
+// after them: a locks.Locker's Close leaves a shared lease alone. Its TTL and
 // keepalive policy are the ones it was made with. The Lockers sharing it
 // are used by one goroutine at a time between them, as one client
 // process holds or waits for one lock at a time; a failed acquisition
@@ -95,7 +96,7 @@ func newLeaseKeeper(cli *clientv3.Client, opts Options) *leaseKeeper {
 type ClientLease struct{ k *leaseKeeper }
 
 // NewClientLease makes cli's shared lease with opts' TTL and keepalive
-// policy; no lease is granted until a Locker first asks for one.
+// policy; no lease is granted until a locks.Locker first asks for one.
 func NewClientLease(cli *clientv3.Client, opts Options) (*ClientLease, error) {
 	opts, err := opts.WithDefaults()
 	if err != nil {
@@ -244,7 +245,7 @@ func (k *leaseKeeper) revoke(ctx context.Context, id clientv3.LeaseID) error {
 	}
 }
 
-// close is a Locker's Close: it ends the Locker's own lease (end), and
+// close is a locks.Locker's Close: it ends the locks.Locker's own lease (end), and
 // leaves a shared one to its ClientLease.
 func (k *leaseKeeper) close(ctx context.Context) error {
 	if k.shared {
@@ -266,7 +267,7 @@ func (k *leaseKeeper) end(ctx context.Context) error {
 // queues the waiter, a cleanup delete that failed) may have left a key
 // behind that would block everyone else for as long as the lease is kept
 // alive. settle abandons the lease: when the revoke is confirmed the key is
-// certainly gone and the error wraps ErrNotAcquired; otherwise it does not,
+// certainly gone and the error wraps locks.ErrNotAcquired; otherwise it does not,
 // and the runner records the outcome as unknown (the lease, no longer
 // refreshed, expires within one TTL either way).
 func (k *leaseKeeper) settle(ctx context.Context, l *lease, cause error) error {
@@ -294,7 +295,7 @@ func (k *leaseKeeper) expired(l *lease) {
 // for its own reasons keeps across its turns), so that a server that
 // keeps refusing ends the call instead of granting leases forever. It
 // returns the lease put last ran under and put's answer; an error getting
-// the lease comes back with a nil lease, wrapping ErrNotAcquired (no
+// the lease comes back with a nil lease, wrapping locks.ErrNotAcquired (no
 // write was sent under it).
 func underLease[T any](ctx context.Context, k *leaseKeeper, retried *bool, put func(*lease) (T, error)) (*lease, T, error) {
 	for {
@@ -321,22 +322,22 @@ func isLeaseNotFound(err error) bool {
 	return err != nil && (errors.Is(err, rpctypes.ErrLeaseNotFound) || rpctypes.ErrorDesc(err) == rpctypes.ErrLeaseNotFound.Error())
 }
 
-// notAcquired wraps err so that it also wraps ErrNotAcquired.
+// notAcquired wraps err so that it also wraps locks.ErrNotAcquired.
 func notAcquired(err error) error {
-	if errors.Is(err, ErrNotAcquired) {
+	if errors.Is(err, locks.ErrNotAcquired) {
 		return err
 	}
-	return fmt.Errorf("%w: %w", ErrNotAcquired, err)
+	return fmt.Errorf("%w: %w", locks.ErrNotAcquired, err)
 }
 
 // leaseLost is the error for a waiter whose lease went while it waited.
 func leaseLost(l *lease) error {
-	return fmt.Errorf("%w: lease %x", ErrLeaseLost, int64(l.id))
+	return fmt.Errorf("%w: lease %x", locks.ErrLeaseLost, int64(l.id))
 }
 
 // grantOf builds the grant for a held key.
-func grantOf(key string, token int64, l *lease) *Grant {
-	return &Grant{Key: key, Token: token, Lease: l.id, Lost: l.lost}
+func grantOf(key string, token int64, l *lease) *locks.Grant {
+	return &locks.Grant{Key: key, Token: token, Lease: int64(l.id), Lost: l.lost}
 }
 
 // cleanupCtx is the context for a cleanup that must run even though the

@@ -1,4 +1,4 @@
-package locks
+package etcdlocks
 
 import (
 	"context"
@@ -12,25 +12,24 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/verdict"
 )
 
 func init() {
-	Register(Strategy{
+	Register(locks.Strategy{
 		Name:        "queue",
 		Description: "pfx/<lease> keys, lowest create revision holds; each waiter watches its predecessor, then re-checks for older keys; a holder that knows its successor hands over in its release txn",
 		Origin:      "seed article, scheme one, done right",
 		Order:       verdict.FIFO,
-		New:         newQueue(false),
-	})
-	Register(Strategy{
+	}, newQueue(false))
+	Register(locks.Strategy{
 		Name:        "queue-naive",
 		Description: "the queue as the seed article's code does it: takes the lock on its predecessor's first event, no re-check",
 		Origin:      "kept on purpose: a known-buggy strategy the checker must catch",
 		Buggy:       true,
 		Order:       verdict.FIFO,
-		New:         newQueue(true),
-	})
+	}, newQueue(true))
 }
 
 // queueLocker is a fair FIFO lock over a key prefix. Each acquisition puts
@@ -120,7 +119,7 @@ type queueLocker struct {
 }
 
 func newQueue(naive bool) Factory {
-	return func(ctx context.Context, cli *clientv3.Client, opts Options) (Locker, error) {
+	return func(ctx context.Context, cli *clientv3.Client, opts Options) (locks.Locker, error) {
 		opts, err := opts.WithDefaults()
 		if err != nil {
 			return nil, err
@@ -137,7 +136,7 @@ type kv struct {
 
 func (l *queueLocker) keyOf(ls *lease) string { return fmt.Sprintf("%s%x", l.pfx, int64(ls.id)) }
 
-func (l *queueLocker) Lock(ctx context.Context) (*Grant, error) {
+func (l *queueLocker) Lock(ctx context.Context) (*locks.Grant, error) {
 	// Steps 1 and 2: the lease, and our key in the queue.
 	ls, me, pred, err := l.join(ctx)
 	if err != nil {
@@ -489,7 +488,7 @@ func (l *queueLocker) newest(ctx context.Context, me kv, rev int64, succs bool) 
 			resp, err := l.cli.Txn(ctx).Then(ops...).Commit()
 			if err == nil {
 				if mine := resp.Responses[0].GetResponseRange().Kvs; len(mine) == 0 || mine[0].CreateRevision != me.rev {
-					return nil, nil, 0, fmt.Errorf("%w: key %s@%d is gone", ErrLeaseLost, me.key, me.rev)
+					return nil, nil, 0, fmt.Errorf("%w: key %s@%d is gone", locks.ErrLeaseLost, me.key, me.rev)
 				}
 				return firstKV(resp.Responses[1].GetResponseRange().Kvs), nextOf(resp.Responses[2:]), rev, nil
 			}
@@ -513,7 +512,7 @@ func (l *queueLocker) newest(ctx context.Context, me kv, rev int64, succs bool) 
 		return nil, nil, 0, err
 	}
 	if !resp.Succeeded {
-		return nil, nil, 0, fmt.Errorf("%w: key %s@%d is gone", ErrLeaseLost, me.key, me.rev)
+		return nil, nil, 0, fmt.Errorf("%w: key %s@%d is gone", locks.ErrLeaseLost, me.key, me.rev)
 	}
 	return firstKV(resp.Responses[0].GetResponseRange().Kvs), nextOf(resp.Responses[1:]), resp.Header.Revision, nil
 }
@@ -550,7 +549,7 @@ func firstKV(kvs []*mvccpb.KeyValue) *kv {
 // must go, and only a confirmed delete (or lease revoke) makes the failure
 // certain.
 func (l *queueLocker) leave(ctx context.Context, ls *lease, me kv, cause error) error {
-	if errors.Is(cause, ErrLeaseLost) {
+	if errors.Is(cause, locks.ErrLeaseLost) {
 		// The lease is gone or no longer refreshed: revoke it to be sure.
 		return l.leases.settle(ctx, ls, cause)
 	}
@@ -569,7 +568,7 @@ func (l *queueLocker) leave(ctx context.Context, ls *lease, me kv, cause error) 
 // Unlock deletes g's key; when g knows its successors (its re-check after
 // a wake-up read them, or a handover passed them on), it hands the lock over to the
 // first in the same txn (handOver).
-func (l *queueLocker) Unlock(ctx context.Context, g *Grant) error {
+func (l *queueLocker) Unlock(ctx context.Context, g *locks.Grant) error {
 	next := l.takeNext(g.Token)
 	if len(next) == 0 {
 		return unlockOwn(ctx, l.cli, l.leases, g)
@@ -588,7 +587,7 @@ func (l *queueLocker) Close(ctx context.Context) error {
 // TryLock puts our key only if the queue is empty, in one txn: a range
 // compare over the prefix is true only when no key in it exists (every key
 // would need create revision 0). A busy lock leaves no key behind.
-func (l *queueLocker) TryLock(ctx context.Context) (*Grant, error) {
+func (l *queueLocker) TryLock(ctx context.Context) (*locks.Grant, error) {
 	// Step 1: the client's lease (once more with a new one if it expired
 	// before the client heard: underLease).
 	var leaseRetried bool
@@ -605,7 +604,7 @@ func (l *queueLocker) TryLock(ctx context.Context) (*Grant, error) {
 	case err != nil:
 		return nil, l.leases.settle(ctx, ls, fmt.Errorf("try lock: %w", err))
 	case !resp.Succeeded:
-		return nil, ErrLocked
+		return nil, locks.ErrLocked
 	}
 	l.setNext(resp.Header.Revision, nil)
 	return grantOf(l.keyOf(ls), resp.Header.Revision, ls), nil

@@ -1,4 +1,4 @@
-package locks_test
+package etcdlocks_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/locks"
 )
 
@@ -18,7 +19,7 @@ import (
 type queueRig struct {
 	t       *testing.T
 	ctx     context.Context
-	opts    locks.Options
+	opts    etcdlocks.Options
 	admin   *clientv3.Client
 	clients []locks.Locker
 }
@@ -39,10 +40,10 @@ func newRig(t *testing.T, strategy, prefix string, ttl time.Duration, n int) *qu
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	r := &queueRig{t: t, ctx: ctx, admin: dial(t, eps),
-		opts: locks.Options{Name: locks.DefaultName, Prefix: prefix, TTL: ttl}}
+		opts: etcdlocks.Options{Options: locks.Options{Name: locks.DefaultName, Prefix: prefix, TTL: ttl}}}
 	t.Cleanup(func() { r.admin.Delete(context.Background(), r.opts.Prefix, clientv3.WithPrefix()) })
 	for range n {
-		l, err := s.New(ctx, dial(t, eps), r.opts)
+		l, err := newLocker(ctx, s, dial(t, eps), r.opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -294,7 +295,7 @@ func TestQueueKeepsPredecessorWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	gb := r.granted("B", bch)
-	key, first := locks.PredWatchOf(b)
+	key, first := etcdlocks.PredWatchOf(b)
 	if key != string(kvs[0].Key) || first == nil {
 		t.Fatalf("B's kept watch is of %q (%v), want A's key %s", key, first, kvs[0].Key)
 	}
@@ -310,7 +311,7 @@ func TestQueueKeepsPredecessorWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	gb = r.granted("B again", bch)
-	if key, again := locks.PredWatchOf(b); key != string(kvs[0].Key) || again != first {
+	if key, again := etcdlocks.PredWatchOf(b); key != string(kvs[0].Key) || again != first {
 		t.Errorf("B's second wait behind A's key name did not take the kept watch (%q)", key)
 	}
 	// B waits behind C: another name, a new watch.
@@ -327,13 +328,13 @@ func TestQueueKeepsPredecessorWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.granted("B behind C", bch)
-	if key, other := locks.PredWatchOf(b); key != string(kvs[0].Key) || other == first || other == nil {
+	if key, other := etcdlocks.PredWatchOf(b); key != string(kvs[0].Key) || other == first || other == nil {
 		t.Errorf("B's wait behind C's key %s: kept watch of %q, the same as before: %v", kvs[0].Key, key, other == first)
 	}
 	// Not kept for a client that does not wait again soon: it would
 	// gather every delete of the name.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if _, ch := locks.PredWatchOf(b); ch == nil {
+		if _, ch := etcdlocks.PredWatchOf(b); ch == nil {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -371,7 +372,7 @@ func TestQueueExtendsList(t *testing.T) {
 	ga := r.granted("A", chs[1])
 	unlock("A", 1, ga)
 	gb := r.granted("B", chs[2])
-	if next := locks.NextOf(r.clients[2]); len(next) != 3 {
+	if next := etcdlocks.NextOf(r.clients[2]); len(next) != 3 {
 		t.Fatalf("B was handed %d successors, want 3 (C D E): %v", len(next), next)
 	}
 	chs[1] = r.lock(1)
@@ -384,7 +385,7 @@ func TestQueueExtendsList(t *testing.T) {
 	gd := r.granted("D", chs[4])
 	unlock("D", 4, gd)
 	ge := r.granted("E", chs[5])
-	if next := locks.NextOf(r.clients[5]); len(next) == 0 || next[0] != aAgain {
+	if next := etcdlocks.NextOf(r.clients[5]); len(next) == 0 || next[0] != aAgain {
 		t.Fatalf("E, handed an empty list, knows successors %v; want A's new key %s first (the extension)", next, aAgain)
 	}
 	unlock("E", 5, ge)

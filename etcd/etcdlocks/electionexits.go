@@ -1,9 +1,10 @@
-package locks
+package etcdlocks
 
 import (
 	"context"
 	"fmt"
 
+	"github.com/lockbench/lockbench/locks"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 )
@@ -19,20 +20,19 @@ import (
 // repro-etcd-21128); the election strategy revokes its lease on the error
 // instead.
 func init() {
-	Register(Strategy{
+	Register(locks.Strategy{
 		Name:        "election-exits",
 		Description: "election whose program exits on a Campaign error (no Resign, no Close: its lease lapses by itself) and restarts with a new Session; registered to reproduce etcd #21128 (make repro-etcd-21128), hidden from the default suite",
 		Origin:      "etcd #21128 (docs/scenarios.md)",
 		OwnLease:    true,
 		Hidden:      true,
-		New: func(ctx context.Context, cli *clientv3.Client, opts Options) (Locker, error) {
-			l, err := newElection(ctx, cli, opts)
-			if err != nil {
-				return nil, err
-			}
-			l.(*electionLocker).exits = true
-			return l, nil
-		},
+	}, func(ctx context.Context, cli *clientv3.Client, opts Options) (locks.Locker, error) {
+		l, err := newElection(ctx, cli, opts)
+		if err != nil {
+			return nil, err
+		}
+		l.(*electionLocker).exits = true
+		return l, nil
 	})
 }
 

@@ -1,12 +1,14 @@
-package locks_test
+package etcdlocks_test
 
 import (
 	"context"
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/pkg/v3/proxy"
 
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/runner"
 )
@@ -20,14 +22,14 @@ func TestSafeDeadline(t *testing.T) {
 		{5 * time.Second, 100 * time.Millisecond, 4900 * time.Millisecond},
 		{2 * time.Second, 0, 2 * time.Second},
 	} {
-		if got := locks.SafeDeadline(t0, tc.ttl, tc.margin).Sub(t0); got != tc.want {
+		if got := etcdlocks.SafeDeadline(t0, tc.ttl, tc.margin).Sub(t0); got != tc.want {
 			t.Errorf("SafeDeadline(t0, %v, %v) = t0+%v, want t0+%v", tc.ttl, tc.margin, got, tc.want)
 		}
 	}
 	// The deadline moves with the send time, not with anything later:
 	// a refresh answered late counts from when it left.
 	sent := t0.Add(300 * time.Millisecond)
-	if got := locks.SafeDeadline(sent, time.Second, 50*time.Millisecond); !got.Equal(t0.Add(1250 * time.Millisecond)) {
+	if got := etcdlocks.SafeDeadline(sent, time.Second, 50*time.Millisecond); !got.Equal(t0.Add(1250 * time.Millisecond)) {
 		t.Errorf("deadline of a refresh sent at t0+300ms = %v, want t0+1.25s", got.Sub(t0))
 	}
 }
@@ -39,29 +41,29 @@ func TestDefaultSafeMargin(t *testing.T) {
 		5 * time.Second:  100 * time.Millisecond, // 2%: clock rate
 		60 * time.Second: 1200 * time.Millisecond,
 	} {
-		if got := locks.DefaultSafeMargin(ttl); got != want {
+		if got := etcdlocks.DefaultSafeMargin(ttl); got != want {
 			t.Errorf("DefaultSafeMargin(%v) = %v, want %v", ttl, got, want)
 		}
 		// A healthy client has three refreshes between two deadlines.
-		if iv := locks.SafeRefreshInterval(ttl); 3*iv >= ttl-locks.DefaultSafeMargin(ttl) {
+		if iv := etcdlocks.SafeRefreshInterval(ttl); 3*iv >= ttl-etcdlocks.DefaultSafeMargin(ttl) {
 			t.Errorf("TTL %v: refresh every %v leaves fewer than three before the deadline", ttl, iv)
 		}
 	}
 }
 
 func TestKeepAliveOptions(t *testing.T) {
-	o, err := locks.Options{TTL: 2 * time.Second, KeepAlive: locks.KeepAliveSafe}.WithDefaults()
+	o, err := etcdlocks.Options{Options: locks.Options{TTL: 2 * time.Second}, KeepAlive: etcdlocks.KeepAliveSafe}.WithDefaults()
 	if err != nil || o.SafeMargin != 50*time.Millisecond {
 		t.Fatalf("safe with no margin: %+v, %v; want the default margin", o, err)
 	}
-	if _, err := (locks.Options{TTL: 2 * time.Second, SafeMargin: time.Second}).WithDefaults(); err == nil {
+	if _, err := (etcdlocks.Options{Options: locks.Options{TTL: 2 * time.Second}, SafeMargin: time.Second}).WithDefaults(); err == nil {
 		t.Error("a margin of half the TTL was accepted")
 	}
-	if _, err := (locks.Options{KeepAlive: "fast"}).WithDefaults(); err == nil {
+	if _, err := (etcdlocks.Options{KeepAlive: "fast"}).WithDefaults(); err == nil {
 		t.Error("an unknown policy was accepted")
 	}
-	for _, k := range locks.KeepAlives {
-		if got, err := locks.ParseKeepAlive(string(k)); err != nil || got != k {
+	for _, k := range etcdlocks.KeepAlives {
+		if got, err := etcdlocks.ParseKeepAlive(string(k)); err != nil || got != k {
 			t.Errorf("ParseKeepAlive(%q) = %q, %v", k, got, err)
 		}
 	}
@@ -89,7 +91,7 @@ func TestSafeLeaseCluster(t *testing.T) {
 	cli, admin := dial(t, []string{ep}), dial(t, eps)
 	st, _ := locks.Lookup("txn")
 	ctx := context.Background()
-	l, err := st.New(ctx, cli, locks.Options{Prefix: "/test-safe/" + t.Name() + "/", TTL: ttl, KeepAlive: locks.KeepAliveSafe})
+	l, err := newLocker(ctx, st, cli, etcdlocks.Options{Options: locks.Options{Prefix: "/test-safe/" + t.Name() + "/", TTL: ttl}, KeepAlive: etcdlocks.KeepAliveSafe})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +118,7 @@ func TestSafeLeaseCluster(t *testing.T) {
 		t.Fatal("Lost did not close after the network was cut")
 	}
 	lost := time.Since(cut)
-	resp, err := admin.KeepAliveOnce(ctx, g.Lease)
+	resp, err := admin.KeepAliveOnce(ctx, clientv3.LeaseID(g.Lease))
 	if err != nil || resp.TTL <= 0 {
 		t.Fatalf("the server had expired the lease when Lost closed (%v after the cut): %v", lost, err)
 	}
@@ -124,7 +126,7 @@ func TestSafeLeaseCluster(t *testing.T) {
 		t.Errorf("Lost closed %v after the cut, more than one TTL", lost)
 	}
 	t.Logf("Lost closed %v after the cut; the server still had the lease", lost)
-	admin.Revoke(ctx, g.Lease)
+	admin.Revoke(ctx, clientv3.LeaseID(g.Lease))
 }
 
 // TestSafeLeaseRevoked: a refresh answered "lease gone" closes Lost at
@@ -135,7 +137,7 @@ func TestSafeLeaseRevoked(t *testing.T) {
 	cli, admin := dial(t, eps), dial(t, eps)
 	st, _ := locks.Lookup("queue")
 	ctx := context.Background()
-	l, err := st.New(ctx, cli, locks.Options{Prefix: "/test-safe/" + t.Name() + "/", TTL: ttl, KeepAlive: locks.KeepAliveSafe})
+	l, err := newLocker(ctx, st, cli, etcdlocks.Options{Options: locks.Options{Prefix: "/test-safe/" + t.Name() + "/", TTL: ttl}, KeepAlive: etcdlocks.KeepAliveSafe})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +147,7 @@ func TestSafeLeaseRevoked(t *testing.T) {
 		t.Fatal(err)
 	}
 	revoked := time.Now()
-	if _, err := admin.Revoke(ctx, g.Lease); err != nil {
+	if _, err := admin.Revoke(ctx, clientv3.LeaseID(g.Lease)); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -153,7 +155,7 @@ func TestSafeLeaseRevoked(t *testing.T) {
 	case <-time.After(ttl / 2):
 		t.Fatal("Lost did not close within TTL/2 of the revoke")
 	}
-	if d := time.Since(revoked); d > locks.SafeRefreshInterval(ttl)+500*time.Millisecond {
+	if d := time.Since(revoked); d > etcdlocks.SafeRefreshInterval(ttl)+500*time.Millisecond {
 		t.Errorf("Lost closed %v after the revoke, want within one refresh interval", d)
 	}
 }

@@ -1,4 +1,4 @@
-package locks_test
+package etcdlocks_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/locktest"
 )
@@ -102,7 +103,7 @@ func TestConformanceSeedKeepAlive(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			locktest.Run(t, s.New, locktest.Env{Endpoints: endpoints(t), KeepAlive: locks.KeepAliveSeed, Clients: 3, Rounds: 4})
+			locktest.Run(t, s.New, locktest.Env{Endpoints: endpoints(t), KeepAlive: etcdlocks.KeepAliveSeed, Clients: 3, Rounds: 4})
 		})
 	}
 }
@@ -187,4 +188,10 @@ func TestHiddenStrategy(t *testing.T) {
 			t.Errorf("hidden %s in All", s.Name)
 		}
 	}
+}
+
+// newLocker makes st's Locker over cli with etcd's opts, as the runner
+// does: the keepalive policy and the shared lease go with the Conn.
+func newLocker(ctx context.Context, st locks.Strategy, cli *clientv3.Client, opts etcdlocks.Options) (locks.Locker, error) {
+	return st.New(ctx, &etcdlocks.Conn{Client: cli, KeepAlive: opts.KeepAlive, Lease: opts.Lease}, opts.Options)
 }

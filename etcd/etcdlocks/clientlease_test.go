@@ -1,4 +1,4 @@
-package locks_test
+package etcdlocks_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/locks"
 )
 
@@ -27,8 +28,8 @@ func TestClientLeaseShared(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			cli := dial(t, eps)
-			base := locks.Options{Prefix: fmt.Sprintf("/clientlease-%s-%d/", s.Name, time.Now().UnixNano()), TTL: 5 * time.Second}
-			share, err := locks.NewClientLease(cli, base)
+			base := etcdlocks.Options{Options: locks.Options{Prefix: fmt.Sprintf("/clientlease-%s-%d/", s.Name, time.Now().UnixNano()), TTL: 5 * time.Second}}
+			share, err := etcdlocks.NewClientLease(cli, base)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -39,7 +40,7 @@ func TestClientLeaseShared(t *testing.T) {
 			locker := func(name string) locks.Locker {
 				opts := base
 				opts.Name, opts.Lease = name, share
-				l, err := s.New(ctx, cli, opts)
+				l, err := newLocker(ctx, s, cli, opts)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -54,7 +55,7 @@ func TestClientLeaseShared(t *testing.T) {
 			if err != nil {
 				t.Fatalf("lock job10 while job1 is held: %v", err)
 			}
-			if ga.Lease != gb.Lease || ga.Lease != share.ID() {
+			if ga.Lease != gb.Lease || ga.Lease != int64(share.ID()) {
 				t.Fatalf("leases %x and %x, shared lease %x: want one", int64(ga.Lease), int64(gb.Lease), int64(share.ID()))
 			}
 			if err := b.Unlock(ctx, gb); err != nil {

@@ -1,4 +1,4 @@
-package locks
+package etcdlocks
 
 // The queue's watches (queue.go), kept from one wait to the next: of our
 // own key, for handovers, and of our predecessor's key name.

@@ -1,4 +1,4 @@
-package locks_test
+package etcdlocks_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/stats"
@@ -80,7 +81,7 @@ func handoffs(t *testing.T, eps []string, f locks.Factory, prefix string, n int,
 			t.Fatal(err)
 		}
 		defer cli.Close()
-		if lockers[i], err = f(context.Background(), cli, opts); err != nil {
+		if lockers[i], err = f(context.Background(), &etcdlocks.Conn{Client: cli}, opts); err != nil {
 			t.Fatal(err)
 		}
 		defer lockers[i].Close(context.Background())

@@ -1,14 +1,15 @@
-package locks
+package etcdlocks
 
 import (
 	"strings"
 
+	"github.com/lockbench/lockbench/locks"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // PredWatchOf is the key name and channel of l's kept predecessor's watch
 // (queue only; "" and nil: none).
-func PredWatchOf(l Locker) (string, clientv3.WatchChan) {
+func PredWatchOf(l locks.Locker) (string, clientv3.WatchChan) {
 	q := l.(*queueLocker)
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -17,7 +18,7 @@ func PredWatchOf(l Locker) (string, clientv3.WatchChan) {
 
 // NextOf is the key names of the successors l's current grant will hand
 // over to (queue only).
-func NextOf(l Locker) []string {
+func NextOf(l locks.Locker) []string {
 	q := l.(*queueLocker)
 	q.mu.Lock()
 	defer q.mu.Unlock()

@@ -1,4 +1,4 @@
-package locks
+package etcdlocks
 
 // The handover of the queue strategy (queue.go): a releasing holder that
 // knows its successors grants the next one in its release txn, and the
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockbench/lockbench/locks"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -252,7 +253,7 @@ func decodeNext(b []byte) []kv {
 // ever holds, its key existed at h (it was created before r ≤ h, and a
 // key never comes back at the same create revision), no key between it
 // and the extension's first existed at h, and none can be created after.
-func (l *queueLocker) handOver(ctx context.Context, g *Grant, next []kv) error {
+func (l *queueLocker) handOver(ctx context.Context, g *locks.Grant, next []kv) error {
 	mine := clientv3.Compare(clientv3.CreateRevision(g.Key), "=", g.Token)
 	then := []clientv3.Op{clientv3.OpDelete(g.Key), clientv3.OpPut(next[0].key, handoverValue+encodeNext(next[1:]), clientv3.WithIgnoreLease())}
 	var to kv

@@ -1,4 +1,4 @@
-package locks
+package etcdlocks
 
 import (
 	"context"
@@ -9,24 +9,23 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/verdict"
 )
 
 func init() {
-	Register(Strategy{
+	Register(locks.Strategy{
 		Name:        "txn",
 		Description: "one key: If(CreateRevision(key)==0) Then(Put(key, lease)); jittered exponential backoff while held",
 		Origin:      "seed articles two and three",
 		Order:       verdict.NoOrder,
-		New:         newTxn(false),
-	})
-	Register(Strategy{
+	}, newTxn(false))
+	Register(locks.Strategy{
 		Name:        "txn-watch",
 		Description: "the txn try-lock, but every waiter watches the key and retries on its delete",
 		Origin:      "reproduces the herd effect",
 		Order:       verdict.NoOrder,
-		New:         newTxn(true),
-	})
+	}, newTxn(true))
 }
 
 // Backoff of the txn strategy between attempts: the n-th wait is drawn from
@@ -49,7 +48,7 @@ type txnLocker struct {
 }
 
 func newTxn(watch bool) Factory {
-	return func(ctx context.Context, cli *clientv3.Client, opts Options) (Locker, error) {
+	return func(ctx context.Context, cli *clientv3.Client, opts Options) (locks.Locker, error) {
 		opts, err := opts.WithDefaults()
 		if err != nil {
 			return nil, err
@@ -62,7 +61,7 @@ func newTxn(watch bool) Factory {
 // not exist. It returns the grant, or nil and the revision at which the
 // key was seen held. A waiter has no key in etcd, so it needs its lease
 // only here: a lease lost while waiting is replaced at the next attempt.
-func (l *txnLocker) attempt(ctx context.Context) (*Grant, int64, error) {
+func (l *txnLocker) attempt(ctx context.Context) (*locks.Grant, int64, error) {
 	var leaseRetried bool
 	for {
 		// Step 1: the client's lease (granted on first use, reused while
@@ -106,18 +105,18 @@ func (l *txnLocker) attempt(ctx context.Context) (*Grant, int64, error) {
 	}
 }
 
-func (l *txnLocker) TryLock(ctx context.Context) (*Grant, error) {
+func (l *txnLocker) TryLock(ctx context.Context) (*locks.Grant, error) {
 	g, _, err := l.attempt(ctx)
 	switch {
 	case err != nil:
 		return nil, err
 	case g == nil:
-		return nil, ErrLocked
+		return nil, locks.ErrLocked
 	}
 	return g, nil
 }
 
-func (l *txnLocker) Lock(ctx context.Context) (*Grant, error) {
+func (l *txnLocker) Lock(ctx context.Context) (*locks.Grant, error) {
 	// Errors while waiting are certain: a waiter has no key in etcd.
 	var (
 		wch       clientv3.WatchChan
@@ -195,7 +194,7 @@ func backoff(n int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-func (l *txnLocker) Unlock(ctx context.Context, g *Grant) error {
+func (l *txnLocker) Unlock(ctx context.Context, g *locks.Grant) error {
 	return unlockOwn(ctx, l.cli, l.leases, g)
 }
 

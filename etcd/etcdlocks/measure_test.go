@@ -1,4 +1,4 @@
-package locks_test
+package etcdlocks_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/locks"
 )
 
@@ -61,7 +62,7 @@ func measure(t *testing.T, eps []string, lock string, clients int, d time.Durati
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := locks.Options{Name: "m", Prefix: "/measure/" + lock + "/", TTL: 5 * time.Second}
+	opts := etcdlocks.Options{Options: locks.Options{Name: "m", Prefix: "/measure/" + lock + "/", TTL: 5 * time.Second}}
 	var (
 		wakeups atomic.Int64
 		mu      sync.Mutex
@@ -69,16 +70,16 @@ func measure(t *testing.T, eps []string, lock string, clients int, d time.Durati
 		wg      sync.WaitGroup
 	)
 	opts.OnWakeup = func() { wakeups.Add(1) }
-	counters := make([]*locks.RPCCounter, clients)
+	counters := make([]*etcdlocks.RPCCounter, clients)
 	lockers := make([]locks.Locker, clients)
 	for i := range lockers {
-		counters[i] = &locks.RPCCounter{}
+		counters[i] = &etcdlocks.RPCCounter{}
 		cli, err := clientv3.New(clientv3.Config{Endpoints: eps, Logger: zap.NewNop(), DialOptions: counters[i].DialOptions()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer cli.Close()
-		if lockers[i], err = s.New(context.Background(), cli, opts); err != nil {
+		if lockers[i], err = newLocker(context.Background(), s, cli, opts); err != nil {
 			t.Fatal(err)
 		}
 		defer lockers[i].Close(context.Background())

@@ -1,4 +1,4 @@
-package locks_test
+package etcdlocks_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/stats"
@@ -158,7 +159,7 @@ func namesStep(cli *clientv3.Client, prefix string, i int, p namesPart) (func(co
 	if err != nil {
 		return nil, err
 	}
-	share, err := locks.NewClientLease(cli, locks.Options{TTL: ttl})
+	share, err := etcdlocks.NewClientLease(cli, etcdlocks.Options{Options: locks.Options{TTL: ttl}})
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +172,7 @@ func namesStep(cli *clientv3.Client, prefix string, i int, p namesPart) (func(co
 		}
 		l, ok := lockers[name]
 		if !ok {
-			if l, err = queue.New(ctx, cli, locks.Options{Name: name, Prefix: prefix, TTL: ttl, Lease: share}); err != nil {
+			if l, err = newLocker(ctx, queue, cli, etcdlocks.Options{Options: locks.Options{Name: name, Prefix: prefix, TTL: ttl}, Lease: share}); err != nil {
 				return false
 			}
 			lockers[name] = l

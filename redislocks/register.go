@@ -1,0 +1,94 @@
+package redislocks
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/verdict"
+)
+
+// Backend is the name Redis's strategies carry (locks.Strategy.Backend).
+const Backend = "redis"
+
+// The strategies' registered names.
+const (
+	SetNXName   = "redis-setnx"
+	RedlockName = "redlock"
+)
+
+// Conn is one client's connection to Redis (a locks.Conn): one client per
+// instance its strategy runs on, which it does not close. redis-setnx
+// takes one, a client that follows the Sentinels' primary through
+// failovers; redlock one per independent primary.
+type Conn struct {
+	Instances []*redis.Client
+}
+
+// Backend says the connection is Redis's.
+func (*Conn) Backend() string { return Backend }
+
+// Both are registered Hidden with a Runtime: they need redis-server,
+// which lockbench does not bring, so they stay out of the default etcd
+// suite while `lockbench list` shows them, with their backend and whether
+// Redis is installed here.
+func init() {
+	locks.Register(locks.Strategy{
+		Name:        SetNXName,
+		Description: "SET key value NX PX ttl on the Sentinels' primary, a counter INCRed beside it for a token, compare-and-delete release, renewed every TTL/3",
+		Origin:      "the Redis documentation's single-instance lock (docs/redis.md)",
+		Backend:     Backend,
+		Hidden:      true,
+		Runtime:     redisInstalled,
+		Order:       verdict.NoOrder,
+		New: func(_ context.Context, conn locks.Conn, opts locks.Options) (locks.Locker, error) {
+			c, err := redisConn(conn, 1)
+			if err != nil {
+				return nil, err
+			}
+			return NewSetNX(c.Instances[0], Options{Name: opts.Name, Prefix: opts.Prefix, TTL: opts.TTL})
+		},
+	})
+	locks.Register(locks.Strategy{
+		Name:        RedlockName,
+		Description: "Redlock: SET NX PX on a majority of independent primaries within the key's validity, renewed every TTL/3; no fencing token",
+		Origin:      "the Redis documentation's distributed lock (docs/redis.md)",
+		Backend:     Backend,
+		Hidden:      true,
+		Runtime:     redisInstalled,
+		Order:       verdict.NoOrder,
+		New: func(_ context.Context, conn locks.Conn, opts locks.Options) (locks.Locker, error) {
+			c, err := redisConn(conn, 3)
+			if err != nil {
+				return nil, err
+			}
+			return NewRedlock(c.Instances, Options{Name: opts.Name, Prefix: opts.Prefix, TTL: opts.TTL})
+		},
+	})
+}
+
+// redisConn is conn as Redis's, with at least min instances.
+func redisConn(conn locks.Conn, want int) (*Conn, error) {
+	c, ok := conn.(*Conn)
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("a Redis strategy needs a Redis connection, not %s's", conn.Backend())
+	case len(c.Instances) < want:
+		return nil, fmt.Errorf("a Redis connection to %d instances: this strategy needs at least %d", len(c.Instances), want)
+	}
+	return c, nil
+}
+
+// redisInstalled says whether the Redis programs the strategies run on
+// are installed here.
+func redisInstalled(context.Context) error {
+	for _, bin := range []string{"redis-server", "redis-sentinel"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			return fmt.Errorf("%s not found: install the Debian packages redis-server and redis-sentinel (make redis-deps)", bin)
+		}
+	}
+	return nil
+}
