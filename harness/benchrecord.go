@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/etcd"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/runner"
 	"github.com/lockbench/lockbench/scenarios"
@@ -51,9 +52,10 @@ func startSliced(ctx context.Context, c cluster.Members, spec BenchSpec, prefix 
 		defer close(s.finished)
 		s.out, s.err = runner.Run(s.ctx, runner.Config{
 			Scenario: sc, Lock: spec.TargetLock, Seed: spec.Seed, Prefix: prefix,
-			Endpoints: c.Endpoints(), Cluster: c, ClientConfig: clientv3.Config{TLS: tlsCfg},
-			KeepAlive: spec.KeepAlive, RPCTimeout: spec.RPCTimeout, SharedConns: spec.SharedConns,
-			Recording: &s.rec, Grants: &s.grants,
+			Endpoints: c.Endpoints(), Cluster: c,
+			Backend:     etcd.Backend{ClientConfig: clientv3.Config{TLS: tlsCfg}, KeepAlive: spec.KeepAlive, RPCTimeout: spec.RPCTimeout},
+			SharedConns: spec.SharedConns,
+			Recording:   &s.rec, Grants: &s.grants,
 		})
 	}()
 	return s, nil

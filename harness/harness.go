@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/etcd"
 	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
@@ -225,9 +226,10 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 	probe := startSchedProbe()
 	out, err := runner.Run(ctx, runner.Config{
 		Scenario: spec.Scenario, Lock: spec.Lock, Seed: spec.Seed, Prefix: cfg.Prefix,
-		Endpoints: t.endpoints, Cluster: t.cluster, ClientConfig: t.client, DialTimeout: t.dial,
-		KeepAlive: spec.KeepAlive, RPCTimeout: spec.RPCTimeout, SharedConns: spec.SharedConns,
-		GrantDelay: spec.InjectDelay, Worker: spec.Worker, ClockSkew: spec.ClockSkew,
+		Endpoints: t.endpoints, Cluster: t.cluster,
+		Backend:     etcd.Backend{ClientConfig: t.client, DialTimeout: t.dial, KeepAlive: spec.KeepAlive, RPCTimeout: spec.RPCTimeout},
+		SharedConns: spec.SharedConns,
+		GrantDelay:  spec.InjectDelay, Worker: spec.Worker, ClockSkew: spec.ClockSkew,
 	})
 	sat := probe.stop()
 	if err != nil {

@@ -9,10 +9,9 @@ import (
 	"sync"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/pkg/v3/proxy"
 
-	"github.com/lockbench/lockbench/etcd/etcdlocks"
+	"github.com/lockbench/lockbench/backend"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locks"
 )
@@ -50,9 +49,12 @@ type connection struct {
 	// faults. Set up before the worker starts (and again by a restart,
 	// while no worker runs), so read without mu.
 	proxies []proxy.Server
-	// rpcs counts the RPCs of the client's own connection.
-	rpcs etcdlocks.RPCCounter
-	cli  *clientv3.Client
+	// conn is the client's connection (its own, or a shared one); session
+	// is what its Lockers share on it.
+	conn backend.Connection
+	// rpcsBefore counts the RPCs of the client's earlier connections,
+	// which crashes closed.
+	rpcsBefore int64
 	// lockers are the client's Lockers, one per lock name it used
 	// (names.go).
 	lockers *lockerSet
@@ -91,14 +93,14 @@ type position struct {
 	// lastLease is the lease of the client's last grant: every strategy
 	// reuses its lease while it lives, so a waiter's key is likely under
 	// it (revoke-lease on a waiter).
-	lastLease clientv3.LeaseID
+	lastLease int64
 	// cancelLock cancels the pending Lock call while the client waits.
 	cancelLock context.CancelFunc
 	// leases are the latest lease the client's own connection was granted
 	// (leaseGranted) while each name was current, whichever strategy asked
 	// for it: a Locker that keeps its own lease has one per name (see
 	// waiterLease).
-	leases map[string]clientv3.LeaseID
+	leases map[string]int64
 	// name is the lock name of the current (or last) acquisition: its
 	// events' lock (names.go).
 	name string
@@ -127,31 +129,31 @@ type waitSeen struct {
 	lost bool
 }
 
-// connect opens the client's etcd connection (or takes its shared one)
-// and Locker.
+// connect opens the client's connection (or takes its shared one), its
+// session and its Locker.
 func (c *client) connect(ctx context.Context) error {
-	var cli *clientv3.Client
-	if n := len(c.r.shared); n > 0 {
-		cli = c.r.shared[c.pos%n].cli
-	} else {
+	var conn backend.Connection
+	own := len(c.r.shared) == 0
+	if own {
 		var err error
-		if cli, err = c.r.newEtcdClient(c.endpoints(), &c.conn.rpcs, leaseGrants(c.leaseGranted)); err != nil {
+		if conn, err = c.r.cfg.Backend.Dial(ctx, c.endpoints(), backend.DialOptions{OnLease: c.leaseGranted}); err != nil {
 			return fmt.Errorf("client %d: connect: %w", c.id, err)
 		}
+	} else {
+		conn = c.r.shared[c.pos%len(c.r.shared)].conn
 	}
-	// One lease for all the client's Lockers, as one Session serves a
+	// One session for all the client's Lockers, as one Session serves a
 	// process's every Mutex (etcdlocks.ClientLease).
-	lease, err := etcdlocks.NewClientLease(cli, etcdlocks.Options{Options: locks.Options{TTL: c.r.cfg.Scenario.TTL()}, KeepAlive: c.r.cfg.KeepAlive})
+	sess, err := conn.NewSession(ctx, c.r.cfg.Scenario.TTL())
 	if err != nil {
-		if len(c.r.shared) == 0 {
-			cli.Close()
+		if own {
+			conn.Close()
 		}
 		return fmt.Errorf("client %d: %w", c.id, err)
 	}
-	set := &lockerSet{names: c.r.names, lease: lease}
-	conn := &etcdlocks.Conn{Client: cli, KeepAlive: c.r.cfg.KeepAlive, Lease: lease}
+	set := &lockerSet{names: c.r.names, session: sess}
 	set.make = func(ctx context.Context, name string) (locks.Locker, error) {
-		return c.r.strategy.New(ctx, conn, locks.Options{
+		return c.r.strategy.New(ctx, sess.Conn(), locks.Options{
 			Name:   name,
 			Prefix: c.r.cfg.Prefix,
 			TTL:    c.r.cfg.Scenario.TTL(),
@@ -167,26 +169,29 @@ func (c *client) connect(ctx context.Context) error {
 	c.mu.Unlock()
 	locker, err := set.make(ctx, set.names[0])
 	if err != nil {
-		if len(c.r.shared) == 0 {
-			cli.Close()
+		if own {
+			conn.Close()
 		}
 		return fmt.Errorf("client %d: %s: %w", c.id, c.r.strategy.Name, err)
 	}
 	set.add(set.names[0], locker)
 	c.mu.Lock()
-	c.conn.cli, c.conn.lockers = cli, set
+	if old := c.conn.conn; old != nil && own {
+		c.conn.rpcsBefore += old.RPCs() // a crashed connection's, closed
+	}
+	c.conn.conn, c.conn.lockers = conn, set
 	c.mu.Unlock()
 	return nil
 }
 
 // leaseGranted notes a lease the client's connection was granted: its
 // lock keys are under it from now on (see runner.waiterLost).
-func (c *client) leaseGranted(id clientv3.LeaseID) {
+func (c *client) leaseGranted(id int64) {
 	c.mu.Lock()
 	name := c.lockName()
 	old := c.queue.leases[name]
 	if c.queue.leases == nil {
-		c.queue.leases = map[string]clientv3.LeaseID{}
+		c.queue.leases = map[string]int64{}
 	}
 	c.queue.leases[name] = id
 	c.mu.Unlock()
@@ -238,12 +243,12 @@ func (c *client) startWorker(ctx context.Context) {
 	wctx, cancel := context.WithCancel(ctx)
 	c.worker.cancel = cancel
 	c.worker.done = make(chan struct{})
-	gen, cli, lockers, done := c.worker.gen, c.conn.cli, c.conn.lockers, c.worker.done
+	gen, conn, lockers, done := c.worker.gen, c.conn.conn, c.conn.lockers, c.worker.done
 	seed := uint64(c.r.cfg.Seed)
 	go func() {
 		defer close(done)
 		rng := rand.New(rand.NewPCG(seed, uint64(c.id)<<16|uint64(gen)))
-		c.loop(wctx, gen, cli, lockers, rng)
+		c.loop(wctx, gen, conn, lockers, rng)
 	}()
 }
 
@@ -290,7 +295,7 @@ func (c *client) setState(gen int, s clientState, g *locks.Grant, t int64) {
 		c.queue.wait = waitSeen{}
 	case holding:
 		c.queue.heldSince = t
-		c.queue.lastLease = clientv3.LeaseID(g.Lease)
+		c.queue.lastLease = g.Lease
 		c.queue.last = lastGrant{key: g.Key, token: g.Token}
 	}
 }
@@ -315,7 +320,7 @@ func (c *client) checkpoint(ctx context.Context) bool {
 
 // loop runs the workload until ctx ends. Errors from the lock are recorded,
 // not returned: a run is a measurement, and failures are its data.
-func (c *client) loop(ctx context.Context, gen int, cli *clientv3.Client, lockers *lockerSet, rng *rand.Rand) {
+func (c *client) loop(ctx context.Context, gen int, conn backend.Connection, lockers *lockerSet, rng *rand.Rand) {
 	w := c.r.cfg.Scenario.Workload
 	names := newNamePicker(lockers.names, w, c.id, rng)
 	if gen == 0 {
@@ -363,12 +368,12 @@ func (c *client) loop(ctx context.Context, gen int, cli *clientv3.Client, locker
 			n.Add(1)
 		}
 		t := c.emit(gen, history.Event{Type: history.OK, F: history.FAcquire, Token: g.Token, Key: g.Key,
-			Lease: strconv.FormatInt(int64(g.Lease), 16)})
+			Lease: strconv.FormatInt(g.Lease, 16)})
 		c.setState(gen, holding, g, t)
 		if d, gone := c.r.held.add(g, t); gone {
 			c.r.recordDeletion(ctx, g, history.KeyDeletion{Revision: d.rev, BeforeGrant: true})
 		}
-		if c.criticalSection(gen, cli, g, w) {
+		if c.criticalSection(gen, conn, g, w) {
 			c.r.held.done(g)
 			if w.ReleaseLost {
 				// A client that learns late still calls Unlock on the grant
@@ -401,7 +406,7 @@ func (c *client) crash() error {
 	c.faults.crashed = true
 	c.r.held.done(c.queue.grant)
 	c.queue.state, c.queue.grant, c.queue.lastLease = idle, nil, 0
-	cli, lockers, cancel := c.conn.cli, c.conn.lockers, c.worker.cancel
+	conn, lockers, cancel := c.conn.conn, c.conn.lockers, c.worker.cancel
 	if c.faults.paused != nil {
 		close(c.faults.paused)
 		c.faults.paused = nil
@@ -414,7 +419,7 @@ func (c *client) crash() error {
 		p.BlackholeTx()
 		p.BlackholeRx()
 	}
-	cli.Close()
+	conn.Close()
 	// The worker is stopped before its processes die: an adapter's Locker
 	// starts a fresh process for the next Lock after a kill, and the
 	// crashed worker must not make that Lock (a set marked dead hands out
@@ -474,7 +479,7 @@ func (c *client) close() {
 		close(c.faults.paused)
 		c.faults.paused = nil
 	}
-	cli, lockers, cancel, crashed, stuck := c.conn.cli, c.conn.lockers, c.worker.cancel, c.faults.crashed, c.worker.stuck
+	conn, lockers, cancel, crashed, stuck := c.conn.conn, c.conn.lockers, c.worker.cancel, c.faults.crashed, c.worker.stuck
 	c.mu.Unlock()
 	if cancel != nil {
 		cancel()
@@ -485,8 +490,8 @@ func (c *client) close() {
 	if lockers != nil && !crashed && !stuck {
 		lockers.close(opTimeout)
 	}
-	if cli != nil && len(c.r.shared) == 0 {
-		cli.Close()
+	if conn != nil && len(c.r.shared) == 0 {
+		conn.Close()
 	}
 	closeProxies(&c.r.closing, c.conn.proxies)
 }

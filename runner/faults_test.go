@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/etcd"
 	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/scenarios"
@@ -32,7 +33,7 @@ func TestPausedSafeHolderKeepsItsConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := Run(context.Background(), Config{Scenario: sc, Lock: "queue", Seed: 1, KeepAlive: etcdlocks.KeepAliveSafe,
+	out, err := Run(context.Background(), Config{Scenario: sc, Lock: "queue", Seed: 1, Backend: etcd.Backend{KeepAlive: etcdlocks.KeepAliveSafe},
 		Prefix: "/lockbench/test-safe-pause/", Endpoints: c.Endpoints(), Cluster: c})
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +85,7 @@ func TestPausedSafeHolderKeepsItsConnection(t *testing.T) {
 // both are closed when the test ends.
 func proxiedClient(t *testing.T, c *cluster.Cluster) (*client, *clientv3.Client) {
 	t.Helper()
-	r := &runner{cfg: Config{Endpoints: c.DirectEndpoints()[:1], DialTimeout: 5 * time.Second}, rec: history.NewRecorder(0)}
+	r := &runner{cfg: Config{Endpoints: c.DirectEndpoints()[:1]}, rec: history.NewRecorder(0)}
 	cl := &client{id: 0, r: r}
 	if err := cl.startProxies(); err != nil {
 		t.Fatal(err)

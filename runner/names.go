@@ -11,9 +11,7 @@ import (
 	"sync"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/lockbench/lockbench/etcd/etcdlocks"
+	"github.com/lockbench/lockbench/backend"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/scenarios"
 )
@@ -118,8 +116,9 @@ const maxLockers = 16
 // end of the run read.
 type lockerSet struct {
 	names []string
-	// lease is the Lockers' shared lease, closed after them.
-	lease *etcdlocks.ClientLease
+	// session is what the Lockers share (etcd: one lease), closed after
+	// them.
+	session backend.Session
 	// make creates the Locker of a name on the client's connection.
 	make func(ctx context.Context, name string) (locks.Locker, error)
 
@@ -243,7 +242,7 @@ func (s *lockerSet) close(timeout time.Duration) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	s.lease.Close(ctx)
+	s.session.Close(ctx)
 }
 
 // failingLocker is a name whose Locker could not be made: each Lock says
@@ -274,9 +273,9 @@ func (c *client) setNameLocked(name string) { c.queue.name = name }
 // (etcdlocks.ClientLease), else the one its connection was granted while
 // that name was current (a Locker with a lease of its own); 0 when
 // neither is known. c.mu held.
-func (c *client) waiterLease() clientv3.LeaseID {
-	if set := c.conn.lockers; set != nil && set.lease != nil {
-		if id := set.lease.ID(); id != 0 {
+func (c *client) waiterLease() int64 {
+	if set := c.conn.lockers; set != nil && set.session != nil {
+		if id := set.session.Lease(); id != 0 {
 			return id
 		}
 	}

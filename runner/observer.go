@@ -188,7 +188,7 @@ func (r *runner) waiterLost(ctx context.Context, key string, rev int64) {
 	if err != nil {
 		return
 	}
-	lease := clientv3.LeaseID(id)
+	lease := id
 	v, ok := r.owners.Load(lease)
 	if !ok {
 		return
@@ -207,7 +207,7 @@ func (r *runner) waiterLost(ctx context.Context, key string, rev int64) {
 		return
 	}
 	tctx, cancel := context.WithTimeout(ctx, opTimeout)
-	ttl, err := r.admin.TimeToLive(tctx, lease)
+	ttl, err := r.admin.TimeToLive(tctx, clientv3.LeaseID(lease))
 	cancel()
 	if err != nil || ttl.TTL > 0 {
 		return

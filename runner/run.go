@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,9 +19,11 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/lockbench/lockbench/backend"
 	"github.com/lockbench/lockbench/chaos"
 	"github.com/lockbench/lockbench/clocks"
 	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/etcd"
 	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locks"
@@ -43,15 +44,10 @@ type Config struct {
 	// Cluster is the cluster lockbench started (embedded or member
 	// processes), for member faults; nil when the cluster is external.
 	Cluster cluster.Members
-	// ClientConfig, when set, is the base etcd client configuration (TLS,
-	// credentials); Endpoints, DialTimeout and Logger are filled in.
-	ClientConfig clientv3.Config
-	// DialTimeout bounds connecting each client (default 5 s).
-	DialTimeout time.Duration
-	KeepAlive   etcdlocks.KeepAlive
-	// RPCTimeout bounds each unary request of a lock client (see
-	// etcdlocks.RPCDeadline); 0 means etcdlocks.DefaultRPCTimeout, < 0 none.
-	RPCTimeout time.Duration
+	// Backend is the system the lock runs on, as the run dials it (its
+	// client settings: TLS, credentials, keepalive policy, per-request
+	// deadline); nil: etcd with its defaults. It must be the strategy's.
+	Backend backend.Backend
 	// SharedConns, when > 0, makes the lock clients share that many etcd
 	// connections (client i uses connection i mod SharedConns) instead of
 	// one each: for client counts whose connections alone would load the
@@ -182,7 +178,12 @@ type runner struct {
 	// copy held 290 MB.
 	names []string
 	rec   *history.Recorder
-	admin *clientv3.Client
+	// adminConn is the run's own connection (the counter, clean-up);
+	// admin is its etcd client, for what the runner still does on etcd
+	// alone (the observer, the workers' meeting point, lease and store
+	// faults).
+	adminConn backend.Connection
+	admin     *clientv3.Client
 	// adminLease holds the counter and the worker's meeting keys;
 	// stopKeepAlive ends its keepalive.
 	adminLease    clientv3.LeaseID
@@ -208,7 +209,7 @@ type runner struct {
 	// held are the grants the observer watches over.
 	held heldGrants
 	// owners maps the lease of each client's last grant to the client
-	// (clientv3.LeaseID → *client), for the observer's waiterLost.
+	// (int64 → *client), for the observer's waiterLost.
 	owners sync.Map
 	// stuck are the clients whose worker did not return in time (see
 	// waitWorkers); they are not waited for again.
@@ -246,14 +247,14 @@ func newRunner(cfg Config) (*runner, []chaos.Step, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if strategy.Backend != etcdlocks.Backend {
-		return nil, nil, fmt.Errorf("lock %s runs on %s: this runner dials etcd only", cfg.Lock, strategy.Backend)
+	if cfg.Backend == nil {
+		cfg.Backend = etcd.Backend{}
+	}
+	if strategy.Backend != cfg.Backend.Name() || strategy.Backend != etcdlocks.Backend {
+		return nil, nil, fmt.Errorf("lock %s runs on %s, not on the run's %s: this runner drives etcd only", cfg.Lock, strategy.Backend, cfg.Backend.Name())
 	}
 	if cfg.GrantDelay > 0 {
 		strategy.New = delayedFactory(strategy.New, cfg.GrantDelay)
-	}
-	if cfg.DialTimeout == 0 {
-		cfg.DialTimeout = 5 * time.Second
 	}
 	cfg.Endpoints = dataPath(cfg)
 	return &runner{cfg: cfg, strategy: strategy, names: lockNames(sc.Workload.LockCount()), stopRun: func() {}, stopKeepAlive: func() {},
@@ -265,14 +266,14 @@ func newRunner(cfg Config) (*runner, []chaos.Step, error) {
 // measured as lock latency.
 func (r *runner) connect(ctx context.Context) error {
 	sc := r.cfg.Scenario
-	admin, err := r.newEtcdClient(r.cfg.Endpoints, nil)
+	admin, err := r.cfg.Backend.Dial(ctx, r.cfg.Endpoints, backend.DialOptions{Admin: true})
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
-	r.admin = admin
+	r.adminConn, r.admin = admin, admin.(*etcd.Connection).Client
 	for range min(r.cfg.SharedConns, sc.Clients) {
 		s := &sharedConn{}
-		if s.cli, err = r.newEtcdClient(r.cfg.Endpoints, &s.rpcs); err != nil {
+		if s.conn, err = r.cfg.Backend.Dial(ctx, r.cfg.Endpoints, backend.DialOptions{}); err != nil {
 			return fmt.Errorf("connect: %w", err)
 		}
 		r.shared = append(r.shared, s)
@@ -493,12 +494,7 @@ func (r *runner) finalRead() {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	r.record(history.Event{Process: history.NemesisProcess, Type: history.Invoke, F: history.FRead})
-	resp, err := r.admin.Get(ctx, counterKey(r.cfg.Prefix))
-	if err != nil || len(resp.Kvs) == 0 {
-		r.record(history.Event{Process: history.NemesisProcess, Type: history.Info, F: history.FRead, Error: errString(err, "counter missing")})
-		return
-	}
-	v, err := strconv.ParseInt(string(resp.Kvs[0].Value), 10, 64)
+	v, err := r.adminConn.ReadCounter(ctx, counterKey(r.cfg.Prefix))
 	if err != nil {
 		r.record(history.Event{Process: history.NemesisProcess, Type: history.Info, F: history.FRead, Error: err.Error()})
 		return
@@ -518,7 +514,7 @@ func (r *runner) close() {
 		}
 	}
 	for _, s := range r.shared {
-		s.cli.Close()
+		s.conn.Close()
 	}
 	r.closing.Wait()
 	if r.admin != nil {
@@ -531,7 +527,7 @@ func (r *runner) close() {
 			r.admin.Delete(ctx, r.cfg.Prefix, clientv3.WithPrefix())
 		}
 		cancel()
-		r.admin.Close()
+		r.adminConn.Close()
 	}
 }
 

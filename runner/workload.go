@@ -2,11 +2,9 @@ package runner
 
 import (
 	"context"
-	"strconv"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
+	"github.com/lockbench/lockbench/backend"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/scenarios"
@@ -16,7 +14,7 @@ import (
 // true when the lease was lost (and recorded as such) so there is nothing
 // to release. It takes no ctx: a holder finishes its work at run end, each
 // operation bounded by opTimeout.
-func (c *client) criticalSection(gen int, cli *clientv3.Client, g *locks.Grant, w scenarios.Workload) (lost bool) {
+func (c *client) criticalSection(gen int, conn backend.Connection, g *locks.Grant, w scenarios.Workload) (lost bool) {
 	if w.Kind == scenarios.WorkloadHold {
 		if c.hold(gen, g, w.Hold.D()) {
 			return true
@@ -28,14 +26,14 @@ func (c *client) criticalSection(gen int, cli *clientv3.Client, g *locks.Grant, 
 	}
 	// read → hold → write(+1). A pause freezes the process between its
 	// read and its write: the stale write the scenario is about.
-	v, ok := c.readCounter(gen, cli, g.Lost)
+	v, ok := c.readCounter(gen, conn, g.Lost)
 	if !ok {
 		return c.leaseLost(gen, g)
 	}
 	if c.hold(gen, g, w.Hold.D()) {
 		return true
 	}
-	c.writeCounter(gen, cli, g, v+1, w.Kind == scenarios.WorkloadCounterFenced)
+	c.writeCounter(gen, conn, g, v+1, w.Kind == scenarios.WorkloadCounterFenced)
 	return c.leaseLost(gen, g)
 }
 
@@ -83,7 +81,7 @@ func (c *client) hold(gen int, g *locks.Grant, d time.Duration) (lost bool) {
 // the moment its lease keeper told it (client-isolation, when the cut
 // comes as the holder is granted). A frozen process is not told: its read
 // goes on, and ends when it wakes.
-func (c *client) readCounter(gen int, cli *clientv3.Client, lost <-chan struct{}) (v int64, ok bool) {
+func (c *client) readCounter(gen int, conn backend.Connection, lost <-chan struct{}) (v int64, ok bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	p0 := c.pauseCount()
@@ -99,16 +97,15 @@ func (c *client) readCounter(gen int, cli *clientv3.Client, lost <-chan struct{}
 		}
 	}()
 	c.emit(gen, history.Event{Type: history.Invoke, F: history.FRead})
-	resp, err := cli.Get(ctx, counterKey(c.r.cfg.Prefix))
+	v, err := conn.ReadCounter(ctx, counterKey(c.r.cfg.Prefix))
 	// Nor does it record anything while frozen: its read ends when it
 	// wakes (lease-expiry's holder, paused as its read was in flight, had
 	// its lease-lost recorded during the pause, before the next grant).
 	c.checkpoint(context.Background())
-	if err != nil || len(resp.Kvs) == 0 {
-		c.emit(gen, history.Event{Type: history.Fail, F: history.FRead, Error: errString(err, "counter missing")})
+	if err != nil {
+		c.emit(gen, history.Event{Type: history.Fail, F: history.FRead, Error: err.Error()})
 		return 0, false
 	}
-	v, _ = strconv.ParseInt(string(resp.Kvs[0].Value), 10, 64)
 	c.emit(gen, history.Event{Type: history.OK, F: history.FRead, Value: history.IntValue(v)})
 	return v, true
 }
@@ -116,22 +113,18 @@ func (c *client) readCounter(gen int, cli *clientv3.Client, lost <-chan struct{}
 // writeCounter writes v to the shared counter under g, recording the
 // write. Fenced, the resource accepts the write only while the grant's key
 // still exists at the grant's revision: a stale holder is rejected.
-func (c *client) writeCounter(gen int, cli *clientv3.Client, g *locks.Grant, v int64, fenced bool) {
+func (c *client) writeCounter(gen int, conn backend.Connection, g *locks.Grant, v int64, fenced bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	key, nv := counterKey(c.r.cfg.Prefix), history.IntValue(v)
 	c.emit(gen, history.Event{Type: history.Invoke, F: history.FWrite, Value: nv, Token: g.Token})
-	var err error
-	rejected := false
+	var fence *locks.Grant
 	if fenced {
-		var tr *clientv3.TxnResponse
-		tr, err = cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(g.Key), "=", g.Token)).
-			Then(clientv3.OpPut(key, strconv.FormatInt(v, 10), clientv3.WithIgnoreLease())).Commit()
-		rejected = err == nil && !tr.Succeeded
-	} else {
-		// The counter stays under the admin client's lease (run.go).
-		_, err = cli.Put(ctx, key, strconv.FormatInt(v, 10), clientv3.WithIgnoreLease())
+		fence = g
 	}
+	// The counter stays under the admin client's lease (run.go).
+	accepted, err := conn.WriteCounter(ctx, key, v, fence)
+	rejected := err == nil && !accepted
 	switch {
 	case err != nil:
 		c.emit(gen, history.Event{Type: history.Info, F: history.FWrite, Value: nv, Token: g.Token, Error: err.Error()})

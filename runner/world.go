@@ -169,7 +169,7 @@ func (r *runner) RevokeLease(ctx context.Context, i int) error {
 	c.mu.Lock()
 	lease, state := c.queue.lastLease, c.queue.state
 	if c.queue.grant != nil {
-		lease = clientv3.LeaseID(c.queue.grant.Lease)
+		lease = c.queue.grant.Lease
 	} else if id := c.waiterLease(); state == waiting && id != 0 {
 		// A waiter's key is under its current lease: with several names
 		// and a lease per Locker, not its last grant's (another name's).
@@ -179,7 +179,7 @@ func (r *runner) RevokeLease(ctx context.Context, i int) error {
 	if lease == 0 || state != holding && state != waiting {
 		return fmt.Errorf("client %d holds no grant, nor waits on the lease of an earlier one, whose lease to revoke", i)
 	}
-	if _, err := r.admin.Revoke(ctx, lease); err != nil {
+	if _, err := r.admin.Revoke(ctx, clientv3.LeaseID(lease)); err != nil {
 		return fmt.Errorf("revoke lease of client %d: %w", i, err)
 	}
 	return nil
