@@ -21,6 +21,7 @@ import (
 	"github.com/lockbench/lockbench/adapters"
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/etcd"
 	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/locktest"
@@ -534,7 +535,7 @@ func TestCrashClientKillsTheAdapter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := runner.Run(context.Background(), runner.Config{Scenario: sc, Lock: name, Seed: 1, Prefix: "/lockbench/test-crash-adapter/",
+	out, err := runner.Run(context.Background(), runner.Config{Backend: etcd.Backend{}, Scenario: sc, Lock: name, Seed: 1, Prefix: "/lockbench/test-crash-adapter/",
 		Endpoints: eps, Cluster: clus})
 	if err != nil {
 		t.Fatal(err)

@@ -20,20 +20,19 @@ type Backend interface {
 	// Name is the backend's name, as strategies carry it
 	// (locks.Strategy.Backend).
 	Name() string
-	// Dial opens one connection to endpoints: the members' own listeners,
-	// or the fault relays in front of them that carry one client's
-	// traffic. It is a lock client's, or, with opts.Admin, the run's own
-	// (for the resource and clean-up), which nothing counts or bounds.
+	// Dial opens one lock client's connection to endpoints: the members'
+	// own listeners, or the fault relays in front of them that carry one
+	// client's traffic.
 	Dial(ctx context.Context, endpoints []string, opts DialOptions) (Connection, error)
+	// Admin opens the run's own connection (the resource, clean-up, and
+	// what the backend can tell of the run's keys): its requests are not
+	// the lock's, so they are neither counted nor bounded by the lock
+	// clients' per-request deadline.
+	Admin(ctx context.Context, endpoints []string) (Admin, error)
 }
 
-// DialOptions shape a connection.
-type DialOptions struct {
-	// Admin marks the run's own connection: its requests are not the
-	// lock's, so they are neither counted (Connection.RPCs) nor bounded by
-	// the lock clients' per-request deadline.
-	Admin bool
-	// OnLease, when set, is told the ID of every lease or session the
+// DialOptions shape a lock client's connection.
+type DialOptions struct {	// OnLease, when set, is told the ID of every lease or session the
 	// connection is granted, as it is granted: the runner learns which
 	// client a waiter's key (named by its lease) is before any grant
 	// names it.
@@ -55,7 +54,7 @@ type Connection interface {
 	// the lock (etcd: its key still exists at its token); accepted is false
 	// when it refused a stale holder.
 	WriteCounter(ctx context.Context, key string, v int64, fence *locks.Grant) (accepted bool, err error)
-	// RPCs counts the requests the connection sent (0 for an admin one).
+	// RPCs counts the requests the connection sent.
 	RPCs() int64
 	// Close closes the connection.
 	Close() error
@@ -76,3 +75,86 @@ type Session interface {
 
 // ErrNoCounter is ReadCounter's error when the shared resource is absent.
 var ErrNoCounter = errors.New("counter missing")
+
+// Admin is the run's own connection.
+type Admin interface {
+	Connection
+	// Keep starts what the run's own keys (the counter, the workers'
+	// meeting place) live under for the run (etcd: a lease it keeps
+	// alive), so that a run killed before its clean-up leaves them for
+	// moments, not for ever.
+	Keep(ctx context.Context) error
+	// InitCounter puts the counter at key, 0, under what Keep started.
+	InitCounter(ctx context.Context, key string) error
+	// Release ends what Keep started, and the keys under it.
+	Release(ctx context.Context) error
+	// Clean removes every key under prefix: nothing of the run may stay
+	// behind on a deployment it did not start.
+	Clean(ctx context.Context, prefix string) error
+}
+
+// Observer is what an Admin of a backend that can watch the run's keys
+// also does: the runner records a holder's key deleted under it (by
+// someone else, or with its lease) as a key-deleted event, which the
+// symmetry and lease checks read. Without one those checks say they could
+// not look.
+type Observer interface {
+	// Revision is the store's revision now, read at prefix.
+	Revision(ctx context.Context, prefix string) (int64, error)
+	// WatchDeletes calls onDelete with every key under prefix deleted
+	// from revision from on, and its deletion's revision, in order, until
+	// ctx ends; a broken watch is opened again where it broke.
+	WatchDeletes(ctx context.Context, prefix string, from int64, onDelete func(key string, rev int64))
+	// LeaseAlive says whether the lease is still alive.
+	LeaseAlive(ctx context.Context, lease int64) (bool, error)
+}
+
+// LeaseRevoker is an Admin that revokes a client's lease, as an operator
+// does (the revoke-lease fault).
+type LeaseRevoker interface {
+	RevokeLease(ctx context.Context, lease int64) error
+}
+
+// Meeting is an Admin of a store whose writes are ordered by revision,
+// through which several worker processes drive one run (runner.Worker):
+// they meet, align their clocks by probe writes, and read the lock's
+// queue from it.
+type Meeting interface {
+	// Put writes key (under what Keep started) and returns its revision.
+	Put(ctx context.Context, key string) (int64, error)
+	// Count counts the keys under prefix.
+	Count(ctx context.Context, prefix string) (int64, error)
+	// AwaitPuts waits until n distinct keys have been put at key (or
+	// under it, when it ends in "/") since revision from, and says how
+	// many it saw when ctx ended first.
+	AwaitPuts(ctx context.Context, key string, from int64, n int) (int, error)
+	// Queue is the lease of each key under prefix, oldest first.
+	Queue(ctx context.Context, prefix string) ([]int64, error)
+}
+
+// Members are the members of a deployment lockbench started, which member
+// faults act on. What a kind of member cannot suffer it refuses.
+type Members interface {
+	// Endpoints are the members' client addresses, index order (behind
+	// the front doors that cut a crashed member's connections, if any).
+	Endpoints() []string
+	// DirectEndpoints skip any relay in front of the members, for runs
+	// with no member fault.
+	DirectEndpoints() []string
+	// Count is the number of members.
+	Count() int
+	// Running reports whether member i is up (a paused member is up).
+	Running(i int) bool
+	// Leader is the index of the leader (or primary), or -1.
+	Leader() int
+	// Crash kills member i without a hand-over; Restart starts it again
+	// on its own data.
+	Crash(i int) error
+	Restart(ctx context.Context, i int) error
+	// Partition cuts member i from its peers both ways; Heal mends it.
+	Partition(i int) error
+	Heal(i int) error
+	// Pause freezes member i (SIGSTOP); Resume thaws it.
+	Pause(i int) error
+	Resume(i int) error
+}

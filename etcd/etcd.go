@@ -45,29 +45,41 @@ var _ backend.Backend = Backend{}
 // Name is etcd's backend name.
 func (Backend) Name() string { return etcdlocks.Backend }
 
-// Dial connects an etcd client to endpoints. A lock client's has its RPCs
-// counted and its unary requests bounded by RPCTimeout; the admin one
-// bounds its own operations.
+// Dial connects a lock client's etcd client to endpoints: its RPCs are
+// counted and its unary requests bounded by RPCTimeout.
 func (b Backend) Dial(_ context.Context, endpoints []string, opts backend.DialOptions) (backend.Connection, error) {
 	c := &Connection{keepAlive: b.KeepAlive}
-	cc := b.ClientConfig
-	cc.Endpoints = endpoints
-	cc.DialTimeout = cmpOr(b.DialTimeout, DefaultDialTimeout)
-	cc.Logger = zap.NewNop()
-	cc.DialOptions = slices.Clip(cc.DialOptions)
-	if !opts.Admin {
-		cc.DialOptions = append(cc.DialOptions, c.rpcs.DialOptions()...)
-		cc.DialOptions = append(cc.DialOptions, etcdlocks.RPCDeadline(etcdlocks.RPCTimeoutOf(b.RPCTimeout))...)
-	}
+	extra := append(c.rpcs.DialOptions(), etcdlocks.RPCDeadline(etcdlocks.RPCTimeoutOf(b.RPCTimeout))...)
 	if opts.OnLease != nil {
-		cc.DialOptions = append(cc.DialOptions, leaseGrants(opts.OnLease))
+		extra = append(extra, leaseGrants(opts.OnLease))
 	}
-	cli, err := clientv3.New(cc)
+	cli, err := b.client(endpoints, extra)
 	if err != nil {
 		return nil, err
 	}
 	c.Client = cli
 	return c, nil
+}
+
+// Admin connects the run's own etcd client, which bounds each of its
+// operations itself.
+func (b Backend) Admin(_ context.Context, endpoints []string) (backend.Admin, error) {
+	cli, err := b.client(endpoints, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &Admin{Connection: Connection{Client: cli}, stopKeepAlive: func() {}}, nil
+}
+
+// client connects an etcd client with b's settings and the extra dial
+// options.
+func (b Backend) client(endpoints []string, extra []grpc.DialOption) (*clientv3.Client, error) {
+	cc := b.ClientConfig
+	cc.Endpoints = endpoints
+	cc.DialTimeout = cmpOr(b.DialTimeout, DefaultDialTimeout)
+	cc.Logger = zap.NewNop()
+	cc.DialOptions = append(slices.Clip(cc.DialOptions), extra...)
+	return clientv3.New(cc)
 }
 
 func cmpOr(d, otherwise time.Duration) time.Duration {

@@ -36,7 +36,7 @@ func TestBackend(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	admin, err := b.Dial(ctx, c.Endpoints(), backend.DialOptions{Admin: true})
+	admin, err := b.Admin(ctx, c.Endpoints())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestBackend(t *testing.T) {
 		t.Fatalf("read of an absent counter: %v, want ErrNoCounter", err)
 	}
 	// The run puts the counter under its admin lease; a write keeps it.
-	if _, err := admin.(*etcd.Connection).Client.Put(ctx, key, "0"); err != nil {
+	if err := admin.InitCounter(ctx, key); err != nil {
 		t.Fatal(err)
 	}
 	sess, err := conn.NewSession(ctx, 5*time.Second)

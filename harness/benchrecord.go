@@ -52,7 +52,7 @@ func startSliced(ctx context.Context, c cluster.Members, spec BenchSpec, prefix 
 		defer close(s.finished)
 		s.out, s.err = runner.Run(s.ctx, runner.Config{
 			Scenario: sc, Lock: spec.TargetLock, Seed: spec.Seed, Prefix: prefix,
-			Endpoints: c.Endpoints(), Cluster: c,
+			Endpoints: c.Endpoints(), Cluster: etcd.MembersOf(c),
 			Backend:     etcd.Backend{ClientConfig: clientv3.Config{TLS: tlsCfg}, KeepAlive: spec.KeepAlive, RPCTimeout: spec.RPCTimeout},
 			SharedConns: spec.SharedConns,
 			Recording:   &s.rec, Grants: &s.grants,

@@ -226,7 +226,7 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 	probe := startSchedProbe()
 	out, err := runner.Run(ctx, runner.Config{
 		Scenario: spec.Scenario, Lock: spec.Lock, Seed: spec.Seed, Prefix: cfg.Prefix,
-		Endpoints: t.endpoints, Cluster: t.cluster,
+		Endpoints: t.endpoints, Cluster: etcd.MembersOf(t.cluster),
 		Backend:     etcd.Backend{ClientConfig: t.client, DialTimeout: t.dial, KeepAlive: spec.KeepAlive, RPCTimeout: spec.RPCTimeout},
 		SharedConns: spec.SharedConns,
 		GrantDelay:  spec.InjectDelay, Worker: spec.Worker, ClockSkew: spec.ClockSkew,

@@ -39,7 +39,7 @@ func TestLayering(t *testing.T) {
 // (etcd/etcdlocks, redislocks).
 func TestStagesNameNoBackend(t *testing.T) {
 	const mod = "github.com/lockbench/lockbench/"
-	for _, pkg := range []string{"backend", "locks", "check", "report", "scenarios", "chaos", "rundir", "history", "verdict", "stats", "clocks"} {
+	for _, pkg := range []string{"backend", "locks", "runner", "relay", "check", "report", "scenarios", "chaos", "rundir", "history", "verdict", "stats", "clocks"} {
 		out, err := exec.Command("go", "list", "-deps", mod+pkg).Output()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v", pkg, err)

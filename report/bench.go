@@ -304,7 +304,7 @@ type PairedRun struct {
 // Relay is the cost per RPC of the user-space relays in front of the
 // members, measured with the same requests interleaved one by one on
 // three paths to one member: its own listener (direct), its front door,
-// and a client fault proxy (go.etcd.io/etcd/pkg/v3/proxy) to its own
+// and a client fault relay (package relay) to its own
 // listener. Interleaving puts a shared machine's drift on all three.
 type Relay struct {
 	Member int     `json:"member"`

@@ -9,11 +9,10 @@ import (
 	"sync"
 	"time"
 
-	"go.etcd.io/etcd/pkg/v3/proxy"
-
 	"github.com/lockbench/lockbench/backend"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/relay"
 )
 
 // clientState is where a client's worker is in its loop.
@@ -48,7 +47,7 @@ type connection struct {
 	// proxies are one fault proxy per member, when the scenario has client
 	// faults. Set up before the worker starts (and again by a restart,
 	// while no worker runs), so read without mu.
-	proxies []proxy.Server
+	proxies []*relay.Relay
 	// conn is the client's connection (its own, or a shared one); session
 	// is what its Lockers share on it.
 	conn backend.Connection

@@ -8,6 +8,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/lockbench/lockbench/etcd"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/scenarios"
 )
@@ -31,7 +32,7 @@ func TestCounterUnderLease(t *testing.T) {
 	sc.Clients, sc.Duration = 3, scenarios.Duration(700*time.Millisecond)
 	sc.Workload.Kind = scenarios.WorkloadCounterFenced
 	prefix := "/lockbench/test-counter-lease/"
-	r, _, err := newRunner(Config{Scenario: sc, Lock: "queue", Seed: 1, Prefix: prefix, Endpoints: c.Endpoints(), Cluster: c})
+	r, _, err := newRunner(Config{Backend: etcd.Backend{}, Scenario: sc, Lock: "queue", Seed: 1, Prefix: prefix, Endpoints: c.Endpoints(), Cluster: etcd.Members{Members: c}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,17 +55,17 @@ func TestCounterUnderLease(t *testing.T) {
 		r.close()
 		t.Fatalf("counter: %v %v", resp, err)
 	}
-	if kv := resp.Kvs[0]; writes == 0 || kv.Lease != int64(r.adminLease) || kv.Version < 2 {
-		t.Errorf("after %d writes the counter has lease %x (want the admin's %x), version %d", writes, kv.Lease, r.adminLease, kv.Version)
+	admin := r.admin.(*etcd.Admin)
+	if kv := resp.Kvs[0]; writes == 0 || kv.Lease != int64(admin.Lease()) || kv.Version < 2 {
+		t.Errorf("after %d writes the counter has lease %x (want the admin's %x), version %d", writes, kv.Lease, admin.Lease(), kv.Version)
 	}
-	ttl, err := cli.TimeToLive(ctx, r.adminLease)
-	if err != nil || ttl.TTL <= 0 || ttl.GrantedTTL != adminLeaseTTL {
-		t.Errorf("counter lease TTL %d of %d (%v): want alive, granted %d", ttl.TTL, ttl.GrantedTTL, err, adminLeaseTTL)
+	ttl, err := cli.TimeToLive(ctx, admin.Lease())
+	if err != nil || ttl.TTL <= 0 || ttl.GrantedTTL != etcd.KeepTTL {
+		t.Errorf("counter lease TTL %d of %d (%v): want alive, granted %d", ttl.TTL, ttl.GrantedTTL, err, etcd.KeepTTL)
 	}
 	// What a SIGKILL leaves: the lease ends (here: revoked instead of
 	// waiting out its TTL), and the counter goes with it.
-	r.stopKeepAlive()
-	if _, err := cli.Revoke(ctx, r.adminLease); err != nil {
+	if err := admin.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if resp, err := cli.Get(ctx, counterKey(prefix)); err != nil || len(resp.Kvs) != 0 {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockbench/lockbench/etcd"
 	"github.com/lockbench/lockbench/scenarios"
 )
 
@@ -27,25 +28,25 @@ func TestDataPath(t *testing.T) {
 		if sc.Needs().Members {
 			want = front
 		}
-		if got := dataPath(Config{Scenario: sc, Endpoints: front, Cluster: c}); !slices.Equal(got, want) {
+		if got := dataPath(Config{Backend: etcd.Backend{}, Scenario: sc, Endpoints: front, Cluster: etcd.Members{Members: c}}); !slices.Equal(got, want) {
 			t.Errorf("%s (member faults %v): clients dial %v, want %v", name, sc.Needs().Members, got, want)
 		}
-		if got := dataPath(Config{Scenario: sc, Endpoints: front, Cluster: c, FrontDoors: true}); !slices.Equal(got, front) {
+		if got := dataPath(Config{Backend: etcd.Backend{}, Scenario: sc, Endpoints: front, Cluster: etcd.Members{Members: c}, FrontDoors: true}); !slices.Equal(got, front) {
 			t.Errorf("%s with FrontDoors: clients dial %v, want the front doors %v", name, got, front)
 		}
 	}
 	sc, _ := scenarios.Lookup("contention")
-	if got := dataPath(Config{Scenario: sc, Endpoints: front[:1], Cluster: c}); !slices.Equal(got, front[:1]) {
+	if got := dataPath(Config{Backend: etcd.Backend{}, Scenario: sc, Endpoints: front[:1], Cluster: etcd.Members{Members: c}}); !slices.Equal(got, front[:1]) {
 		t.Errorf("endpoints the caller picked were replaced by %v", got)
 	}
-	if got := dataPath(Config{Scenario: sc, Endpoints: front}); !slices.Equal(got, front) {
+	if got := dataPath(Config{Backend: etcd.Backend{}, Scenario: sc, Endpoints: front}); !slices.Equal(got, front) {
 		t.Errorf("external cluster: clients dial %v, want %v", got, front)
 	}
 
 	// A whole fault-free run on the direct path, and one with a member
 	// fault through the front doors.
 	sc.Clients, sc.Duration = 3, scenarios.Duration(500*time.Millisecond)
-	out, err := Run(context.Background(), Config{Scenario: sc, Lock: "queue", Seed: 1, Prefix: "/lockbench/test-direct/", Endpoints: front, Cluster: c})
+	out, err := Run(context.Background(), Config{Backend: etcd.Backend{}, Scenario: sc, Lock: "queue", Seed: 1, Prefix: "/lockbench/test-direct/", Endpoints: front, Cluster: etcd.Members{Members: c}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestDataPath(t *testing.T) {
 	lk, _ := scenarios.Lookup("partition-leader")
 	lk.Clients, lk.Duration = 3, scenarios.Duration(time.Second)
 	lk.Steps[0].At, lk.Steps[0].For = scenarios.Duration(200*time.Millisecond), scenarios.Duration(300*time.Millisecond)
-	out, err = Run(context.Background(), Config{Scenario: lk, Lock: "queue", Seed: 1, Prefix: "/lockbench/test-front/", Endpoints: front, Cluster: c})
+	out, err = Run(context.Background(), Config{Backend: etcd.Backend{}, Scenario: lk, Lock: "queue", Seed: 1, Prefix: "/lockbench/test-front/", Endpoints: front, Cluster: etcd.Members{Members: c}})
 	if err != nil {
 		t.Fatal(err)
 	}

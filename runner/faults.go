@@ -3,14 +3,12 @@ package runner
 import (
 	"fmt"
 	"net/url"
-	"strings"
 	"sync"
 	"time"
 
-	"go.etcd.io/etcd/pkg/v3/proxy"
-
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/relay"
 )
 
 // startProxies puts one fault proxy in front of each member for this
@@ -26,18 +24,16 @@ func (c *client) startProxies() error {
 	return nil
 }
 
-// StartProxy starts a fault proxy (go.etcd.io/etcd/pkg/v3/proxy) in front
-// of endpoint, as the runner gives each client whose network a scenario
-// cuts or slows, and returns it ready with the URL to dial through it. It
-// listens on 127.0.0.1 only (loopbackProxy says how, since pkg/proxy
-// itself would listen on every interface). The bench's relay-cost figure
-// uses it, so it measures this very path.
-func StartProxy(endpoint string) (proxy.Server, string, error) {
+// StartProxy starts a fault relay (package relay) in front of endpoint, as
+// the runner gives each client whose network a scenario cuts or slows,
+// and returns it with the URL to dial through it, on 127.0.0.1 only. The
+// bench's relay-cost figure uses it, so it measures this very path.
+func StartProxy(endpoint string) (*relay.Relay, string, error) {
 	to, err := url.Parse(endpoint)
 	if err != nil {
 		return nil, "", fmt.Errorf("endpoint %q: %w", endpoint, err)
 	}
-	p, err := startLoopbackProxy(to.Host)
+	p, err := relay.Start(to.Host)
 	if err != nil {
 		return nil, "", fmt.Errorf("proxy for %s: %w", endpoint, err)
 	}
@@ -45,18 +41,18 @@ func StartProxy(endpoint string) (proxy.Server, string, error) {
 }
 
 // proxyURL is the URL a client dials to reach endpoint through p. The
-// proxy forwards raw TCP, so a TLS client still talks TLS end to end
+// relay forwards raw TCP, so a TLS client still talks TLS end to end
 // through it: the endpoint's scheme is kept.
-func proxyURL(endpoint string, p proxy.Server) string {
+func proxyURL(endpoint string, p *relay.Relay) string {
 	scheme := "http"
 	if u, err := url.Parse(endpoint); err == nil && u.Scheme != "" {
 		scheme = u.Scheme
 	}
-	return scheme + "://" + strings.TrimPrefix(p.From(), "tcp://")
+	return scheme + "://" + p.Addr()
 }
 
 // closeProxies closes proxies in the background, tracked by wg.
-func closeProxies(wg *sync.WaitGroup, proxies []proxy.Server) {
+func closeProxies(wg *sync.WaitGroup, proxies []*relay.Relay) {
 	for _, p := range proxies {
 		wg.Add(1)
 		go func() {
@@ -174,8 +170,8 @@ func (c *client) stall() {
 }
 
 // delay adds d of latency to everything the client receives (the
-// proxy's Rx: the members' answers) and, when requests is set, to what it
-// sends (Tx); 0 removes it. The proxy delays each chunk it relays in turn,
+// relay's Rx: the members' answers) and, when requests is set, to what it
+// sends (Tx); 0 removes it. The relay delays each chunk it relays in turn,
 // so what queues behind a delayed chunk waits for it too, as on a
 // congested link.
 func (c *client) delay(d time.Duration, requests bool) error {
@@ -183,17 +179,9 @@ func (c *client) delay(d time.Duration, requests bool) error {
 		return err
 	}
 	for _, p := range c.conn.proxies {
-		switch {
-		case d > 0:
-			p.DelayRx(d, 0)
-			if requests {
-				p.DelayTx(d, 0)
-			}
-		case requests:
-			p.UndelayTx()
-			p.UndelayRx()
-		default:
-			p.UndelayRx()
+		p.DelayRx(d)
+		if requests {
+			p.DelayTx(d)
 		}
 	}
 	return nil

@@ -34,7 +34,7 @@ func TestPausedSafeHolderKeepsItsConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := Run(context.Background(), Config{Scenario: sc, Lock: "queue", Seed: 1, Backend: etcd.Backend{KeepAlive: etcdlocks.KeepAliveSafe},
-		Prefix: "/lockbench/test-safe-pause/", Endpoints: c.Endpoints(), Cluster: c})
+		Prefix: "/lockbench/test-safe-pause/", Endpoints: c.Endpoints(), Cluster: etcd.Members{Members: c}})
 	if err != nil {
 		t.Fatal(err)
 	}

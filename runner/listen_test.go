@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockbench/lockbench/etcd"
 	"github.com/lockbench/lockbench/scenarios"
 )
 
@@ -108,9 +109,9 @@ func TestProcAddr(t *testing.T) {
 	}
 }
 
-// TestStartProxyListensOnLoopbackOnly: a fault proxy listens on
-// 127.0.0.1 and nowhere else (pkg/proxy alone listens on every
-// interface), relays bytes both ways, and leaves no listener after Close.
+// TestStartProxyListensOnLoopbackOnly: a fault relay listens on
+// 127.0.0.1 and nowhere else, relays bytes both ways, and leaves no
+// listener after Close.
 func TestStartProxyListensOnLoopbackOnly(t *testing.T) {
 	echo, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -145,7 +146,7 @@ func TestStartProxyListensOnLoopbackOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.SetDeadline(time.Now().Add(5 * time.Second))
-	p.DelayTx(time.Millisecond, 0)
+	p.DelayTx(time.Millisecond)
 	if _, err := c.Write([]byte("ping")); err != nil {
 		t.Fatal(err)
 	}
@@ -195,8 +196,8 @@ steps:
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		_, err := Run(ctx, Config{Scenario: sc, Lock: "queue", Seed: 1,
-			Prefix: "/lockbench/test-loopback/", Endpoints: c.Endpoints(), Cluster: c})
+		_, err := Run(ctx, Config{Backend: etcd.Backend{}, Scenario: sc, Lock: "queue", Seed: 1,
+			Prefix: "/lockbench/test-loopback/", Endpoints: c.Endpoints(), Cluster: etcd.Members{Members: c}})
 		done <- err
 	}()
 	seen := map[string]bool{}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/check"
+	"github.com/lockbench/lockbench/etcd"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/scenarios"
@@ -115,8 +116,8 @@ steps:
 	}
 	for _, lock := range []string{"queue", "txn"} {
 		t.Run(lock, func(t *testing.T) {
-			out, err := Run(context.Background(), Config{Scenario: sc, Lock: lock, Seed: 3, Prefix: "/lockbench/test-many-" + lock + "/",
-				Endpoints: c.Endpoints(), Cluster: c})
+			out, err := Run(context.Background(), Config{Backend: etcd.Backend{}, Scenario: sc, Lock: lock, Seed: 3, Prefix: "/lockbench/test-many-" + lock + "/",
+				Endpoints: c.Endpoints(), Cluster: etcd.Members{Members: c}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,10 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"time"
-
-	"go.etcd.io/etcd/api/v3/mvccpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locks"
@@ -120,48 +116,30 @@ func (h *heldGrants) takeDeleted(key string, rev, at int64) []*locks.Grant {
 // holds — with whether its lease was still alive — so the checker can tell
 // a holder's key removed by someone else (symmetry) from one its lease
 // took away (lease), which no client reports; and, through heldGrants.add,
-// every grant of a key it had already seen deleted. A broken watch (a member
-// lost) is opened again from the next revision. It returns when ctx ends.
+// every grant of a key it had already seen deleted. It returns when ctx
+// ends.
 //
-// The watch asks for deletes only and without their previous values: the
-// held grant gives the key's create revision and lease, and a previous
-// value would cost the member a read of its store for every release of
-// the run (measured: a few percent of a contended run's throughput).
+// The backend opens a broken watch again where it broke.
 func (r *runner) observe(ctx context.Context, from int64) {
-	for ctx.Err() == nil {
-		wch := r.admin.Watch(ctx, r.cfg.Prefix, clientv3.WithPrefix(), clientv3.WithFilterPut(), clientv3.WithRev(from))
-		for wr := range wch {
-			if wr.Err() != nil {
-				break
-			}
-			for _, ev := range wr.Events {
-				from = ev.Kv.ModRevision + 1
-				if ev.Type != mvccpb.DELETE {
-					continue
-				}
-				for _, g := range r.held.takeDeleted(string(ev.Kv.Key), ev.Kv.ModRevision, r.rec.Now()) {
-					r.recordDeletion(ctx, g, history.KeyDeletion{Revision: ev.Kv.ModRevision})
-				}
-				r.waiterLost(ctx, string(ev.Kv.Key), ev.Kv.ModRevision)
-			}
+	r.obs.WatchDeletes(ctx, r.cfg.Prefix, from, func(key string, rev int64) {
+		for _, g := range r.held.takeDeleted(key, rev, r.rec.Now()) {
+			r.recordDeletion(ctx, g, history.KeyDeletion{Revision: rev})
 		}
-		Sleep(ctx, 50*time.Millisecond)
-	}
+		r.waiterLost(ctx, key, rev)
+	})
 }
 
 // recordDeletion records deletion d of grant g's key, its cause told by
-// asking etcd whether the key's lease is still alive: a client deleted the
+// asking the backend whether the key's lease is still alive: a client deleted the
 // key (CauseDelete) or the lease's end took it (CauseLease).
 func (r *runner) recordDeletion(ctx context.Context, g *locks.Grant, d history.KeyDeletion) {
 	d.Cause = history.CauseDelete
 	if g.Lease != 0 {
-		tctx, cancel := context.WithTimeout(ctx, opTimeout)
-		ttl, err := r.admin.TimeToLive(tctx, clientv3.LeaseID(g.Lease))
-		cancel()
+		alive, err := r.obs.LeaseAlive(ctx, g.Lease)
 		switch {
 		case err != nil:
 			d.Cause = "" // unknown: neither check counts it
-		case ttl.TTL <= 0:
+		case !alive:
 			d.Cause = history.CauseLease
 		}
 	}
@@ -206,10 +184,7 @@ func (r *runner) waiterLost(ctx context.Context, key string, rev int64) {
 	if !mine {
 		return
 	}
-	tctx, cancel := context.WithTimeout(ctx, opTimeout)
-	ttl, err := r.admin.TimeToLive(tctx, clientv3.LeaseID(lease))
-	cancel()
-	if err != nil || ttl.TTL > 0 {
+	if alive, err := r.obs.LeaseAlive(ctx, lease); err != nil || alive {
 		return
 	}
 	c.mu.Lock()

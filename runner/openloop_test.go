@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockbench/lockbench/etcd"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/scenarios"
 )
@@ -25,8 +26,8 @@ func TestOpenLoopRun(t *testing.T) {
 	const rate = 40
 	sc.Clients, sc.Duration = 3, scenarios.Duration(1500*time.Millisecond)
 	sc.Workload.Think, sc.Workload.Rate = 0, rate
-	out, err := Run(context.Background(), Config{Scenario: sc, Lock: "queue", Seed: 3, Prefix: "/lockbench/test-open/",
-		Endpoints: c.Endpoints(), Cluster: c})
+	out, err := Run(context.Background(), Config{Backend: etcd.Backend{}, Scenario: sc, Lock: "queue", Seed: 3, Prefix: "/lockbench/test-open/",
+		Endpoints: c.Endpoints(), Cluster: etcd.Members{Members: c}})
 	if err != nil {
 		t.Fatal(err)
 	}

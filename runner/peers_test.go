@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockbench/lockbench/etcd"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/scenarios"
 )
@@ -37,8 +38,8 @@ steps:
 	for _, m := range c.Members() {
 		before = append(before, m.ID().String())
 	}
-	out, err := Run(context.Background(), Config{Scenario: sc, Lock: "queue", Seed: 1, Prefix: "/lockbench/test-replace/",
-		Endpoints: c.Endpoints(), Cluster: c})
+	out, err := Run(context.Background(), Config{Backend: etcd.Backend{}, Scenario: sc, Lock: "queue", Seed: 1, Prefix: "/lockbench/test-replace/",
+		Endpoints: c.Endpoints(), Cluster: etcd.Members{Members: c}})
 	if err != nil {
 		t.Fatal(err)
 	}

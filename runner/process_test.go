@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockbench/lockbench/etcd"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/scenarios"
 )
@@ -66,8 +67,8 @@ func TestFaultsReachTheProcess(t *testing.T) {
 				t.Fatal(err)
 			}
 			sc.Duration = scenarios.Duration(3500 * time.Millisecond)
-			if _, err := Run(context.Background(), Config{Scenario: sc, Lock: "test-process", Seed: 1, Prefix: "/lockbench/test-process-" + tc.scenario + "/",
-				Endpoints: c.Endpoints(), Cluster: c}); err != nil {
+			if _, err := Run(context.Background(), Config{Backend: etcd.Backend{}, Scenario: sc, Lock: "test-process", Seed: 1, Prefix: "/lockbench/test-process-" + tc.scenario + "/",
+				Endpoints: c.Endpoints(), Cluster: etcd.Members{Members: c}}); err != nil {
 				t.Fatal(err)
 			}
 			processCalls.Lock()

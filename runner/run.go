@@ -16,15 +16,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/lockbench/lockbench/backend"
 	"github.com/lockbench/lockbench/chaos"
 	"github.com/lockbench/lockbench/clocks"
-	"github.com/lockbench/lockbench/cluster"
-	"github.com/lockbench/lockbench/etcd"
-	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/scenarios"
@@ -43,7 +39,7 @@ type Config struct {
 	Endpoints []string
 	// Cluster is the cluster lockbench started (embedded or member
 	// processes), for member faults; nil when the cluster is external.
-	Cluster cluster.Members
+	Cluster backend.Members
 	// Backend is the system the lock runs on, as the run dials it (its
 	// client settings: TLS, credentials, keepalive policy, per-request
 	// deadline); nil: etcd with its defaults. It must be the strategy's.
@@ -137,16 +133,6 @@ const opTimeout = 5 * time.Second
 // namespace.
 func counterKey(prefix string) string { return prefix + "counter" }
 
-// adminLeaseTTL is the TTL of the admin client's lease that the counter
-// (and a worker's meeting keys) live under, kept alive by the admin client
-// for the whole run: the counter of a killed run (SIGKILL, where close
-// never deletes the prefix) expires this long after, instead of staying
-// on an external cluster forever. Long enough to outlast a leader
-// election or a member crash that interrupts the keepalive stream;
-// clients write the counter with WithIgnoreLease, so their writes keep it
-// under this lease.
-const adminLeaseTTL = 30 // seconds
-
 // Run drives Scenario.Clients clients against the lock for the scenario's
 // duration while injecting its fault steps, and returns the recorded
 // history. ctx ending stops the run early, cleanly: waiters are cancelled,
@@ -178,16 +164,13 @@ type runner struct {
 	// copy held 290 MB.
 	names []string
 	rec   *history.Recorder
-	// adminConn is the run's own connection (the counter, clean-up);
-	// admin is its etcd client, for what the runner still does on etcd
-	// alone (the observer, the workers' meeting point, lease and store
-	// faults).
-	adminConn backend.Connection
-	admin     *clientv3.Client
-	// adminLease holds the counter and the worker's meeting keys;
-	// stopKeepAlive ends its keepalive.
-	adminLease    clientv3.LeaseID
-	stopKeepAlive context.CancelFunc
+	// admin is the run's own connection: the counter, clean-up, and what
+	// the backend can tell of the run's keys (backend.Observer), revoke
+	// (backend.LeaseRevoker) or meet workers through (backend.Meeting).
+	admin backend.Admin
+	// obs is admin as an observer of the run's keys, while one watches
+	// them (observer.go); nil when none does.
+	obs backend.Observer
 	// clients are the clients this process drives, in id order: all of
 	// them, or a worker's share (see client).
 	clients []*client
@@ -247,17 +230,17 @@ func newRunner(cfg Config) (*runner, []chaos.Step, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if cfg.Backend == nil {
-		cfg.Backend = etcd.Backend{}
-	}
-	if strategy.Backend != cfg.Backend.Name() || strategy.Backend != etcdlocks.Backend {
-		return nil, nil, fmt.Errorf("lock %s runs on %s, not on the run's %s: this runner drives etcd only", cfg.Lock, strategy.Backend, cfg.Backend.Name())
+	switch {
+	case cfg.Backend == nil:
+		return nil, nil, fmt.Errorf("no backend to run lock %s on", cfg.Lock)
+	case strategy.Backend != cfg.Backend.Name():
+		return nil, nil, fmt.Errorf("lock %s runs on %s, not on the run's backend, %s", cfg.Lock, strategy.Backend, cfg.Backend.Name())
 	}
 	if cfg.GrantDelay > 0 {
 		strategy.New = delayedFactory(strategy.New, cfg.GrantDelay)
 	}
 	cfg.Endpoints = dataPath(cfg)
-	return &runner{cfg: cfg, strategy: strategy, names: lockNames(sc.Workload.LockCount()), stopRun: func() {}, stopKeepAlive: func() {},
+	return &runner{cfg: cfg, strategy: strategy, names: lockNames(sc.Workload.LockCount()), stopRun: func() {},
 		arrivals: newArrivals(sc.Workload, cfg.Seed)}, steps, nil
 }
 
@@ -266,11 +249,14 @@ func newRunner(cfg Config) (*runner, []chaos.Step, error) {
 // measured as lock latency.
 func (r *runner) connect(ctx context.Context) error {
 	sc := r.cfg.Scenario
-	admin, err := r.cfg.Backend.Dial(ctx, r.cfg.Endpoints, backend.DialOptions{Admin: true})
+	admin, err := r.cfg.Backend.Admin(ctx, r.cfg.Endpoints)
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
-	r.adminConn, r.admin = admin, admin.(*etcd.Connection).Client
+	r.admin = admin
+	if _, ok := admin.(backend.Meeting); !ok && !r.cfg.Worker.whole() {
+		return fmt.Errorf("worker %s: the %s backend has no meeting place for workers: run it from one process", r.cfg.Worker, r.cfg.Backend.Name())
+	}
 	for range min(r.cfg.SharedConns, sc.Clients) {
 		s := &sharedConn{}
 		if s.conn, err = r.cfg.Backend.Dial(ctx, r.cfg.Endpoints, backend.DialOptions{}); err != nil {
@@ -295,7 +281,7 @@ func (r *runner) connect(ctx context.Context) error {
 	}
 	counter := sc.Workload.Kind != scenarios.WorkloadHold
 	if counter || !r.cfg.Worker.whole() {
-		if err := r.grantAdminLease(ctx); err != nil {
+		if err := r.admin.Keep(ctx); err != nil {
 			return err
 		}
 	}
@@ -303,7 +289,7 @@ func (r *runner) connect(ctx context.Context) error {
 		if !counter {
 			return nil
 		}
-		return r.initCounter(ctx)
+		return r.admin.InitCounter(ctx, counterKey(r.cfg.Prefix))
 	})
 }
 
@@ -315,39 +301,6 @@ func (r *runner) client(id int) *client {
 		return nil
 	}
 	return r.clients[id/n]
-}
-
-// grantAdminLease grants the admin client's lease, kept alive until close
-// (see adminLeaseTTL).
-func (r *runner) grantAdminLease(ctx context.Context) error {
-	cctx, cancel := context.WithTimeout(ctx, opTimeout)
-	defer cancel()
-	lease, err := r.admin.Grant(cctx, adminLeaseTTL)
-	if err != nil {
-		return fmt.Errorf("admin lease: %w", err)
-	}
-	r.adminLease = lease.ID
-	kctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	r.stopKeepAlive = stop
-	ka, err := r.admin.KeepAlive(kctx, lease.ID)
-	if err != nil {
-		return fmt.Errorf("admin lease: keep alive: %w", err)
-	}
-	go func() {
-		for range ka { // drained, or the client stops sending
-		}
-	}()
-	return nil
-}
-
-// initCounter puts the counter under the admin lease.
-func (r *runner) initCounter(ctx context.Context) error {
-	cctx, cancel := context.WithTimeout(ctx, opTimeout)
-	defer cancel()
-	if _, err := r.admin.Put(cctx, counterKey(r.cfg.Prefix), "0", clientv3.WithLease(r.adminLease)); err != nil {
-		return fmt.Errorf("initialise counter: %w", err)
-	}
-	return nil
 }
 
 // run starts the clock, the clients' workers and the nemesis, and waits
@@ -373,10 +326,14 @@ func (r *runner) run(ctx context.Context, plan []chaos.PlannedStep) error {
 	// observed too. It starts at the revision the clients start from.
 	obsCtx, stopObs := context.WithCancel(context.WithoutCancel(ctx))
 	obsDone := make(chan struct{})
-	if rev, err := r.currentRevision(ctx); err == nil && !r.cfg.NoRecord {
-		go func() { defer close(obsDone); r.observe(obsCtx, rev+1) }()
-	} else {
+	obs, canObserve := r.admin.(backend.Observer)
+	if !canObserve || r.cfg.NoRecord {
 		close(obsDone)
+	} else if rev, err := obs.Revision(ctx, r.cfg.Prefix); err != nil {
+		close(obsDone)
+	} else {
+		r.obs = obs
+		go func() { defer close(obsDone); r.observe(obsCtx, rev+1) }()
 	}
 	defer func() { stopObs(); <-obsDone }()
 
@@ -422,18 +379,6 @@ func (r *runner) waitWorkers() {
 			r.stuck = append(r.stuck, fmt.Sprintf("client %d: %s had not returned %s after the run ended", c.id, call, r.stuckAfter()))
 		}
 	}
-}
-
-// currentRevision is the store's revision now, read through the admin
-// client.
-func (r *runner) currentRevision(ctx context.Context) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, opTimeout)
-	defer cancel()
-	resp, err := r.admin.Get(ctx, r.cfg.Prefix, clientv3.WithCountOnly())
-	if err != nil {
-		return 0, err
-	}
-	return resp.Header.Revision, nil
 }
 
 // outcome records what the run leaves after its clients have stopped (the
@@ -494,7 +439,7 @@ func (r *runner) finalRead() {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	r.record(history.Event{Process: history.NemesisProcess, Type: history.Invoke, F: history.FRead})
-	v, err := r.adminConn.ReadCounter(ctx, counterKey(r.cfg.Prefix))
+	v, err := r.admin.ReadCounter(ctx, counterKey(r.cfg.Prefix))
 	if err != nil {
 		r.record(history.Event{Process: history.NemesisProcess, Type: history.Info, F: history.FRead, Error: err.Error()})
 		return
@@ -518,16 +463,13 @@ func (r *runner) close() {
 	}
 	r.closing.Wait()
 	if r.admin != nil {
-		r.stopKeepAlive()
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-		if r.adminLease != 0 {
-			r.admin.Revoke(ctx, r.adminLease)
-		}
+		r.admin.Release(ctx)
 		if r.cfg.Prefix != "" && r.cfg.Worker.coordinates() {
-			r.admin.Delete(ctx, r.cfg.Prefix, clientv3.WithPrefix())
+			r.admin.Clean(ctx, r.cfg.Prefix)
 		}
 		cancel()
-		r.adminConn.Close()
+		r.admin.Close()
 	}
 }
 

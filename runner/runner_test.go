@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/etcd"
 	"github.com/lockbench/lockbench/history"
 	_ "github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/scenarios"
@@ -33,8 +34,8 @@ func TestLeaderKillHandsOverBeforeEtcdGivesUp(t *testing.T) {
 	sc.Steps[0].At = scenarios.Duration(500 * time.Millisecond)
 	for _, lock := range []string{"queue", "mutex"} {
 		t.Run(lock, func(t *testing.T) {
-			out, err := Run(ctx, Config{Scenario: sc, Lock: lock, Seed: 1, Prefix: "/lockbench/test-" + lock + "/",
-				Endpoints: c.Endpoints(), Cluster: c})
+			out, err := Run(ctx, Config{Backend: etcd.Backend{}, Scenario: sc, Lock: lock, Seed: 1, Prefix: "/lockbench/test-" + lock + "/",
+				Endpoints: c.Endpoints(), Cluster: etcd.Members{Members: c}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,8 +79,8 @@ func TestSharedConns(t *testing.T) {
 		t.Fatal(err)
 	}
 	sc.Clients, sc.Duration = 7, scenarios.Duration(1500*time.Millisecond)
-	out, err := Run(ctx, Config{Scenario: sc, Lock: "queue", Seed: 1, Prefix: "/lockbench/test-shared/",
-		Endpoints: c.Endpoints(), Cluster: c, SharedConns: 3})
+	out, err := Run(ctx, Config{Backend: etcd.Backend{}, Scenario: sc, Lock: "queue", Seed: 1, Prefix: "/lockbench/test-shared/",
+		Endpoints: c.Endpoints(), Cluster: etcd.Members{Members: c}, SharedConns: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func TestSharedConns(t *testing.T) {
 		t.Errorf("contention refused shared connections: %v", err)
 	}
 	wc, _ := scenarios.Lookup("waiter-crash")
-	if _, err := Run(ctx, Config{Scenario: wc, Lock: "queue", Endpoints: c.Endpoints(), Cluster: c, SharedConns: 2}); err == nil {
+	if _, err := Run(ctx, Config{Backend: etcd.Backend{}, Scenario: wc, Lock: "queue", Endpoints: c.Endpoints(), Cluster: etcd.Members{Members: c}, SharedConns: 2}); err == nil {
 		t.Error("a client-fault scenario ran on shared connections")
 	}
 }
@@ -158,8 +159,8 @@ steps:
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := Run(context.Background(), Config{Scenario: sc, Lock: "queue", Seed: 1, Prefix: "/lockbench/test-cancel/",
-		Endpoints: c.Endpoints(), Cluster: c})
+	out, err := Run(context.Background(), Config{Backend: etcd.Backend{}, Scenario: sc, Lock: "queue", Seed: 1, Prefix: "/lockbench/test-cancel/",
+		Endpoints: c.Endpoints(), Cluster: etcd.Members{Members: c}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,8 +223,8 @@ steps:
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := Run(context.Background(), Config{Scenario: sc, Lock: "queue", Seed: 1, Prefix: "/lockbench/test-waiter-lease/",
-		Endpoints: c.Endpoints(), Cluster: c})
+	out, err := Run(context.Background(), Config{Backend: etcd.Backend{}, Scenario: sc, Lock: "queue", Seed: 1, Prefix: "/lockbench/test-waiter-lease/",
+		Endpoints: c.Endpoints(), Cluster: etcd.Members{Members: c}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,8 +267,8 @@ func TestClientFaults(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, err := Run(context.Background(), Config{Scenario: sc, Lock: "queue", Seed: 1,
-				Prefix: "/lockbench/test-" + tc.scenario + "/", Endpoints: c.Endpoints(), Cluster: c})
+			out, err := Run(context.Background(), Config{Backend: etcd.Backend{}, Scenario: sc, Lock: "queue", Seed: 1,
+				Prefix: "/lockbench/test-" + tc.scenario + "/", Endpoints: c.Endpoints(), Cluster: etcd.Members{Members: c}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockbench/lockbench/etcd"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/scenarios"
 )
@@ -42,8 +43,8 @@ func TestStuckLockEndsTheRun(t *testing.T) {
 	}
 	sc.Clients, sc.Duration = 2, scenarios.Duration(300*time.Millisecond)
 	start := time.Now()
-	out, err := Run(context.Background(), Config{Scenario: sc, Lock: "test-ignores-ctx", Seed: 1, Prefix: "/lockbench/test-stuck/",
-		Endpoints: c.Endpoints(), Cluster: c, StuckAfter: 500 * time.Millisecond})
+	out, err := Run(context.Background(), Config{Backend: etcd.Backend{}, Scenario: sc, Lock: "test-ignores-ctx", Seed: 1, Prefix: "/lockbench/test-stuck/",
+		Endpoints: c.Endpoints(), Cluster: etcd.Members{Members: c}, StuckAfter: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

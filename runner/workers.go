@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
+	"github.com/lockbench/lockbench/backend"
 	"github.com/lockbench/lockbench/clocks"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/scenarios"
@@ -99,11 +97,7 @@ func CheckWorker(w Worker, sc scenarios.Scenario) error {
 // keeps a key per waiter there, named by its lease; a try-lock (txn) has
 // the holder's key only, so waiter:K finds no target with workers.
 func (r *runner) storeQueue() []int {
-	ctx, cancel := context.WithTimeout(r.life, opTimeout)
-	defer cancel()
-	// Not keys-only: etcd 3.7 answers that from its index, without leases.
-	resp, err := r.admin.Get(ctx, r.cfg.Prefix+"locks/"+locks.DefaultName+"/", clientv3.WithPrefix(),
-		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+	leases, err := r.meeting().Queue(r.life, r.cfg.Prefix+"locks/"+locks.DefaultName+"/")
 	if err != nil {
 		return nil
 	}
@@ -118,10 +112,10 @@ func (r *runner) storeQueue() []int {
 		}
 		c.mu.Unlock()
 	}
-	out := make([]int, len(resp.Kvs))
-	for i, kv := range resp.Kvs {
-		id, ok := own[kv.Lease]
-		if !ok || kv.Lease == 0 {
+	out := make([]int, len(leases))
+	for i, lease := range leases {
+		id, ok := own[lease]
+		if !ok || lease == 0 {
 			id = r.elsewhere()
 		}
 		out[i] = id
@@ -173,21 +167,21 @@ func (r *runner) meet(ctx context.Context, setup func(context.Context) error) er
 	return nil
 }
 
-// putWorkerKey writes a key of the meeting place, under the admin lease
-// when there is one, so that a killed run's keys expire, and returns the
+// putWorkerKey writes a key of the meeting place, under what the admin
+// keeps for the run, so that a killed run's keys expire, and returns the
 // revision it was written at.
 func (r *runner) putWorkerKey(ctx context.Context, what string) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, opTimeout)
-	defer cancel()
-	var opts []clientv3.OpOption
-	if r.adminLease != 0 {
-		opts = append(opts, clientv3.WithLease(r.adminLease))
+	return r.meeting().Put(ctx, r.workerKey(what))
+}
+
+// meeting is the admin connection as the workers' meeting place; connect
+// refused workers on a backend without one.
+func (r *runner) meeting() backend.Meeting {
+	m, ok := r.admin.(backend.Meeting)
+	if !ok {
+		panic("runner: workers on a backend with no meeting place") // connect refuses them
 	}
-	resp, err := r.admin.Put(ctx, r.workerKey(what), "", opts...)
-	if err != nil {
-		return 0, err
-	}
-	return resp.Header.Revision, nil
+	return m
 }
 
 // awaitReady waits, up to the worker's wait, until the meeting place
@@ -197,20 +191,14 @@ func (r *runner) awaitReady(ctx context.Context) error {
 	n := int64(r.cfg.Worker.Count)
 	deadline := time.Now().Add(r.cfg.Worker.wait())
 	for {
-		gctx, cancel := context.WithTimeout(ctx, opTimeout)
-		resp, err := r.admin.Get(gctx, r.workerKey("ready/"), clientv3.WithPrefix(), clientv3.WithCountOnly())
-		cancel()
-		if err == nil && resp.Count >= n {
+		got, err := r.meeting().Count(ctx, r.workerKey("ready/"))
+		if err == nil && got >= n {
 			return nil
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if time.Now().After(deadline) {
-			got := int64(0)
-			if err == nil {
-				got = resp.Count
-			}
 			return fmt.Errorf("worker %s: waited %s for the ready of %d workers (have %d, last error %v): are they all running with the same --endpoints and --prefix?", r.cfg.Worker, r.cfg.Worker.wait(), n, got, err)
 		}
 		Sleep(ctx, 10*time.Millisecond)
@@ -225,23 +213,14 @@ func (r *runner) awaitReady(ctx context.Context) error {
 func (r *runner) awaitPuts(ctx context.Context, what string, from int64, n int) error {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.Worker.wait())
 	defer cancel()
-	opts := []clientv3.OpOption{clientv3.WithRev(from), clientv3.WithFilterDelete()}
-	if strings.HasSuffix(what, "/") {
-		opts = append(opts, clientv3.WithPrefix())
+	seen, err := r.meeting().AwaitPuts(ctx, r.workerKey(what), from, n)
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() == nil:
+		return fmt.Errorf("worker %s: watch for %s: %w", r.cfg.Worker, what, err)
 	}
-	seen := map[string]bool{}
-	for wr := range r.admin.Watch(ctx, r.workerKey(what), opts...) {
-		if wr.Err() != nil {
-			return fmt.Errorf("worker %s: watch for %s: %w", r.cfg.Worker, what, wr.Err())
-		}
-		for _, ev := range wr.Events {
-			seen[string(ev.Kv.Key)] = true
-		}
-		if len(seen) >= n {
-			return nil
-		}
-	}
-	return fmt.Errorf("worker %s: waited %s for %s of %d workers (have %d): are they all still running?", r.cfg.Worker, r.cfg.Worker.wait(), what, n, len(seen))
+	return fmt.Errorf("worker %s: waited %s for %s of %d workers (have %d): are they all still running?", r.cfg.Worker, r.cfg.Worker.wait(), what, n, seen)
 }
 
 // leave says this worker is done and waits until every worker is: worker

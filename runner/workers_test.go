@@ -8,6 +8,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/lockbench/lockbench/etcd"
 	"github.com/lockbench/lockbench/scenarios"
 )
 
@@ -34,7 +35,7 @@ func TestWorkersShareARun(t *testing.T) {
 	defer interrupt()
 	for i, ctx := range []context.Context{context.Background(), ctx2} {
 		go func() {
-			out, err := Run(ctx, Config{Scenario: sc, Lock: "queue", Seed: 1, Prefix: prefix, Endpoints: c.Endpoints(),
+			out, err := Run(ctx, Config{Backend: etcd.Backend{}, Scenario: sc, Lock: "queue", Seed: 1, Prefix: prefix, Endpoints: c.Endpoints(),
 				Worker: Worker{Index: i + 1, Count: 2, Wait: time.Minute}})
 			done <- result{i + 1, out, err}
 		}()

@@ -7,9 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/lockbench/lockbench/backend"
 	"github.com/lockbench/lockbench/chaos"
-	"github.com/lockbench/lockbench/cluster"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // The runner is the World faults act on; each part is documented on its
@@ -179,41 +178,71 @@ func (r *runner) RevokeLease(ctx context.Context, i int) error {
 	if lease == 0 || state != holding && state != waiting {
 		return fmt.Errorf("client %d holds no grant, nor waits on the lease of an earlier one, whose lease to revoke", i)
 	}
-	if _, err := r.admin.Revoke(ctx, clientv3.LeaseID(lease)); err != nil {
+	revoker, ok := r.admin.(backend.LeaseRevoker)
+	if !ok {
+		return fmt.Errorf("revoke lease of client %d: the %s backend revokes no lease", i, r.cfg.Backend.Name())
+	}
+	if err := revoker.RevokeLease(ctx, lease); err != nil {
 		return fmt.Errorf("revoke lease of client %d: %w", i, err)
 	}
 	return nil
 }
 
-// chaos.Store: the operator's faults, through etcd's API on the cluster
-// lockbench started (package cluster).
+// chaos.Store and chaos.Peers: the operator's faults, through the
+// backend's admin connection (compaction) and members (the rest), when
+// they can do them (etcd.Admin, etcd.Members).
 
 func (r *runner) Compact(ctx context.Context, physical bool) error {
-	_, err := cluster.Compact(ctx, r.admin, physical)
-	return err
+	c, ok := r.admin.(interface {
+		Compact(ctx context.Context, physical bool) error
+	})
+	if !ok {
+		return r.cannot("compact its store")
+	}
+	return c.Compact(ctx, physical)
 }
 
 func (r *runner) Defragment(ctx context.Context, i int) error {
-	_, _, err := cluster.Defragment(ctx, r.cfg.Cluster, i)
-	return err
+	s, ok := r.cfg.Cluster.(chaos.Store)
+	if !ok {
+		return r.cannot("defragment a member")
+	}
+	return s.Defragment(ctx, i)
 }
 
 func (r *runner) MoveLeader(ctx context.Context, i int) error {
-	return cluster.MoveLeader(ctx, r.cfg.Cluster, i)
+	s, ok := r.cfg.Cluster.(chaos.Store)
+	if !ok {
+		return r.cannot("move its leader")
+	}
+	return s.MoveLeader(ctx, i)
 }
 
-// chaos.Peers: the members' peer network and membership, on the cluster
-// lockbench started (package cluster).
-
 func (r *runner) ShapePeers(i int, delay, jitter time.Duration, drop float64) error {
-	return r.cfg.Cluster.ShapePeers(i, cluster.PeerShape{Delay: delay, Jitter: jitter, Drop: drop})
+	p, ok := r.cfg.Cluster.(chaos.Peers)
+	if !ok {
+		return r.cannot("shape its peer traffic")
+	}
+	return p.ShapePeers(i, delay, jitter, drop)
 }
 
 func (r *runner) ReplaceMember(ctx context.Context, i int) error {
-	return r.cfg.Cluster.Replace(ctx, i)
+	p, ok := r.cfg.Cluster.(chaos.Peers)
+	if !ok {
+		return r.cannot("replace a member")
+	}
+	return p.ReplaceMember(ctx, i)
 }
 
 func (r *runner) CatchUpBySnapshot(ctx context.Context, i int) error {
-	_, err := cluster.CatchUpBySnapshot(ctx, r.cfg.Cluster, i)
-	return err
+	p, ok := r.cfg.Cluster.(chaos.Peers)
+	if !ok {
+		return r.cannot("catch a member up by snapshot")
+	}
+	return p.CatchUpBySnapshot(ctx, i)
+}
+
+// cannot is the error of a fault the run's backend or members cannot do.
+func (r *runner) cannot(what string) error {
+	return fmt.Errorf("the %s backend's deployment cannot %s", r.cfg.Backend.Name(), what)
 }

@@ -6,10 +6,10 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/pkg/v3/proxy"
 
 	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/relay"
 	"github.com/lockbench/lockbench/runner"
 )
 
@@ -70,7 +70,7 @@ func TestKeepAliveOptions(t *testing.T) {
 }
 
 // proxied starts the runner's fault proxy in front of the first endpoint.
-func proxied(t *testing.T, eps []string) (proxy.Server, string) {
+func proxied(t *testing.T, eps []string) (*relay.Relay, string) {
 	t.Helper()
 	p, dial, err := runner.StartProxy(eps[0])
 	if err != nil {
@@ -106,8 +106,8 @@ func TestSafeLeaseCluster(t *testing.T) {
 	}
 	// Slow the network first, so that counting from answers would
 	// overrun, then cut it.
-	p.DelayTx(200*time.Millisecond, 0)
-	p.DelayRx(200*time.Millisecond, 0)
+	p.DelayTx(200 * time.Millisecond)
+	p.DelayRx(200 * time.Millisecond)
 	time.Sleep(ttl / 2)
 	cut := time.Now()
 	p.BlackholeTx()
