@@ -63,7 +63,7 @@ test-short:
 # controls) through locktest and the default suite at seed 1: every mutant
 # must be caught, no control flagged. Takes ~10 minutes on 2 cores.
 mutants:
-	LOCKBENCH_MUTANTS=1 $(GO) test -count=1 -timeout 40m -v -run 'TestLocktestCatchesEveryMutant|TestDefaultSuiteCatchesEveryMutant' ./mutants
+	LOCKBENCH_MUTANTS=1 $(GO) test -count=1 -timeout 40m -v -run 'TestLocktestCatchesEveryMutant|TestDefaultSuiteCatchesEveryMutant' ./etcd/mutants
 
 # Hot paths that need no cluster: recorder, JSONL codec, checker.
 bench:
@@ -117,7 +117,7 @@ repro-etcd-20716: build
 # and this runs as root), where it must fail exclusion (exit 1), and on
 # lockbench's own 3.7.3 (--etcd-bin self), where it must pass (exit 0).
 # The lock service alone, without the runner: go test -run TestEtcd11456
-# -v ./cluster. docs/processes.md.
+# -v ./etcd/cluster. docs/processes.md.
 REPRO_11456 = ./$(BIN) run --lock rpc-trusting --scenario examples/etcd-11456.yaml --out $(OUT)
 repro-etcd-11456: build
 	@[ -x /usr/bin/etcd ] || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null; } || { echo "needs /usr/bin/etcd 3.4: apt-get install etcd-server"; exit 1; }
@@ -193,7 +193,7 @@ measure-etcd-20273: build
 		stall=$$(sed -n 's/.*"max_stall_ms": *\([0-9]*\).*/\1/p' "$$dir/summary.json"); \
 		echo "seed $$s $$sc: exit $$rc, crash → next grant minus the TTL (lease_overrun) $$over ms, longest stall $$stall ms"; \
 	done; done
-	@out=$$($(GO) test -count=1 -run TestEtcd20273 -v ./cluster 2>&1); rc=$$?; \
+	@out=$$($(GO) test -count=1 -run TestEtcd20273 -v ./etcd/cluster 2>&1); rc=$$?; \
 	echo "$$out" | grep -E 'lease checkpoint|^(ok|FAIL|--- )'; exit $$rc
 
 # etcd #18082 (present in v3.7.3): concurrency.Mutex.Lock, its wait

@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"github.com/lockbench/lockbench/hugepage"
+	"github.com/lockbench/lockbench/internal/hugepage"
 	"math"
 	"slices"
 	"strings"

@@ -2,7 +2,7 @@ package check
 
 import (
 	"fmt"
-	"github.com/lockbench/lockbench/hugepage"
+	"github.com/lockbench/lockbench/internal/hugepage"
 	"math"
 	"slices"
 

@@ -3,7 +3,7 @@ package check
 import (
 	"cmp"
 	"encoding/json"
-	"github.com/lockbench/lockbench/hugepage"
+	"github.com/lockbench/lockbench/internal/hugepage"
 	"slices"
 
 	"github.com/lockbench/lockbench/history"

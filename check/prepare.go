@@ -2,7 +2,7 @@ package check
 
 import (
 	"cmp"
-	"github.com/lockbench/lockbench/hugepage"
+	"github.com/lockbench/lockbench/internal/hugepage"
 	"slices"
 	"sync"
 	"sync/atomic"

@@ -32,7 +32,7 @@ import (
 
 	// The shipped adapters (Hidden: run by name) register on import.
 	_ "github.com/lockbench/lockbench/adapters"
-	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/etcd/cluster"
 )
 
 const usage = `lockbench — benchmark and chaos-test distributed locks on etcd

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/report"
-	"github.com/lockbench/lockbench/wholefile"
+	"github.com/lockbench/lockbench/internal/wholefile"
 )
 
 // DefaultMinDelta is compare's --min-delta: latency medians closer than

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/etcd/cluster"
 	"github.com/lockbench/lockbench/harness"
-	"github.com/lockbench/lockbench/owned"
-	"github.com/lockbench/lockbench/rediscluster"
+	"github.com/lockbench/lockbench/internal/owned"
+	"github.com/lockbench/lockbench/redis/rediscluster"
 )
 
 // The CLI's side of a run's resource limits and clean-up: what the harness

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/etcd/cluster"
 )
 
 // deadPID is the pid of a process that has exited and been reaped.

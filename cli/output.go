@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/lockbench/lockbench/wholefile"
+	"github.com/lockbench/lockbench/internal/wholefile"
 )
 
 // outputFlags are --json and --quiet, spelled and meant the same on every

@@ -14,9 +14,9 @@ import (
 	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
-	"github.com/lockbench/lockbench/rediscluster"
-	"github.com/lockbench/lockbench/redislocks"
-	"github.com/lockbench/lockbench/redisrun"
+	"github.com/lockbench/lockbench/redis/rediscluster"
+	"github.com/lockbench/lockbench/redis/redislocks"
+	"github.com/lockbench/lockbench/redis/redisrun"
 	"github.com/lockbench/lockbench/verdict"
 )
 

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/etcd/cluster"
 	"github.com/lockbench/lockbench/harness"
-	"github.com/lockbench/lockbench/rediscluster/redistest"
-	"github.com/lockbench/lockbench/redisrun"
+	"github.com/lockbench/lockbench/redis/rediscluster/redistest"
+	"github.com/lockbench/lockbench/redis/redisrun"
 )
 
 // TestRedisHelpNamesEveryFault: the help's fault list is written by hand,

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lockbench/lockbench/owned"
+	"github.com/lockbench/lockbench/internal/owned"
 )
 
 // scratch holds the folders the CLI made for etcd's data; the embedded

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/etcd/cluster"
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"

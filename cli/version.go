@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"runtime"
 
-	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/etcd/cluster"
 	"github.com/lockbench/lockbench/rundir"
 )
 

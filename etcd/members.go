@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/backend"
-	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/etcd/cluster"
 )
 
 // Members is a cluster lockbench started, as the runner's members

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/check"
-	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/etcd/cluster"
 	"github.com/lockbench/lockbench/report"
 )
 

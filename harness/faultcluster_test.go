@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/etcd/cluster"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/scenarios"

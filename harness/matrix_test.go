@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/etcd/cluster"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/scenarios"

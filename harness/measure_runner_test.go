@@ -10,7 +10,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/etcd/cluster"
 	"github.com/lockbench/lockbench/stats"
 )
 

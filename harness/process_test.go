@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/etcd/cluster"
 	"github.com/lockbench/lockbench/scenarios"
 )
 

@@ -1,6 +1,6 @@
 package harness
 
-import "github.com/lockbench/lockbench/cluster"
+import "github.com/lockbench/lockbench/etcd/cluster"
 
 // memberLogs is where each member process's log stood when a run began,
 // so that the run folder gets what the members logged during the run

@@ -8,7 +8,7 @@ import (
 
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/history"
-	"github.com/lockbench/lockbench/redisrun"
+	"github.com/lockbench/lockbench/redis/redisrun"
 	"github.com/lockbench/lockbench/verdict"
 )
 

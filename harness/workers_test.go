@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/etcd/cluster"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/runner"
 	"github.com/lockbench/lockbench/scenarios"

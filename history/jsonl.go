@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/lockbench/lockbench/wholefile"
+	"github.com/lockbench/lockbench/internal/wholefile"
 )
 
 // Write encodes events as JSON Lines.

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/lockbench/lockbench/hugepage"
+	"github.com/lockbench/lockbench/internal/hugepage"
 	"io"
 	"runtime"
 	"sync"

@@ -16,7 +16,7 @@ import (
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/stats"
 	"github.com/lockbench/lockbench/verdict"
-	"github.com/lockbench/lockbench/wholefile"
+	"github.com/lockbench/lockbench/internal/wholefile"
 )
 
 // WriteBenchLines writes the summaries in Go benchmark format, so that

@@ -7,7 +7,7 @@ import (
 	"fmt"
 
 	"github.com/lockbench/lockbench/verdict"
-	"github.com/lockbench/lockbench/wholefile"
+	"github.com/lockbench/lockbench/internal/wholefile"
 )
 
 // Suite is suite.json: the summaries of a suite's cells (strategy ×

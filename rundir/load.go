@@ -13,7 +13,7 @@ import (
 
 	"github.com/lockbench/lockbench/clocks"
 	"github.com/lockbench/lockbench/history"
-	"github.com/lockbench/lockbench/wholefile"
+	"github.com/lockbench/lockbench/internal/wholefile"
 )
 
 // Folder is a saved run as Load reads it: enough to draw its report again

@@ -24,7 +24,7 @@ import (
 
 	"github.com/lockbench/lockbench/chaos"
 	"github.com/lockbench/lockbench/verdict"
-	"github.com/lockbench/lockbench/wholefile"
+	"github.com/lockbench/lockbench/internal/wholefile"
 )
 
 // Workload kinds.

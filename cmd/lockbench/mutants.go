@@ -6,4 +6,4 @@
 
 package main
 
-import _ "github.com/lockbench/lockbench/mutants"
+import _ "github.com/lockbench/lockbench/etcd/mutants"

@@ -11,10 +11,10 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/lockbench/lockbench/cluster"
+	"github.com/lockbench/lockbench/etcd/cluster"
 	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/locks"
-	"github.com/lockbench/lockbench/locktest"
+	"github.com/lockbench/lockbench/etcd/locktest"
 )
 
 // One embedded cluster for the whole package, started by the first test

@@ -22,7 +22,7 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 
-	"github.com/lockbench/lockbench/owned"
+	"github.com/lockbench/lockbench/internal/owned"
 )
 
 // Defaults: a short tick and election timeout so that faults resolve in a

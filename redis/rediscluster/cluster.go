@@ -24,7 +24,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lockbench/lockbench/owned"
+	"github.com/lockbench/lockbench/internal/owned"
 )
 
 // DataPrefix begins the name of every Redis deployment's data folder.
@@ -153,14 +153,21 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		}
 		return c, c.startNodes(ctx, ports, false)
 	}
-	ports, err := freePorts(1 + opts.Replicas + opts.Sentinels)
+	ports, err := freePorts(1 + opts.Replicas)
 	if err != nil {
 		return c, err
 	}
-	if err := c.startNodes(ctx, ports[:1+opts.Replicas], true); err != nil {
+	if err := c.startNodes(ctx, ports, true); err != nil {
 		return c, err
 	}
-	if err := c.startSentinels(ctx, ports[1+opts.Replicas:]); err != nil {
+	// The Sentinels' ports are picked only now: picked with the nodes',
+	// they stayed free for the seconds the replicas take to sync, long
+	// enough for another process (a test beside this one) to be given one
+	// and answer in a Sentinel's place.
+	if ports, err = freePorts(opts.Sentinels); err != nil {
+		return c, err
+	}
+	if err := c.startSentinels(ctx, ports); err != nil {
 		return c, err
 	}
 	return c, nil

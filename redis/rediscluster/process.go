@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lockbench/lockbench/owned"
+	"github.com/lockbench/lockbench/internal/owned"
 )
 
 // errNotRunning is returned when a process that is not running is asked

@@ -1,6 +1,6 @@
 package cluster
 
-import "github.com/lockbench/lockbench/owned"
+import "github.com/lockbench/lockbench/internal/owned"
 
 // A cluster's data folder is owned (package owned): it names and is
 // locked by the process that made it, so that a later cluster removes one

@@ -11,8 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockbench/lockbench/locks"
-	"github.com/lockbench/lockbench/rediscluster"
-	"github.com/lockbench/lockbench/rediscluster/redistest"
+	"github.com/lockbench/lockbench/redis/rediscluster"
+	"github.com/lockbench/lockbench/redis/rediscluster/redistest"
 )
 
 func TestMain(m *testing.M) {

@@ -24,8 +24,8 @@ import (
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locks"
-	"github.com/lockbench/lockbench/rediscluster"
-	"github.com/lockbench/lockbench/redislocks"
+	"github.com/lockbench/lockbench/redis/rediscluster"
+	"github.com/lockbench/lockbench/redis/redislocks"
 )
 
 // Strategies a Spec may name.

@@ -5,7 +5,7 @@ import (
 
 	"go.etcd.io/etcd/server/v3/etcdmain"
 
-	"github.com/lockbench/lockbench/owned"
+	"github.com/lockbench/lockbench/internal/owned"
 )
 
 // MemberCommand is the hidden first argument with which lockbench runs as

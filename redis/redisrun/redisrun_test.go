@@ -10,7 +10,7 @@ import (
 
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/history"
-	"github.com/lockbench/lockbench/rediscluster/redistest"
+	"github.com/lockbench/lockbench/redis/rediscluster/redistest"
 	"github.com/lockbench/lockbench/verdict"
 )
 

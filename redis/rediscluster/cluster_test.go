@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockbench/lockbench/rediscluster/redistest"
+	"github.com/lockbench/lockbench/redis/rediscluster/redistest"
 )
 
 // start starts a deployment for a test (redistest.Need: skipped without
