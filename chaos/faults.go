@@ -27,6 +27,19 @@ func init() {
 	register(spec{"delay-answers", ClientTarget, Needs{ClientProxy: true, Arg: ArgDelay}, CostSlowdown}, delayAnswers)
 	register(spec{"cancel-waiters", NoTarget, Needs{}, CostCancelledWaits}, cancelWaiters)
 	register(spec{"revoke-lease", ClientTarget, Needs{}, CostRevoke}, revokeLease)
+	// A member fault of a replicated deployment: the failover it sets up
+	// is the cost.
+	register(spec{"cut-replication", NoTarget, member, CostElection}, cutReplication)
+}
+
+// cutReplication cuts every replica's link to the primary: what the
+// primary acknowledges meanwhile reaches no replica, so a failover loses
+// it (Redis's asynchronous replication). Undo heals the links.
+func cutReplication(_ context.Context, w Replication, _ int, _ time.Duration) (Undo, error) {
+	if err := w.CutReplication(true); err != nil {
+		return nil, err
+	}
+	return func(context.Context) error { return w.CutReplication(false) }, nil
 }
 
 // spec is what a fault says of itself; every property a scenario, a

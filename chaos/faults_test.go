@@ -93,6 +93,7 @@ func TestFaultActions(t *testing.T) {
 		{"delay-peers", 40 * time.Millisecond, "ShapePeers 1 40ms 20ms 0", "ShapePeers 1 0s 0s 0"},
 		{"drop-peers", 0, "ShapePeers 1 0s 0s 0.5", "ShapePeers 1 0s 0s 0"},
 		{"snapshot-catchup", 0, "CatchUpBySnapshot 1", ""},
+		{"cut-replication", 0, "CutReplication true", "CutReplication false"},
 	} {
 		t.Run(tc.fault, func(t *testing.T) {
 			f, err := Lookup(tc.fault)

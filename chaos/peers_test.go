@@ -15,6 +15,10 @@ func (w *recordingWorld) ReplaceMember(_ context.Context, i int) error {
 	return w.note("ReplaceMember %d", i)
 }
 
+func (w *recordingWorld) CutReplication(cut bool) error {
+	return w.note("CutReplication %v", cut)
+}
+
 func (w *recordingWorld) CatchUpBySnapshot(_ context.Context, i int) error {
 	return w.note("CatchUpBySnapshot %d", i)
 }

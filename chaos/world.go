@@ -104,6 +104,14 @@ type Store interface {
 	MoveLeader(ctx context.Context, i int) error
 }
 
+// Replication is a fault of a deployment whose primary replicates to
+// replicas asynchronously (Redis): etcd's members refuse it.
+type Replication interface {
+	// CutReplication cuts (cut) or heals every replica's link to the
+	// primary.
+	CutReplication(cut bool) error
+}
+
 // Positions is what Resolve reads to turn a target into a member or client.
 type Positions interface {
 	Membership
@@ -121,4 +129,5 @@ type World interface {
 	LockService
 	Store
 	Peers
+	Replication
 }

@@ -8,8 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/redis/redislocks"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/runner"
@@ -75,7 +77,7 @@ func (o *runOptions) check() error {
 		return err
 	}
 	o.external = ext
-	if err := etcdOnly("lock", o.lock); err != nil {
+	if err := o.redisOnItsOwn(); err != nil {
 		return err
 	}
 	sc, err := o.scenarioSpec()
@@ -122,6 +124,21 @@ func (o *runOptions) check() error {
 		return err
 	}
 	return checkOutputs(o.out, o.benchOut)
+}
+
+// redisOnItsOwn refuses, for a Redis strategy, the flags that choose an
+// etcd cluster: it runs on a Redis deployment lockbench starts for it.
+func (o *runOptions) redisOnItsOwn() error {
+	st, err := locks.Lookup(o.lock)
+	if err != nil || st.Backend != redislocks.Backend {
+		return nil // unknown names are refused with the list of valid ones below
+	}
+	for _, f := range []string{"endpoints", "etcd-bin", "worker", "members", "tls", "peer-relays", "snapshot-count", "keepalive", "rpc-timeout", "shared-conns", "inject-delay"} {
+		if o.set[f] {
+			return badInputf("--%s: %s runs on a Redis deployment that lockbench starts for it (a primary, two replicas and three Sentinels; Redlock's five primaries), where --%s does not apply", f, o.lock, f)
+		}
+	}
+	return nil
 }
 
 // workerSpec sets the spec's --worker and --clock-skew: a worker shares
@@ -225,10 +242,15 @@ func runRun(ctx context.Context, e *env, o *runOptions) error {
 		if spec.Cluster, err = o.cluster.withData(e, spec.Cluster); err != nil {
 			return err
 		}
-		fmt.Fprintf(info, "lockbench: %s × %s, %d clients, %s, seed %d, %d-member etcd\n",
-			spec.Lock, sc.Name, sc.Clients, sc.Duration, spec.Seed, spec.Cluster.Members)
+		system := fmt.Sprintf("%d-member etcd", spec.Cluster.Members)
+		if st, _ := locks.Lookup(spec.Lock); st.Backend != etcdlocks.Backend {
+			system = st.Backend
+		}
+		fmt.Fprintf(info, "lockbench: %s × %s, %d clients, %s, seed %d, %s\n",
+			spec.Lock, sc.Name, sc.Clients, sc.Duration, spec.Seed, system)
+		backendName := strings.Fields(system)[len(strings.Fields(system))-1]
 		spec.Started = func(endpoints []string) {
-			fmt.Fprintf(info, "lockbench: etcd up at %s; running\n", strings.Join(endpoints, ","))
+			fmt.Fprintf(info, "lockbench: %s up at %s; running\n", backendName, strings.Join(endpoints, ","))
 		}
 		res, err = harness.Run(ctx, spec)
 	}

@@ -15,10 +15,12 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/lockbench/lockbench/etcd/cluster"
+	"github.com/lockbench/lockbench/backend"
 	"github.com/lockbench/lockbench/etcd"
+	"github.com/lockbench/lockbench/etcd/cluster"
 	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/redis/redislocks"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/runner"
@@ -135,6 +137,9 @@ func Run(ctx context.Context, spec RunSpec) (res *Result, err error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
+	if backendOf(spec.Lock) == redislocks.Backend {
+		return runRedis(ctx, spec)
+	}
 	members := spec.Cluster.Members
 	if members == 0 {
 		members = cluster.DefaultMembers
@@ -195,6 +200,19 @@ type target struct {
 	parent    string               // the folder of a run-id prefix ("": /lockbench/)
 	dial      time.Duration        // 0: the runner's default
 	config    rundir.ClusterConfig // what config.json records; its election_ms sets the liveness bound
+	// backend and members, when set, are another backend than etcd and
+	// its deployment (runRedis); unset, the run is on etcd, on cluster.
+	backend backend.Backend
+	members backend.Members
+}
+
+// runnerBackend is what the runner drives: t's backend, or etcd on t's
+// cluster with spec's client settings.
+func (t target) runnerBackend(spec RunSpec) (backend.Backend, backend.Members) {
+	if t.backend != nil {
+		return t.backend, t.members
+	}
+	return etcd.Backend{ClientConfig: t.client, DialTimeout: t.dial, KeepAlive: spec.KeepAlive, RPCTimeout: spec.RPCTimeout}, etcd.MembersOf(t.cluster)
 }
 
 func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
@@ -224,10 +242,10 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 	}
 	logs := markLogs(t.cluster)
 	probe := startSchedProbe()
+	b, members := t.runnerBackend(spec)
 	out, err := runner.Run(ctx, runner.Config{
 		Scenario: spec.Scenario, Lock: spec.Lock, Seed: spec.Seed, Prefix: cfg.Prefix,
-		Endpoints: t.endpoints, Cluster: etcd.MembersOf(t.cluster),
-		Backend:     etcd.Backend{ClientConfig: t.client, DialTimeout: t.dial, KeepAlive: spec.KeepAlive, RPCTimeout: spec.RPCTimeout},
+		Endpoints: t.endpoints, Cluster: members, Backend: b,
 		SharedConns: spec.SharedConns,
 		GrantDelay:  spec.InjectDelay, Worker: spec.Worker, ClockSkew: spec.ClockSkew,
 	})
@@ -303,6 +321,7 @@ func identity(runID string, spec RunSpec, t target) rundir.Run {
 	return rundir.Run{
 		RunID: runID, Lock: spec.Lock, Seed: spec.Seed,
 		KeepAlive: string(etcdlocks.EffectiveKeepAlive(spec.Lock, spec.KeepAlive)),
+		Backend:   backendOf(spec.Lock),
 		Etcd:      etcdOf(spec, t), EtcdVersion: etcdVersionOf(t),
 		ScenarioHash: spec.Scenario.Hash(), Lockbench: rundir.ThisBuild(), Schema: rundir.SchemaVersion,
 	}

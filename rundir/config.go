@@ -21,6 +21,10 @@ type Run struct {
 	// locks.EffectiveKeepAlive): it decides how long a cut-off holder
 	// believes, so the same cell under two policies is two cells.
 	KeepAlive string `json:"keepalive"`
+	// Backend is the system the lock ran on ("etcd", "redis":
+	// locks.Strategy.Backend); "" in files written before it was
+	// recorded, which are etcd's.
+	Backend string `json:"backend,omitempty"`
 	// Etcd is the --etcd-bin the members ran as processes ("self" or a
 	// path as given) and EtcdVersion their release, both "" for the
 	// embedded cluster and external ones (Config.Cluster has their

@@ -242,6 +242,14 @@ func (r *runner) CatchUpBySnapshot(ctx context.Context, i int) error {
 	return p.CatchUpBySnapshot(ctx, i)
 }
 
+func (r *runner) CutReplication(cut bool) error {
+	p, ok := r.cfg.Cluster.(chaos.Replication)
+	if !ok {
+		return r.cannot("cut a replication link")
+	}
+	return p.CutReplication(cut)
+}
+
 // cannot is the error of a fault the run's backend or members cannot do.
 func (r *runner) cannot(what string) error {
 	return fmt.Errorf("the %s backend's deployment cannot %s", r.cfg.Backend.Name(), what)

@@ -277,6 +277,12 @@ func (c *Cluster) node(i int) (*process, error) {
 	return c.nodes[i], nil
 }
 
+// Running says whether node i's process runs (a paused one does).
+func (c *Cluster) Running(i int) bool {
+	p, err := c.node(i)
+	return err == nil && p.running()
+}
+
 // Crash kills node i (SIGKILL): its unsaved data is gone (no
 // persistence), as a machine's power cut takes it.
 func (c *Cluster) Crash(i int) error {

@@ -34,7 +34,8 @@ func (*Conn) Backend() string { return Backend }
 // Both are registered Hidden with a Runtime: they need redis-server,
 // which lockbench does not bring, so they stay out of the default etcd
 // suite while `lockbench list` shows them, with their backend and whether
-// Redis is installed here.
+// Redis is installed here. Each renews its own key (OwnLease): no
+// keepalive policy applies.
 func init() {
 	locks.Register(locks.Strategy{
 		Name:        SetNXName,
@@ -42,6 +43,7 @@ func init() {
 		Origin:      "the Redis documentation's single-instance lock (docs/redis.md)",
 		Backend:     Backend,
 		Hidden:      true,
+		OwnLease:    true,
 		Runtime:     redisInstalled,
 		Order:       verdict.NoOrder,
 		New: func(_ context.Context, conn locks.Conn, opts locks.Options) (locks.Locker, error) {
@@ -58,6 +60,7 @@ func init() {
 		Origin:      "the Redis documentation's distributed lock (docs/redis.md)",
 		Backend:     Backend,
 		Hidden:      true,
+		OwnLease:    true,
 		Runtime:     redisInstalled,
 		Order:       verdict.NoOrder,
 		New: func(_ context.Context, conn locks.Conn, opts locks.Options) (locks.Locker, error) {

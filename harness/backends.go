@@ -1,0 +1,69 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/redis/redisbackend"
+	"github.com/lockbench/lockbench/redis/rediscluster"
+	"github.com/lockbench/lockbench/rundir"
+	"github.com/lockbench/lockbench/scenarios"
+)
+
+// backendOf is the backend lock runs on (locks.Strategy.Backend), ""
+// for an unknown lock.
+func backendOf(lock string) string {
+	st, err := locks.Lookup(lock)
+	if err != nil {
+		return ""
+	}
+	return st.Backend
+}
+
+// RedisFailoverMS is what a Redis run's config.json records as the
+// deployment's election time, which the liveness check allows after a
+// member fault: the Sentinels' down-after plus their failover, 2–6 s here
+// (docs/redis.md).
+const RedisFailoverMS = 6000
+
+// runRedis starts the Redis deployment spec.Lock runs on (a primary, two
+// replicas and three Sentinels; Redlock's five primaries), runs spec on
+// it through the runner as an etcd run is, and writes the run folder. The
+// deployment is closed on every path out.
+func runRedis(ctx context.Context, spec RunSpec) (res *Result, err error) {
+	if err := redisRefuses(spec.Scenario); err != nil {
+		return nil, err
+	}
+	opts := rediscluster.Options{DataParent: spec.Cluster.DataParent}
+	b, m, err := redisbackend.Start(ctx, spec.Lock, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := m.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close redis: %w", cerr)
+		}
+	}()
+	kind := "redis-sentinel"
+	if !b.Sentinel {
+		kind = "redis-instances"
+	}
+	return runTarget(ctx, spec, target{
+		endpoints: m.Endpoints(), backend: b, members: m,
+		config: rundir.ClusterConfig{Members: m.Count(), Endpoints: m.Endpoints(), Kind: kind,
+			Version: redisbackend.Version(ctx, opts.RedisBin), ElectionMS: RedisFailoverMS},
+	})
+}
+
+// redisRefuses says why a Redis deployment cannot run sc's faults: those
+// that act on etcd's peer network or snapshots. What else it cannot do
+// (revoke a lease, compact) the runner refuses when the fault strikes, as
+// a fault that failed.
+func redisRefuses(sc scenarios.Scenario) error {
+	n := sc.Needs()
+	if n.PeerRelays || n.SnapshotCount {
+		return inputErr("scenario %s: its faults act on etcd's peer network or snapshots, which a Redis deployment has not", sc.Name)
+	}
+	return nil
+}

@@ -1,0 +1,78 @@
+package redisbackend_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/lockbench/lockbench/cli"
+	"github.com/lockbench/lockbench/redis/rediscluster/redistest"
+	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/rundir"
+	"github.com/lockbench/lockbench/verdict"
+)
+
+// TestRedisThroughTheRunner runs redis-setnx through `lockbench run` as a
+// user would, on the two Redis scenarios of examples/: the failover of a
+// replicated grant keeps the lock, the failover of an unreplicated one
+// grants it twice with one token. Each leaves a normal run folder
+// (config.json naming the backend, history, summary, report.html) that
+// `report` reads again.
+func TestRedisThroughTheRunner(t *testing.T) {
+	redistest.Need(t)
+	for _, tc := range []struct {
+		scenario string
+		code     int
+		want     map[string]verdict.Verdict
+	}{
+		{"redis-failover", cli.ExitPass, map[string]verdict.Verdict{verdict.Exclusion: verdict.Pass, verdict.Fencing: verdict.Pass}},
+		{"redis-failover-unreplicated", cli.ExitViolation, map[string]verdict.Verdict{verdict.Exclusion: verdict.Fail, verdict.Fencing: verdict.Fail}},
+	} {
+		t.Run(tc.scenario, func(t *testing.T) {
+			out := t.TempDir()
+			var stdout, stderr bytes.Buffer
+			code := cli.Run([]string{"run", "--lock", "redis-setnx", "--scenario", "../../examples/" + tc.scenario + ".yaml", "--out", out}, &stdout, &stderr)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s\n%s", code, tc.code, stdout.String(), stderr.String())
+			}
+			runs, _ := os.ReadDir(out)
+			if len(runs) != 1 {
+				t.Fatalf("want one run folder, got %v", runs)
+			}
+			dir := filepath.Join(out, runs[0].Name())
+			var cfg rundir.Config
+			readJSON(t, filepath.Join(dir, rundir.ConfigFile), &cfg)
+			if cfg.Backend != "redis" || cfg.Cluster.Kind != "redis-sentinel" || cfg.Cluster.Members != 3 {
+				t.Errorf("config.json: backend %q, cluster %+v", cfg.Backend, cfg.Cluster)
+			}
+			var sum report.Summary
+			readJSON(t, filepath.Join(dir, rundir.SummaryFile), &sum)
+			for check, want := range tc.want {
+				if got := sum.Checks[check].Verdict; got != want {
+					t.Errorf("%s: %s, want %s", check, got, want)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(dir, rundir.HTMLFile)); err != nil {
+				t.Error(err)
+			}
+			stdout.Reset()
+			stderr.Reset()
+			if code := cli.Run([]string{"report", dir, "--no-html"}, &stdout, &stderr); code != tc.code {
+				t.Errorf("report: exit %d, want %d\n%s", code, tc.code, stderr.String())
+			}
+		})
+	}
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
