@@ -20,11 +20,11 @@ import (
 
 	"github.com/lockbench/lockbench/adapters"
 	"github.com/lockbench/lockbench/check"
-	"github.com/lockbench/lockbench/etcd/cluster"
 	"github.com/lockbench/lockbench/etcd"
+	"github.com/lockbench/lockbench/etcd/cluster"
 	"github.com/lockbench/lockbench/etcd/etcdlocks"
-	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/etcd/locktest"
+	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/runner"
 	"github.com/lockbench/lockbench/scenarios"
 	"github.com/lockbench/lockbench/verdict"

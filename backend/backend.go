@@ -32,7 +32,7 @@ type Backend interface {
 }
 
 // DialOptions shape a lock client's connection.
-type DialOptions struct {	// OnLease, when set, is told the ID of every lease or session the
+type DialOptions struct { // OnLease, when set, is told the ID of every lease or session the
 	// connection is granted, as it is granted: the runner learns which
 	// client a waiter's key (named by its lease) is before any grant
 	// names it.

@@ -8,8 +8,8 @@ import (
 	"io/fs"
 	"time"
 
-	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/internal/wholefile"
+	"github.com/lockbench/lockbench/report"
 )
 
 // DefaultMinDelta is compare's --min-delta: latency medians closer than

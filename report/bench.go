@@ -13,10 +13,10 @@ import (
 	"unicode"
 
 	"github.com/lockbench/lockbench/check"
+	"github.com/lockbench/lockbench/internal/wholefile"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/stats"
 	"github.com/lockbench/lockbench/verdict"
-	"github.com/lockbench/lockbench/internal/wholefile"
 )
 
 // WriteBenchLines writes the summaries in Go benchmark format, so that

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/lockbench/lockbench/verdict"
 	"github.com/lockbench/lockbench/internal/wholefile"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // Suite is suite.json: the summaries of a suite's cells (strategy ×

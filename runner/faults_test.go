@@ -10,8 +10,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lockbench/lockbench/check"
-	"github.com/lockbench/lockbench/etcd/cluster"
 	"github.com/lockbench/lockbench/etcd"
+	"github.com/lockbench/lockbench/etcd/cluster"
 	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/scenarios"

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/check"
-	"github.com/lockbench/lockbench/etcd/cluster"
 	"github.com/lockbench/lockbench/etcd"
+	"github.com/lockbench/lockbench/etcd/cluster"
 	"github.com/lockbench/lockbench/history"
 	_ "github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/scenarios"

@@ -23,8 +23,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/lockbench/lockbench/chaos"
-	"github.com/lockbench/lockbench/verdict"
 	"github.com/lockbench/lockbench/internal/wholefile"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // Workload kinds.

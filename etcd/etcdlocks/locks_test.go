@@ -13,8 +13,8 @@ import (
 
 	"github.com/lockbench/lockbench/etcd/cluster"
 	"github.com/lockbench/lockbench/etcd/etcdlocks"
-	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/etcd/locktest"
+	"github.com/lockbench/lockbench/locks"
 )
 
 // One embedded cluster for the whole package, started by the first test

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/etcd/cluster"
+	"github.com/lockbench/lockbench/etcd/locktest"
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
-	"github.com/lockbench/lockbench/etcd/locktest"
 	"github.com/lockbench/lockbench/scenarios"
 	"github.com/lockbench/lockbench/verdict"
 )
