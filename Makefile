@@ -52,8 +52,8 @@ run-one: build
 # types its test decodes the manifest with stay out of lockbench's build).
 # Four packages at a time (-p 4) on the 2-core machine: the cluster tests
 # wait on scenario clocks and failovers far more than they compute (the
-# race-enabled run used 45% of 2 cores at -p 2). With every runtime
-# installed: -p 2 9m55s, -p 4 6m42s and MAKE_TEST_SECOND (2026-12-04;
+# race-enabled run used 42% of 2 cores at -p 2). With every runtime
+# installed: -p 2 9m55s, -p 4 6m42s, and make test itself 6m37s (2026-12-04;
 # docs/development.md).
 test: vet
 	$(GO) test -race -count=1 -p 4 -timeout 20m ./...

@@ -1,6 +1,7 @@
-// Package runner executes a scenario against an etcd cluster and returns
-// its history: one client per scenario client, each with its own Locker
-// and, when the scenario's faults need one, its own fault proxy; the
+// Package runner executes a scenario on the backend it is handed (etcd,
+// Redis: package backend) and returns its history: one client per
+// scenario client, each with its own connection, session and Locker and,
+// when the scenario's faults need them, its own fault relays; the
 // workloads (hold, counter, counter-fenced); and the nemesis, which applies
 // the planned fault steps at their times. Everything the clients and the
 // nemesis do is one history on one clock (docs/design.md §3). The runner
@@ -37,12 +38,13 @@ type Config struct {
 	// Prefix is the run's key namespace; nothing outside it is touched.
 	Prefix    string
 	Endpoints []string
-	// Cluster is the cluster lockbench started (embedded or member
-	// processes), for member faults; nil when the cluster is external.
+	// Cluster is the deployment lockbench started (etcd's embedded or
+	// member processes, Redis's processes), for member faults; nil when
+	// it is external.
 	Cluster backend.Members
-	// Backend is the system the lock runs on, as the run dials it (its
-	// client settings: TLS, credentials, keepalive policy, per-request
-	// deadline); nil: etcd with its defaults. It must be the strategy's.
+	// Backend is the system the lock runs on, as the run dials it (with
+	// its client settings: for etcd TLS, credentials, keepalive policy,
+	// per-request deadline). Required; it must be the strategy's.
 	Backend backend.Backend
 	// SharedConns, when > 0, makes the lock clients share that many etcd
 	// connections (client i uses connection i mod SharedConns) instead of
