@@ -71,6 +71,10 @@ type Needs struct {
 	// (cluster.Options.SnapshotCount), so that a follower can fall past
 	// the leader's log within seconds.
 	SnapshotCount bool
+	// AsyncReplication: a deployment whose primary replicates to its
+	// replicas asynchronously, through links lockbench can cut (Redis);
+	// etcd commits only what a majority has, and refuses the fault.
+	AsyncReplication bool
 	// Arg names the step field that sets the fault's parameter (ArgDelay),
 	// "" when the fault takes none.
 	Arg string

@@ -29,7 +29,7 @@ func init() {
 	register(spec{"revoke-lease", ClientTarget, Needs{}, CostRevoke}, revokeLease)
 	// A member fault of a replicated deployment: the failover it sets up
 	// is the cost.
-	register(spec{"cut-replication", NoTarget, member, CostElection}, cutReplication)
+	register(spec{"cut-replication", NoTarget, Needs{Members: true, AsyncReplication: true}, CostElection}, cutReplication)
 }
 
 // cutReplication cuts every replica's link to the primary: what the

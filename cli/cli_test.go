@@ -57,7 +57,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"redis", "--out", out, "--faults", "holder-pause", "--ttl", "30s"}, []string{"fault holder-pause: the frozen holder's key (ttl 30s) must expire while the others ask", "≤ duration 25s"}},
 		{[]string{"run", "--out", out, "--lock", "redlock", "--endpoints", "127.0.0.1:2379"}, []string{"--endpoints: redlock runs on a Redis deployment that lockbench starts for it"}},
 		{[]string{"run", "--out", out, "--lock", "redis-setnx", "--keepalive", "auto"}, []string{"--keepalive: redis-setnx runs on a Redis deployment", "does not apply"}},
-		{[]string{"suite", "--out", out, "--locks", "queue,redis-setnx"}, []string{"--locks redis-setnx: a Redis strategy"}},
+		{[]string{"bench", "--out", out, "--locks", "queue,redis-setnx"}, []string{"--locks redis-setnx: a Redis strategy", "lockbench run --lock redis-setnx"}},
 		{[]string{"redis", "--out", out, "--redis-bin", "/nonexistent/redis-server"}, []string{"--redis-bin /nonexistent/redis-server: not found", "make redis-deps"}},
 		{[]string{"run", "--out", out, "--scenario", writeScenario(t, "name: t9\nclients: 4\nduration: 2s\nworkload: {kind: hold}\nsteps:\n  - {at: 1s, fault: crash-client, target: \"client:9\"}\n")}, []string{".yaml:6", "client:9", "clients 0..3"}},
 		{[]string{"run", "--out", out, "--lock", "nope"}, []string{`unknown lock "nope"`, "mutex"}},

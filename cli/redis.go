@@ -146,7 +146,7 @@ func (o redisOptions) spec() (harness.RedisSpec, error) {
 }
 
 // etcdOnly refuses a strategy of another backend named to a command that
-// drives etcd locks, pointing at the one that runs it.
+// drives etcd locks only (bench), pointing at those that run it.
 func etcdOnly(flag string, names ...string) error {
 	for _, n := range names {
 		st, err := locks.Lookup(n)
@@ -154,7 +154,7 @@ func etcdOnly(flag string, names ...string) error {
 			continue // an unknown name is refused where it is looked up
 		}
 		if st.Backend == redislocks.Backend {
-			return badInputf("--%s %s: a Redis strategy, which lockbench redis runs (lockbench redis --locks %s); this command runs etcd locks: %s", flag, n, n, strings.Join(locks.Names(), ", "))
+			return badInputf("--%s %s: a Redis strategy, which run and suite run (lockbench run --lock %s --scenario S), as does lockbench redis; this command runs etcd locks: %s", flag, n, n, strings.Join(locks.Names(), ", "))
 		}
 		return badInputf("--%s %s: a strategy on %s, which this command cannot run; it runs etcd locks: %s", flag, n, st.Backend, strings.Join(locks.Names(), ", "))
 	}

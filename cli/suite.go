@@ -114,9 +114,6 @@ func (o *suiteOptions) spec(ctx context.Context) (harness.SuiteSpec, error) {
 	if err != nil {
 		return harness.SuiteSpec{}, err
 	}
-	if err := etcdOnly("locks", lockNames...); err != nil {
-		return harness.SuiteSpec{}, err
-	}
 	if o.extended && !o.set["scenarios"] {
 		o.scenarios += "," + strings.Join(scenarios.ExtendedNames(), ",")
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/lockbench/lockbench/etcd/cluster"
+	"github.com/lockbench/lockbench/redis/redislocks"
 )
 
 // runBinary runs binary b's cells, SuiteSpec.Parallel at a time, each
@@ -142,7 +143,7 @@ func (w *suiteWorker) runCell(ctx context.Context, j suiteJob) (out cellOutcome)
 		return out
 	}
 	name := r.name(j)
-	if rerr := r.refused(j.bin, j.sc); rerr != nil {
+	if rerr := r.refused(j.bin, j.lock, j.sc); rerr != nil {
 		// A fault this cluster kind cannot do: skipped, said.
 		out.notes = append(out.notes, fmt.Sprintf("skipped %s: %v", name, rerr))
 		return out
@@ -195,6 +196,9 @@ const freshClusterWhy = "etcd holds its log for 30 s after it sends a snapshot (
 // cluster start that ctx cut short.
 func (w *suiteWorker) run(ctx context.Context, b suiteBin, spec RunSpec) (*Result, error) {
 	r := w.r
+	if backendOf(spec.Lock) == redislocks.Backend {
+		return runRedis(ctx, spec) // a deployment of its own, every cell
+	}
 	if r.spec.External != nil {
 		return RunExternal(ctx, *r.spec.External, spec)
 	}

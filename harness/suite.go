@@ -18,6 +18,7 @@ import (
 	"github.com/lockbench/lockbench/etcd/cluster"
 	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/redis/redislocks"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/scenarios"
@@ -416,8 +417,12 @@ type cellOutcome struct {
 
 // refused says why the suite's cluster for binary b, with what sc's
 // faults need of it (ClusterFor), cannot run sc's faults, or nil: an
-// external cluster takes no member fault.
-func (r *suiteRun) refused(b suiteBin, sc scenarios.Scenario) error {
+// external cluster takes no member fault. A Redis lock's cell runs on a
+// deployment of its own (runRedis), which says what it refuses.
+func (r *suiteRun) refused(b suiteBin, lock string, sc scenarios.Scenario) error {
+	if backendOf(lock) == redislocks.Backend {
+		return redisRefuses(sc)
+	}
 	if r.spec.External != nil && sc.Needs().Members {
 		return fmt.Errorf("scenario %s injects member faults (crash, partition, the peer faults), which an external cluster cannot take", sc.Name)
 	}

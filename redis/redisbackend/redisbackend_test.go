@@ -66,6 +66,45 @@ func TestRedisThroughTheRunner(t *testing.T) {
 	}
 }
 
+// TestSuiteRunsBothBackends: one suite runs a Redis and an etcd lock on
+// the same scenarios, each Redis cell on a deployment of its own, and
+// skips, with a note, the cell whose fault the backend cannot take (etcd
+// has no asynchronous replication to cut).
+func TestSuiteRunsBothBackends(t *testing.T) {
+	redistest.Need(t)
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := cli.Run([]string{"suite", "--locks", "redis-setnx,queue", "--scenarios", "../../examples/redis-failover.yaml,../../examples/redis-failover-unreplicated.yaml",
+		"--quiet", "--out", out}, &stdout, &stderr)
+	if code != cli.ExitPass {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	runs, _ := filepath.Glob(filepath.Join(out, "suite-*", "suite.json"))
+	if len(runs) != 1 {
+		t.Fatalf("want one suite.json, got %v", runs)
+	}
+	var s report.Suite
+	readJSON(t, runs[0], &s)
+	got := map[string]string{}
+	for _, c := range s.Cells {
+		got[c.Lock+" × "+c.Scenario] = string(c.Checks[verdict.Exclusion].Verdict)
+	}
+	// The exit status says each cell met its scenario's expectation; the
+	// double grant is the unreplicated failover's.
+	want := map[string]string{"redis-setnx × redis-failover": "pass", "redis-setnx × redis-failover-unreplicated": "fail", "queue × redis-failover": "pass"}
+	if len(got) != len(want) {
+		t.Errorf("cells %v, want %v", got, want)
+	}
+	for cell, v := range want {
+		if got[cell] != v {
+			t.Errorf("%s: exclusion %q, want %s", cell, got[cell], v)
+		}
+	}
+	if !bytes.Contains(stderr.Bytes(), []byte("skipped queue × redis-failover-unreplicated")) || !bytes.Contains(stderr.Bytes(), []byte("no asynchronous replication link to cut")) {
+		t.Errorf("no note of the skipped etcd cell:\n%s", stderr.String())
+	}
+}
+
 func readJSON(t *testing.T, path string, v any) {
 	t.Helper()
 	b, err := os.ReadFile(path)
