@@ -7,6 +7,7 @@ import (
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/redis/redisbackend"
 	"github.com/lockbench/lockbench/redis/rediscluster"
+	"github.com/lockbench/lockbench/redis/redislocks"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/scenarios"
 )
@@ -32,9 +33,6 @@ const RedisFailoverMS = 6000
 // it through the runner as an etcd run is, and writes the run folder. The
 // deployment is closed on every path out.
 func runRedis(ctx context.Context, spec RunSpec) (res *Result, err error) {
-	if err := redisRefuses(spec.Scenario); err != nil {
-		return nil, err
-	}
 	opts := rediscluster.Options{DataParent: spec.Cluster.DataParent}
 	b, m, err := redisbackend.Start(ctx, spec.Lock, opts)
 	if err != nil {
@@ -54,6 +52,16 @@ func runRedis(ctx context.Context, spec RunSpec) (res *Result, err error) {
 		config: rundir.ClusterConfig{Members: m.Count(), Endpoints: m.Endpoints(), Kind: kind,
 			Version: redisbackend.Version(ctx, opts.RedisBin), ElectionMS: RedisFailoverMS},
 	})
+}
+
+// refused says why the deployment s's lock runs on cannot take the
+// faults of s's scenario, or nil: etcd's cluster of s's options (with
+// what the faults need of it, ClusterFor), or a Redis deployment.
+func (s RunSpec) refused() error {
+	if backendOf(s.Lock) == redislocks.Backend {
+		return redisRefuses(s.Scenario)
+	}
+	return refused(ClusterFor(s.Cluster, s.Scenario), s.Scenario)
 }
 
 // redisRefuses says why a Redis deployment cannot run sc's faults: those

@@ -92,7 +92,7 @@ func (s RunSpec) validate(refuse bool) error {
 		return err
 	}
 	if refuse {
-		if err := refused(ClusterFor(s.Cluster, s.Scenario), s.Scenario); err != nil {
+		if err := s.refused(); err != nil {
 			return err
 		}
 	}
