@@ -50,13 +50,14 @@ run-one: build
 # vet, then every test with the race detector (cluster tests included),
 # and the tests of docs/recipes (a module of its own: the Kubernetes API
 # types its test decodes the manifest with stay out of lockbench's build).
-# Four packages at a time (-p 4) on the 2-core machine: the cluster tests
-# wait on scenario clocks and failovers far more than they compute (the
-# race-enabled run used 42% of 2 cores at -p 2). With every runtime
-# installed: -p 2 9m55s, -p 4 6m42s, and make test itself 6m37s (2026-12-04;
-# docs/development.md).
+# Packages run two at a time (go test's default on 2 cores): 9m55s with
+# every runtime installed. Four at a time took 6m42s, 6m37s and 6m9s
+# (the race-enabled run used 42% of 2 cores at -p 2), but the third of
+# those runs failed TestManyLockNames: under that load the observer saw a
+# revoked holder's key go only after the holder had released, so the
+# revoke's overlap was not excused (2026-12-04; docs/development.md).
 test: vet
-	$(GO) test -race -count=1 -p 4 -timeout 20m ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
 	cd docs/recipes && $(GO) vet . && $(GO) test -count=1 .
 
 # Pure-logic tests only: no etcd cluster is started.
