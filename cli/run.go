@@ -133,8 +133,9 @@ func (o *runOptions) redisOnItsOwn() error {
 	if err != nil || st.Backend != redislocks.Backend {
 		return nil // unknown names are refused with the list of valid ones below
 	}
-	for _, f := range []string{"endpoints", "etcd-bin", "worker", "members", "tls", "peer-relays", "snapshot-count", "keepalive", "rpc-timeout", "shared-conns", "inject-delay"} {
-		if o.set[f] {
+	etcdFlags := append([]string{"endpoints", "worker", "worker-wait", "clock-skew", "keepalive", "rpc-timeout", "shared-conns", "inject-delay"}, extOnly...)
+	for _, f := range append(etcdFlags, embeddedOnly...) {
+		if o.set[f] && f != "data-dir" { // Redis's data folder goes there too
 			return badInputf("--%s: %s runs on a Redis deployment that lockbench starts for it (a primary, two replicas and three Sentinels; Redlock's five primaries), where --%s does not apply", f, o.lock, f)
 		}
 	}
@@ -242,15 +243,14 @@ func runRun(ctx context.Context, e *env, o *runOptions) error {
 		if spec.Cluster, err = o.cluster.withData(e, spec.Cluster); err != nil {
 			return err
 		}
-		system := fmt.Sprintf("%d-member etcd", spec.Cluster.Members)
+		name, system := etcdlocks.Backend, fmt.Sprintf("%d-member etcd", spec.Cluster.Members)
 		if st, _ := locks.Lookup(spec.Lock); st.Backend != etcdlocks.Backend {
-			system = st.Backend
+			name, system = st.Backend, st.Backend
 		}
 		fmt.Fprintf(info, "lockbench: %s × %s, %d clients, %s, seed %d, %s\n",
 			spec.Lock, sc.Name, sc.Clients, sc.Duration, spec.Seed, system)
-		backendName := strings.Fields(system)[len(strings.Fields(system))-1]
 		spec.Started = func(endpoints []string) {
-			fmt.Fprintf(info, "lockbench: %s up at %s; running\n", backendName, strings.Join(endpoints, ","))
+			fmt.Fprintf(info, "lockbench: %s up at %s; running\n", name, strings.Join(endpoints, ","))
 		}
 		res, err = harness.Run(ctx, spec)
 	}

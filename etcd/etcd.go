@@ -7,6 +7,7 @@
 package etcd
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strconv"
@@ -76,17 +77,10 @@ func (b Backend) Admin(_ context.Context, endpoints []string) (backend.Admin, er
 func (b Backend) client(endpoints []string, extra []grpc.DialOption) (*clientv3.Client, error) {
 	cc := b.ClientConfig
 	cc.Endpoints = endpoints
-	cc.DialTimeout = cmpOr(b.DialTimeout, DefaultDialTimeout)
+	cc.DialTimeout = cmp.Or(b.DialTimeout, DefaultDialTimeout)
 	cc.Logger = zap.NewNop()
 	cc.DialOptions = append(slices.Clip(cc.DialOptions), extra...)
 	return clientv3.New(cc)
-}
-
-func cmpOr(d, otherwise time.Duration) time.Duration {
-	if d == 0 {
-		return otherwise
-	}
-	return d
 }
 
 // leaseGrants is a dial option that tells onGrant the ID of every lease

@@ -64,14 +64,13 @@ func (s RunSpec) refused() error {
 	return refused(ClusterFor(s.Cluster, s.Scenario), s.Scenario)
 }
 
-// redisRefuses says why a Redis deployment cannot run sc's faults: those
-// that act on etcd's peer network or snapshots. What else it cannot do
-// (revoke a lease, compact) the runner refuses when the fault strikes, as
-// a fault that failed.
+// redisRefuses says why a Redis deployment cannot run sc's faults
+// (redisbackend.Refuses), as refused says it of etcd's cluster.
 func redisRefuses(sc scenarios.Scenario) error {
-	n := sc.Needs()
-	if n.PeerRelays || n.SnapshotCount {
-		return inputErr("scenario %s: its faults act on etcd's peer network or snapshots, which a Redis deployment has not", sc.Name)
+	for _, f := range sc.FaultKinds() {
+		if err := redisbackend.Refuses(f); err != nil {
+			return inputErr("scenario %s: %v", sc.Name, err)
+		}
 	}
 	return nil
 }

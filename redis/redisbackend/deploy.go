@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"regexp"
 
+	"github.com/lockbench/lockbench/chaos"
 	"github.com/lockbench/lockbench/redis/rediscluster"
 	"github.com/lockbench/lockbench/redis/redislocks"
 )
@@ -35,6 +36,17 @@ func Start(ctx context.Context, lock string, opts rediscluster.Options) (Backend
 		return Backend{}, Members{}, fmt.Errorf("start redis: %w", err)
 	}
 	return Backend{Deployment: dep, Sentinel: sentinel}, Members{dep}, nil
+}
+
+// Refuses says why a Redis deployment cannot take fault, or nil: one
+// that acts on etcd's peer network or snapshots. What else it cannot do
+// (partition a node, revoke a lease, compact) the runner refuses when the
+// fault strikes, as a fault that failed.
+func Refuses(fault chaos.Fault) error {
+	if n := fault.Needs(); n.PeerRelays || n.SnapshotCount {
+		return fmt.Errorf("fault %s acts on etcd's peer network or snapshots, which a Redis deployment has not", fault.Name())
+	}
+	return nil
 }
 
 // versionRE finds the release in `redis-server --version`.

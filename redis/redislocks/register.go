@@ -37,38 +37,28 @@ func (*Conn) Backend() string { return Backend }
 // Redis is installed here. Each renews its own key (OwnLease): no
 // keepalive policy applies.
 func init() {
+	register(SetNXName,
+		"SET key value NX PX ttl on the Sentinels' primary, a counter INCRed beside it for a token, compare-and-delete release, renewed every TTL/3",
+		"the Redis documentation's single-instance lock (docs/redis.md)", 1,
+		func(c *Conn, o Options) (locks.Locker, error) { return NewSetNX(c.Instances[0], o) })
+	register(RedlockName,
+		"Redlock: SET NX PX on a majority of independent primaries within the key's validity, renewed every TTL/3; no fencing token",
+		"the Redis documentation's distributed lock (docs/redis.md)", 3,
+		func(c *Conn, o Options) (locks.Locker, error) { return NewRedlock(c.Instances, o) })
+}
+
+// register registers a Redis strategy made by make over a Redis
+// connection to at least instances nodes.
+func register(name, description, origin string, instances int, make func(*Conn, Options) (locks.Locker, error)) {
 	locks.Register(locks.Strategy{
-		Name:        SetNXName,
-		Description: "SET key value NX PX ttl on the Sentinels' primary, a counter INCRed beside it for a token, compare-and-delete release, renewed every TTL/3",
-		Origin:      "the Redis documentation's single-instance lock (docs/redis.md)",
-		Backend:     Backend,
-		Hidden:      true,
-		OwnLease:    true,
-		Runtime:     redisInstalled,
-		Order:       verdict.NoOrder,
+		Name: name, Description: description, Origin: origin,
+		Backend: Backend, Hidden: true, OwnLease: true, Runtime: redisInstalled, Order: verdict.NoOrder,
 		New: func(_ context.Context, conn locks.Conn, opts locks.Options) (locks.Locker, error) {
-			c, err := redisConn(conn, 1)
+			c, err := redisConn(conn, instances)
 			if err != nil {
 				return nil, err
 			}
-			return NewSetNX(c.Instances[0], Options{Name: opts.Name, Prefix: opts.Prefix, TTL: opts.TTL})
-		},
-	})
-	locks.Register(locks.Strategy{
-		Name:        RedlockName,
-		Description: "Redlock: SET NX PX on a majority of independent primaries within the key's validity, renewed every TTL/3; no fencing token",
-		Origin:      "the Redis documentation's distributed lock (docs/redis.md)",
-		Backend:     Backend,
-		Hidden:      true,
-		OwnLease:    true,
-		Runtime:     redisInstalled,
-		Order:       verdict.NoOrder,
-		New: func(_ context.Context, conn locks.Conn, opts locks.Options) (locks.Locker, error) {
-			c, err := redisConn(conn, 3)
-			if err != nil {
-				return nil, err
-			}
-			return NewRedlock(c.Instances, Options{Name: opts.Name, Prefix: opts.Prefix, TTL: opts.TTL})
+			return make(c, Options{Name: opts.Name, Prefix: opts.Prefix, TTL: opts.TTL})
 		},
 	})
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/redis/redisbackend"
 	"github.com/lockbench/lockbench/redis/rediscluster"
 	"github.com/lockbench/lockbench/redis/redislocks"
 )
@@ -33,10 +34,6 @@ const (
 	SetNX   = redislocks.SetNXName
 	Redlock = redislocks.RedlockName
 )
-
-// RedlockInstances is how many independent primaries Redlock runs on, as
-// in the Redis documentation.
-const RedlockInstances = 5
 
 // Defaults of Spec: a batch job's lock, held 10 s under a 30 s key. The
 // hold is longer than a Sentinel failover (2–6 s here), so that the
@@ -135,10 +132,7 @@ func Run(ctx context.Context, spec Spec) (res *Result, err error) {
 		return nil, err
 	}
 	redislocks.QuietLogs()
-	copts := spec.Cluster
-	if spec.Lock == Redlock {
-		copts.Instances = RedlockInstances
-	}
+	copts, _ := redisbackend.Deployment(spec.Lock, spec.Cluster)
 	dep, err := rediscluster.Start(ctx, copts)
 	if err != nil {
 		return nil, fmt.Errorf("start redis: %w", err)
