@@ -9,7 +9,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # and installs them, then node-etcd3's npm package and bin/etcdctl).
 ADAPTER_DEPS := python3-etcd3 nodejs npm etcd-client etcd-server
 
-.PHONY: adapter-deps redis-deps build run run-one test test-short verify mutants bench regress regress-baseline baseline repro-etcd-20716 repro-etcd-11456 repro-election-split-brain repro-etcd-21128 repro-etcd-19597 measure-etcd-20273 repro-etcd-18082 measure-etcd-19597 vet fmt clean
+.PHONY: adapter-deps redis-deps zk-deps build run run-one test test-short verify mutants bench regress regress-baseline baseline repro-etcd-20716 repro-etcd-11456 repro-election-split-brain repro-etcd-21128 repro-etcd-19597 measure-etcd-20273 repro-etcd-18082 measure-etcd-19597 vet fmt clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/lockbench
@@ -27,6 +27,14 @@ adapter-deps:
 redis-deps:
 	@command -v redis-server >/dev/null && command -v redis-sentinel >/dev/null && echo "redis-server and redis-sentinel: installed" || \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-sentinel >/dev/null && echo "installed redis-server and redis-sentinel")
+
+# ZooKeeper for package zkcluster's tests (an ensemble of JVMs lockbench
+# starts itself) and the ZooKeeper locks' clients: the Debian packages, as
+# root (zookeeper brings OpenJDK; libcurator-recipes-java and python3-kazoo
+# are Curator's and kazoo's lock recipes); no service is started by lockbench.
+zk-deps:
+	@[ -f /usr/share/java/zookeeper.jar ] && [ -f /usr/share/java/curator-recipes.jar ] && /usr/bin/python3 -c 'import kazoo' 2>/dev/null && echo "zookeeper, curator and kazoo: installed" || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zookeeper libcurator-recipes-java python3-kazoo >/dev/null && echo "installed zookeeper, libcurator-recipes-java and python3-kazoo")
 
 # The main job: the default suite (every strategy × every built-in scenario,
 # seed 1) on embedded 3-member etcd clusters, SUITE_PARALLEL cells at a

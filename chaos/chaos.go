@@ -75,6 +75,11 @@ type Needs struct {
 	// replicas asynchronously, through links lockbench can cut (Redis);
 	// etcd commits only what a majority has, and refuses the fault.
 	AsyncReplication bool
+	// OperatorAPI: an operator's call through the store's API — revoke a
+	// client's lease, compact, defragment, hand the leadership over,
+	// replace a member — which etcd has; a backend whose Admin offers
+	// none of it (ZooKeeper, Redis) refuses the fault.
+	OperatorAPI bool
 	// Arg names the step field that sets the fault's parameter (ArgDelay),
 	// "" when the fault takes none.
 	Arg string

@@ -26,7 +26,7 @@ func init() {
 	register(spec{"delay-client", ClientTarget, Needs{ClientProxy: true, Arg: ArgDelay}, CostSlowdown}, delayClient)
 	register(spec{"delay-answers", ClientTarget, Needs{ClientProxy: true, Arg: ArgDelay}, CostSlowdown}, delayAnswers)
 	register(spec{"cancel-waiters", NoTarget, Needs{}, CostCancelledWaits}, cancelWaiters)
-	register(spec{"revoke-lease", ClientTarget, Needs{}, CostRevoke}, revokeLease)
+	register(spec{"revoke-lease", ClientTarget, Needs{OperatorAPI: true}, CostRevoke}, revokeLease)
 	// A member fault of a replicated deployment: the failover it sets up
 	// is the cost.
 	register(spec{"cut-replication", NoTarget, Needs{Members: true, AsyncReplication: true}, CostElection}, cutReplication)

@@ -12,9 +12,8 @@ import (
 // fault costs: an election, when the target leads, or a leader that
 // answers late.
 func init() {
-	member := Needs{Members: true}
 	relays := Needs{Members: true, PeerRelays: true}
-	register(spec{"replace-member", MemberTarget, member, CostElection}, replaceMember)
+	register(spec{"replace-member", MemberTarget, Needs{Members: true, OperatorAPI: true}, CostElection}, replaceMember)
 	register(spec{"delay-peers", MemberTarget, Needs{Members: true, PeerRelays: true, Arg: ArgDelay}, CostElection}, delayPeers)
 	register(spec{"drop-peers", MemberTarget, relays, CostElection}, dropPeers)
 	register(spec{"snapshot-catchup", MemberTarget, Needs{Members: true, SnapshotCount: true}, CostElection}, snapshotCatchUp)

@@ -14,14 +14,14 @@ import (
 // started: compacting or defragmenting someone else's cluster is not a
 // test's to do.
 func init() {
-	member := Needs{Members: true}
-	register(spec{"compact", NoTarget, member, CostWatchRestart}, compact)
-	register(spec{"compact-loop", NoTarget, Needs{Members: true, Arg: ArgEvery}, CostWatchRestart}, compactLoop)
+	operator := Needs{Members: true, OperatorAPI: true}
+	register(spec{"compact", NoTarget, operator, CostWatchRestart}, compact)
+	register(spec{"compact-loop", NoTarget, Needs{Members: true, OperatorAPI: true, Arg: ArgEvery}, CostWatchRestart}, compactLoop)
 	// A defrag stops the member's reads and writes while it copies the
 	// database: to its clients, like a member that does not answer.
-	register(spec{"defrag", MemberTarget, member, CostElection}, defrag)
-	register(spec{"defrag-all", NoTarget, member, CostElection}, defragAll)
-	register(spec{"move-leader", MemberTarget, member, CostElection}, moveLeader)
+	register(spec{"defrag", MemberTarget, operator, CostElection}, defrag)
+	register(spec{"defrag-all", NoTarget, operator, CostElection}, defragAll)
+	register(spec{"move-leader", MemberTarget, operator, CostElection}, moveLeader)
 }
 
 // compact compacts the history to the current revision, physically: the

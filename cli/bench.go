@@ -146,9 +146,6 @@ func (o *benchOptions) check() error {
 	if err != nil {
 		return err
 	}
-	if err := etcdOnly("locks", lockNames...); err != nil {
-		return err
-	}
 	kas, err := o.client.keepAlives(false)
 	if err != nil {
 		return err

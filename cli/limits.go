@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/internal/owned"
 	"github.com/lockbench/lockbench/redis/rediscluster"
+	"github.com/lockbench/lockbench/zookeeper/zkcluster"
 )
 
 // The CLI's side of a run's resource limits and clean-up: what the harness
@@ -79,7 +81,8 @@ func removeStale(parent string, report func(cluster.Stale)) {
 		}
 		stale, _ := cluster.RemoveStale(dir)
 		redis, _ := rediscluster.RemoveStale(dir)
-		for _, s := range append(stale, redis...) {
+		zk, _ := zkcluster.RemoveStale(dir)
+		for _, s := range slices.Concat(stale, redis, zk) {
 			report(s)
 		}
 		// Emptied (or left empty) by a dead process of a lockbench that

@@ -11,11 +11,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/redis/rediscluster"
-	"github.com/lockbench/lockbench/redis/redislocks"
 	"github.com/lockbench/lockbench/redis/redisrun"
 	"github.com/lockbench/lockbench/verdict"
 )
@@ -143,22 +141,6 @@ func (o redisOptions) spec() (harness.RedisSpec, error) {
 		return spec, err
 	}
 	return spec, nil
-}
-
-// etcdOnly refuses a strategy of another backend named to a command that
-// drives etcd locks only (bench), pointing at those that run it.
-func etcdOnly(flag string, names ...string) error {
-	for _, n := range names {
-		st, err := locks.Lookup(n)
-		if err != nil || st.Backend == etcdlocks.Backend {
-			continue // an unknown name is refused where it is looked up
-		}
-		if st.Backend == redislocks.Backend {
-			return badInputf("--%s %s: a Redis strategy, which run and suite run (lockbench run --lock %s --scenario S), as does lockbench redis; this command runs etcd locks: %s", flag, n, n, strings.Join(locks.Names(), ", "))
-		}
-		return badInputf("--%s %s: a strategy on %s, which this command cannot run; it runs etcd locks: %s", flag, n, st.Backend, strings.Join(locks.Names(), ", "))
-	}
-	return nil
 }
 
 // runRedis runs the study and prints its table.

@@ -337,7 +337,7 @@ func TestReportSuiteAnyReasons(t *testing.T) {
 	if code == ExitUsage || code == ExitHarness {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
-	reason := sc.AnyReason("queue-naive", "", verdict.Exclusion)
+	reason := sc.AnyReason(verdict.Subject{Lock: "queue-naive"}, verdict.Exclusion)
 	if len(reason) < 20 {
 		t.Fatalf("contention gives queue-naive no reason for exclusion: any (%q)", reason)
 	}
@@ -354,7 +354,7 @@ func TestReportSuiteAnyReasons(t *testing.T) {
 // it judges (not the "any" ones).
 func suiteExpectations(sc scenarios.Scenario, lock string) map[string]string {
 	out := map[string]string{}
-	for k, v := range sc.Expect.For(lock, "auto") {
+	for k, v := range sc.Expect.For(verdict.Subject{Lock: lock, KeepAlive: "auto"}) {
 		if v != "any" {
 			out[k] = string(v)
 		}

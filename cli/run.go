@@ -11,7 +11,6 @@ import (
 	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
-	"github.com/lockbench/lockbench/redis/redislocks"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/runner"
@@ -77,7 +76,7 @@ func (o *runOptions) check() error {
 		return err
 	}
 	o.external = ext
-	if err := o.redisOnItsOwn(); err != nil {
+	if err := o.ownDeployment(); err != nil {
 		return err
 	}
 	sc, err := o.scenarioSpec()
@@ -126,17 +125,18 @@ func (o *runOptions) check() error {
 	return checkOutputs(o.out, o.benchOut)
 }
 
-// redisOnItsOwn refuses, for a Redis strategy, the flags that choose an
-// etcd cluster: it runs on a Redis deployment lockbench starts for it.
-func (o *runOptions) redisOnItsOwn() error {
-	st, err := locks.Lookup(o.lock)
-	if err != nil || st.Backend != redislocks.Backend {
-		return nil // unknown names are refused with the list of valid ones below
+// ownDeployment refuses, for a strategy of a backend other than etcd,
+// the flags that choose or shape an etcd cluster: it runs on a deployment
+// of its backend that lockbench starts for it.
+func (o *runOptions) ownDeployment() error {
+	name, own := harness.OwnDeployment(o.lock)
+	if !own {
+		return nil // etcd's, or an unknown name, refused with the list of valid ones below
 	}
 	etcdFlags := append([]string{"endpoints", "worker", "worker-wait", "clock-skew", "keepalive", "rpc-timeout", "shared-conns", "inject-delay"}, extOnly...)
 	for _, f := range append(etcdFlags, embeddedOnly...) {
-		if o.set[f] && f != "data-dir" { // Redis's data folder goes there too
-			return badInputf("--%s: %s runs on a Redis deployment that lockbench starts for it (a primary, two replicas and three Sentinels; Redlock's five primaries), where --%s does not apply", f, o.lock, f)
+		if o.set[f] && f != "data-dir" { // the deployment's data folder goes there too
+			return badInputf("--%s: %s runs on a %s deployment that lockbench starts for it (docs/backends.md), where --%s does not apply", f, o.lock, name, f)
 		}
 	}
 	return nil

@@ -3,14 +3,34 @@ package harness
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
+	"github.com/lockbench/lockbench/backend"
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/redis/redisbackend"
-	"github.com/lockbench/lockbench/redis/rediscluster"
-	"github.com/lockbench/lockbench/redis/redislocks"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/scenarios"
+	"github.com/lockbench/lockbench/zookeeper/zkbackend"
 )
+
+// deployers are the backends other than etcd, each starting a deployment
+// of its own for every run of one of its strategies. A new backend adds
+// its line here.
+var deployers = []backend.Deployer{redisbackend.Deployer{}, zkbackend.Deployer{}}
+
+// checkBackend fails for a name that is no backend's.
+func checkBackend(name string) error {
+	valid := []string{etcdlocks.Backend}
+	for _, d := range deployers {
+		valid = append(valid, d.Name())
+	}
+	if !slices.Contains(valid, name) {
+		return fmt.Errorf("unknown backend %q: valid backends are %s", name, strings.Join(valid, ", "))
+	}
+	return nil
+}
 
 // backendOf is the backend lock runs on (locks.Strategy.Backend), ""
 // for an unknown lock.
@@ -22,53 +42,75 @@ func backendOf(lock string) string {
 	return st.Backend
 }
 
-// RedisFailoverMS is what a Redis run's config.json records as the
-// deployment's election time, which the liveness check allows after a
-// member fault: the Sentinels' down-after plus their failover, 2–6 s here
-// (docs/redis.md).
-const RedisFailoverMS = 6000
+// deployerOf is the Deployer of lock's backend, nil for etcd's (or an
+// unknown lock's): those run on the cluster RunSpec.Cluster describes.
+func deployerOf(lock string) backend.Deployer {
+	name := backendOf(lock)
+	for _, d := range deployers {
+		if d.Name() == name {
+			return d
+		}
+	}
+	return nil
+}
 
-// runRedis starts the Redis deployment spec.Lock runs on (a primary, two
-// replicas and three Sentinels; Redlock's five primaries), runs spec on
-// it through the runner as an etcd run is, and writes the run folder. The
-// deployment is closed on every path out.
-func runRedis(ctx context.Context, spec RunSpec) (res *Result, err error) {
-	opts := rediscluster.Options{DataParent: spec.Cluster.DataParent}
-	b, m, err := redisbackend.Start(ctx, spec.Lock, opts)
+// OwnDeployment says whether lock runs on a deployment of its own
+// backend that lockbench starts for each run, where the flags that choose
+// or shape an etcd cluster do not apply, and names that backend.
+func OwnDeployment(lock string) (backendName string, own bool) {
+	if d := deployerOf(lock); d != nil {
+		return d.Name(), true
+	}
+	return "", false
+}
+
+// runDeployed starts the deployment spec.Lock runs on (d's), runs spec
+// on it through the runner as an etcd run is, and writes the run folder.
+// The deployment is closed on every path out.
+func runDeployed(ctx context.Context, d backend.Deployer, spec RunSpec) (res *Result, err error) {
+	dep, err := d.Deploy(ctx, spec.Lock, backend.DeployOptions{DataParent: spec.Cluster.DataParent})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("start %s: %w", d.Name(), err)
 	}
 	defer func() {
-		if cerr := m.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("close redis: %w", cerr)
+		if cerr := dep.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close %s: %w", d.Name(), cerr)
 		}
 	}()
-	kind := "redis-sentinel"
-	if !b.Sentinel {
-		kind = "redis-instances"
-	}
+	m := dep.Members
 	return runTarget(ctx, spec, target{
-		endpoints: m.Endpoints(), backend: b, members: m,
-		config: rundir.ClusterConfig{Members: m.Count(), Endpoints: m.Endpoints(), Kind: kind,
-			Version: redisbackend.Version(ctx, opts.RedisBin), ElectionMS: RedisFailoverMS},
+		endpoints: m.Endpoints(), backend: dep.Backend, members: m,
+		config: rundir.ClusterConfig{Members: m.Count(), Endpoints: m.Endpoints(), Kind: dep.Kind,
+			Version: dep.Version, ElectionMS: dep.Failover.Milliseconds()},
 	})
 }
 
 // refused says why the deployment s's lock runs on cannot take the
 // faults of s's scenario, or nil: etcd's cluster of s's options (with
-// what the faults need of it, ClusterFor), or a Redis deployment.
+// what the faults need of it, ClusterFor), or another backend's.
 func (s RunSpec) refused() error {
-	if backendOf(s.Lock) == redislocks.Backend {
-		return redisRefuses(s.Scenario)
+	if err := notFor(s.Lock, s.Scenario); err != nil {
+		return err
+	}
+	if d := deployerOf(s.Lock); d != nil {
+		return deployerRefuses(d, s.Scenario)
 	}
 	return refused(ClusterFor(s.Cluster, s.Scenario), s.Scenario)
 }
 
-// redisRefuses says why a Redis deployment cannot run sc's faults
-// (redisbackend.Refuses), as refused says it of etcd's cluster.
-func redisRefuses(sc scenarios.Scenario) error {
+// notFor says why sc is not for lock's backend (scenarios.Scenario.Backends), or nil.
+func notFor(lock string, sc scenarios.Scenario) error {
+	if b := backendOf(lock); !sc.For(b) {
+		return inputErr("scenario %s is for %s only, and %s runs on %s", sc.Name, strings.Join(sc.Backends, ", "), lock, b)
+	}
+	return nil
+}
+
+// deployerRefuses says why d's deployment cannot run sc's faults, as
+// refused says it of etcd's cluster.
+func deployerRefuses(d backend.Deployer, sc scenarios.Scenario) error {
 	for _, f := range sc.FaultKinds() {
-		if err := redisbackend.Refuses(f); err != nil {
+		if err := d.Refuses(f); err != nil {
 			return inputErr("scenario %s: %v", sc.Name, err)
 		}
 	}

@@ -20,7 +20,6 @@ import (
 	"github.com/lockbench/lockbench/etcd/cluster"
 	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/locks"
-	"github.com/lockbench/lockbench/redis/redislocks"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/runner"
@@ -115,10 +114,11 @@ func (s RunSpec) validate(refuse bool) error {
 }
 
 // registryNames are the names a scenario's expectations may use: the
-// registered strategies and the keepalive policies.
+// registered strategies, the keepalive policies and the backends.
 var registryNames = verdict.Names{
 	Lock:      func(l string) error { _, err := locks.Lookup(l); return err },
 	KeepAlive: func(k string) error { _, err := etcdlocks.ParseKeepAlive(k); return err },
+	Backend:   checkBackend,
 }
 
 // Result is a finished run: where its folder is and what it found, for
@@ -137,8 +137,8 @@ func Run(ctx context.Context, spec RunSpec) (res *Result, err error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	if backendOf(spec.Lock) == redislocks.Backend {
-		return runRedis(ctx, spec)
+	if d := deployerOf(spec.Lock); d != nil {
+		return runDeployed(ctx, d, spec)
 	}
 	members := spec.Cluster.Members
 	if members == 0 {
@@ -201,7 +201,7 @@ type target struct {
 	dial      time.Duration        // 0: the runner's default
 	config    rundir.ClusterConfig // what config.json records; its election_ms sets the liveness bound
 	// backend and members, when set, are another backend than etcd and
-	// its deployment (runRedis); unset, the run is on etcd, on cluster.
+	// its deployment (runDeployed); unset, the run is on etcd, on cluster.
 	backend backend.Backend
 	members backend.Members
 }

@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"github.com/lockbench/lockbench/etcd/cluster"
-	"github.com/lockbench/lockbench/redis/redislocks"
 )
 
 // runBinary runs binary b's cells, SuiteSpec.Parallel at a time, each
@@ -196,8 +195,8 @@ const freshClusterWhy = "etcd holds its log for 30 s after it sends a snapshot (
 // cluster start that ctx cut short.
 func (w *suiteWorker) run(ctx context.Context, b suiteBin, spec RunSpec) (*Result, error) {
 	r := w.r
-	if backendOf(spec.Lock) == redislocks.Backend {
-		return runRedis(ctx, spec) // a deployment of its own, every cell
+	if d := deployerOf(spec.Lock); d != nil {
+		return runDeployed(ctx, d, spec) // a deployment of its own, every cell
 	}
 	if r.spec.External != nil {
 		return RunExternal(ctx, *r.spec.External, spec)

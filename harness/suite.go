@@ -18,7 +18,6 @@ import (
 	"github.com/lockbench/lockbench/etcd/cluster"
 	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/locks"
-	"github.com/lockbench/lockbench/redis/redislocks"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/scenarios"
@@ -352,12 +351,17 @@ type suiteJob struct {
 	run  suiteCell
 }
 
-// jobs are binary b's runs in the shard, in matrix order.
+// jobs are binary b's runs in the shard, in matrix order: a scenario
+// for some backends only (scenarios.Scenario.Backends) has no cell of
+// another's strategies.
 func (r *suiteRun) jobs(b suiteBin) []suiteJob {
 	var out []suiteJob
 	for _, sc := range r.spec.Scenarios {
 		sc = r.spec.capped(sc)
 		for _, lock := range r.spec.Locks {
+			if !sc.For(backendOf(lock)) {
+				continue
+			}
 			for run := range r.spec.cells(lock) {
 				key := report.Summary{Run: rundir.Run{Lock: lock, KeepAlive: string(etcdlocks.EffectiveKeepAlive(lock, run.keepAlive)), Etcd: b.etcd, EtcdVersion: b.version}, Scenario: sc.Name}.Key()
 				if r.keys == nil || r.keys[key] {
@@ -417,11 +421,12 @@ type cellOutcome struct {
 
 // refused says why the suite's cluster for binary b, with what sc's
 // faults need of it (ClusterFor), cannot run sc's faults, or nil: an
-// external cluster takes no member fault. A Redis lock's cell runs on a
-// deployment of its own (runRedis), which says what it refuses.
+// external cluster takes no member fault. Another backend's lock's cell
+// runs on a deployment of its own (runDeployed), which says what it
+// refuses.
 func (r *suiteRun) refused(b suiteBin, lock string, sc scenarios.Scenario) error {
-	if backendOf(lock) == redislocks.Backend {
-		return redisRefuses(sc)
+	if d := deployerOf(lock); d != nil {
+		return deployerRefuses(d, sc)
 	}
 	if r.spec.External != nil && sc.Needs().Members {
 		return fmt.Errorf("scenario %s injects member faults (crash, partition, the peer faults), which an external cluster cannot take", sc.Name)
@@ -515,10 +520,19 @@ func checkLockService(ctx context.Context, c cluster.Members, lock string) (foun
 // checks either leaves unjudged ("any").
 func ExpectationsFor(sc scenarios.Scenario, lock, keepalive string) map[string]verdict.Verdict {
 	st, _ := locks.Lookup(lock)
-	out := sc.Expect.For(lock, string(etcdlocks.EffectiveKeepAlive(lock, etcdlocks.KeepAlive(keepalive))))
+	out := sc.Expect.For(subject(lock, keepalive))
 	maps.Copy(out, st.Expect[sc.Name])
 	maps.DeleteFunc(out, func(_ string, v verdict.Verdict) bool { return v == verdict.Any })
 	return out
+}
+
+// subject is what lock's expectations are chosen by under keepalive: the
+// policy it really runs under (etcdlocks.EffectiveKeepAlive: a strategy
+// that keeps its own lease is never judged by a policy's expectations)
+// and its backend.
+func subject(lock, keepalive string) verdict.Subject {
+	return verdict.Subject{Lock: lock, Backend: backendOf(lock),
+		KeepAlive: string(etcdlocks.EffectiveKeepAlive(lock, etcdlocks.KeepAlive(keepalive)))}
 }
 
 // anyReasons is, for each check expect does not judge, why the scenario
@@ -526,12 +540,12 @@ func ExpectationsFor(sc scenarios.Scenario, lock, keepalive string) map[string]v
 // it gives no reason.
 func anyReasons(sc scenarios.Scenario, lock, keepalive string, expect map[string]verdict.Verdict) map[string]string {
 	var out map[string]string
-	ka := string(etcdlocks.EffectiveKeepAlive(lock, etcdlocks.KeepAlive(keepalive)))
+	sub := subject(lock, keepalive)
 	for _, name := range verdict.CheckNames {
 		if _, judged := expect[name]; judged {
 			continue
 		}
-		if why := sc.AnyReason(lock, ka, name); why != "" {
+		if why := sc.AnyReason(sub, name); why != "" {
 			if out == nil {
 				out = map[string]string{}
 			}

@@ -224,6 +224,11 @@ func (c *client) currentGen() int {
 func (c *client) emit(gen int, e history.Event) int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.emitLocked(gen, e)
+}
+
+// emitLocked is emit with c.mu held.
+func (c *client) emitLocked(gen int, e history.Event) int64 {
 	if c.faults.crashed || gen != c.worker.gen {
 		return -1
 	}
@@ -372,8 +377,7 @@ func (c *client) loop(ctx context.Context, gen int, conn backend.Connection, loc
 		if d, gone := c.r.held.add(g, t); gone {
 			c.r.recordDeletion(ctx, g, history.KeyDeletion{Revision: d.rev, BeforeGrant: true})
 		}
-		if c.criticalSection(gen, conn, g, w) {
-			c.r.held.done(g)
+		if c.criticalSection(gen, conn, g, w) { // its lease-lost ended the hold
 			if w.ReleaseLost {
 				// A client that learns late still calls Unlock on the grant
 				// it lost: it must not remove its successor's lock.

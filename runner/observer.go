@@ -11,12 +11,18 @@ import (
 	"github.com/lockbench/lockbench/locks"
 )
 
-// heldGrants are the grants clients hold and have not begun to release,
-// by key: the keys whose deletion the observer must explain. A key may
-// have more than one (a buggy strategy may grant one key twice).
+// heldGrants are the grants clients hold and whose hold has not ended (a
+// release's invoke, a lease-lost, a crash), by key: the keys whose
+// deletion the observer must explain. A key may have more than one (a
+// buggy strategy may grant one key twice).
 type heldGrants struct {
 	mu    sync.Mutex
 	byKey map[string][]*locks.Grant
+	// pending are the held grants whose key a revoke-lease fault is
+	// deleting (expect), each with a channel closed once the observer has
+	// recorded that delete, or the revoke failed (settle): their hold's
+	// end waits for it (client.endHold).
+	pending map[*locks.Grant]chan struct{}
 	// gone remembers the latest deletes of keys that no held grant had (a
 	// release's, a cancelled waiter's, a waiter's whose lease ended), at
 	// most maxGone of them, oldest first in goneOrder: a grant added after
@@ -68,6 +74,7 @@ func (h *heldGrants) remember(key string, d seenDelete) {
 	}
 }
 
+// done forgets g: its hold has ended.
 func (h *heldGrants) done(g *locks.Grant) {
 	if g == nil {
 		return
@@ -75,6 +82,46 @@ func (h *heldGrants) done(g *locks.Grant) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.keep(g.Key, slices.DeleteFunc(h.byKey[g.Key], func(x *locks.Grant) bool { return x == g }))
+	h.settleLocked(g)
+}
+
+// expect notes that a revoke is about to delete held grant g's key: its
+// hold's end is to wait until the observer has recorded the delete
+// (pendingDelete). A grant no longer held (its delete already taken, its
+// hold ended) has nothing to wait for.
+func (h *heldGrants) expect(g *locks.Grant) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !slices.Contains(h.byKey[g.Key], g) || h.pending[g] != nil {
+		return
+	}
+	if h.pending == nil {
+		h.pending = map[*locks.Grant]chan struct{}{}
+	}
+	h.pending[g] = make(chan struct{})
+}
+
+// pendingDelete is the channel that closes once g's expected delete has
+// been recorded (or will not be); nil when none is expected.
+func (h *heldGrants) pendingDelete(g *locks.Grant) <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.pending[g]
+}
+
+// settle ends the wait for g's expected delete: the observer recorded it,
+// or the revoke failed, or the wait gave up.
+func (h *heldGrants) settle(g *locks.Grant) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.settleLocked(g)
+}
+
+func (h *heldGrants) settleLocked(g *locks.Grant) {
+	if ch, ok := h.pending[g]; ok {
+		close(ch)
+		delete(h.pending, g)
+	}
 }
 
 // keep sets key's held grants to gs (none: forgets the key); h.mu held.
@@ -119,11 +166,18 @@ func (h *heldGrants) takeDeleted(key string, rev, at int64) []*locks.Grant {
 // every grant of a key it had already seen deleted. It returns when ctx
 // ends.
 //
+// The checker reads a key-deleted event only within the hold it ends
+// (docs/design.md §4), and the next holder's own watch may see a revoke's
+// delete, and its grant be recorded, before this watch does: so a hold
+// whose key a revoke is deleting ends only once its event is recorded
+// (heldGrants.expect, client.endHold), then settled here.
+//
 // The backend opens a broken watch again where it broke.
 func (r *runner) observe(ctx context.Context, from int64) {
 	r.obs.WatchDeletes(ctx, r.cfg.Prefix, from, func(key string, rev int64) {
 		for _, g := range r.held.takeDeleted(key, rev, r.rec.Now()) {
 			r.recordDeletion(ctx, g, history.KeyDeletion{Revision: rev})
+			r.held.settle(g)
 		}
 		r.waiterLost(ctx, key, rev)
 	})

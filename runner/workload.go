@@ -37,12 +37,12 @@ func (c *client) criticalSection(gen int, conn backend.Connection, g *locks.Gran
 	return c.leaseLost(gen, g)
 }
 
-// leaseLost records the loss of g's lease if it has been reported, and
-// says whether it has.
+// leaseLost records the loss of g's lease if it has been reported (the end
+// of g's hold: endHold), and says whether it has.
 func (c *client) leaseLost(gen int, g *locks.Grant) bool {
 	select {
 	case <-g.Lost:
-		c.emit(gen, history.Event{Type: history.OK, F: history.FLeaseLost, Token: g.Token})
+		c.endHold(gen, g, history.Event{Type: history.OK, F: history.FLeaseLost, Token: g.Token})
 		return true
 	default:
 		return false
@@ -138,8 +138,7 @@ func (c *client) writeCounter(gen int, conn backend.Connection, g *locks.Grant, 
 // release unlocks g, recording the release; a failed release ends
 // unknown (info): the key may still go with its lease.
 func (c *client) release(gen int, locker locks.Locker, g *locks.Grant) {
-	c.r.held.done(g)
-	c.emit(gen, history.Event{Type: history.Invoke, F: history.FRelease, Token: g.Token})
+	c.endHold(gen, g, history.Event{Type: history.Invoke, F: history.FRelease, Token: g.Token})
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	if err := locker.Unlock(ctx, g); err != nil {
@@ -147,4 +146,44 @@ func (c *client) release(gen int, locker locks.Locker, g *locks.Grant) {
 		return
 	}
 	c.emit(gen, history.Event{Type: history.OK, F: history.FRelease, Token: g.Token})
+}
+
+// observeWait bounds how long a hold's end waits for the observer to
+// record a revoke's delete of its key: the delete comes within moments
+// unless the observer's watch is broken for good (compacted past).
+const observeWait = opTimeout
+
+// endHold records e, the end of g's hold (its release's invoke, its
+// lease-lost), and forgets g in the observer's held grants. While a
+// revoke-lease fault is deleting g's key (its revoke in flight, or done
+// and its delete not yet through the observer's watch) it first waits,
+// up to observeWait, until the observer has recorded that delete: the
+// checker reads a key-deleted event only within the hold it ends
+// (docs/design.md §4), and the next holder, let in by that delete through
+// its own watch, may be granted before the observer sees it. A revoke
+// marks g under c.mu (runner.RevokeLease), so none slips in between the
+// look and the record.
+func (c *client) endHold(gen int, g *locks.Grant, e history.Event) int64 {
+	var giveUp <-chan time.Time
+	for {
+		c.mu.Lock()
+		pending := c.r.held.pendingDelete(g)
+		if pending == nil {
+			c.r.held.done(g)
+			t := c.emitLocked(gen, e)
+			c.mu.Unlock()
+			return t
+		}
+		c.mu.Unlock()
+		if giveUp == nil {
+			t := time.NewTimer(observeWait)
+			defer t.Stop()
+			giveUp = t.C
+		}
+		select {
+		case <-pending:
+		case <-giveUp:
+			c.r.held.settle(g)
+		}
+	}
 }

@@ -164,25 +164,35 @@ func (r *runner) DelayClient(i int, d time.Duration) error { return r.client(i).
 func (r *runner) DelayAnswers(i int, d time.Duration) error { return r.client(i).delay(d, false) }
 
 func (r *runner) RevokeLease(ctx context.Context, i int) error {
+	revoker, canRevoke := r.admin.(backend.LeaseRevoker)
 	c := r.client(i)
 	c.mu.Lock()
-	lease, state := c.queue.lastLease, c.queue.state
-	if c.queue.grant != nil {
-		lease = c.queue.grant.Lease
+	lease, state, g := c.queue.lastLease, c.queue.state, c.queue.grant
+	if g != nil {
+		lease = g.Lease
 	} else if id := c.waiterLease(); state == waiting && id != 0 {
 		// A waiter's key is under its current lease: with several names
 		// and a lease per Locker, not its last grant's (another name's).
 		lease = id
 	}
+	target := lease != 0 && (state == holding || state == waiting)
+	if target && canRevoke && g != nil && r.obs != nil {
+		// The revoke deletes the holder's key: its hold ends only once the
+		// observer has recorded that (client.endHold). Marked under c.mu,
+		// which the hold's end holds as it looks and records.
+		r.held.expect(g)
+	}
 	c.mu.Unlock()
-	if lease == 0 || state != holding && state != waiting {
+	if !target {
 		return fmt.Errorf("client %d holds no grant, nor waits on the lease of an earlier one, whose lease to revoke", i)
 	}
-	revoker, ok := r.admin.(backend.LeaseRevoker)
-	if !ok {
+	if !canRevoke {
 		return fmt.Errorf("revoke lease of client %d: the %s backend revokes no lease", i, r.cfg.Backend.Name())
 	}
 	if err := revoker.RevokeLease(ctx, lease); err != nil {
+		if g != nil {
+			r.held.settle(g) // no delete known to be coming
+		}
 		return fmt.Errorf("revoke lease of client %d: %w", i, err)
 	}
 	return nil

@@ -170,8 +170,13 @@ type Scenario struct {
 	Workload Workload `json:"workload" yaml:"workload"`
 	Steps    []Step   `json:"steps,omitempty" yaml:"steps"`
 	// Nemesis is a random mix of faults drawn from the seed (nemesis.go).
-	Nemesis *Nemesis             `json:"nemesis,omitempty" yaml:"nemesis"`
-	Expect  verdict.Expectations `json:"expect,omitempty" yaml:"expect"`
+	Nemesis *Nemesis `json:"nemesis,omitempty" yaml:"nemesis"`
+	// Backends, when set, are the only backends the scenario is for (a
+	// fault or a claim that means nothing elsewhere); a suite skips its
+	// cells of other backends' strategies, with a note, and run refuses
+	// them. Unset, it is for every backend that can take its faults.
+	Backends []string             `json:"backends,omitempty" yaml:"backends"`
+	Expect   verdict.Expectations `json:"expect,omitempty" yaml:"expect"`
 	// Source is the file the scenario came from ("builtin:NAME" for ours).
 	Source string `json:"source,omitempty" yaml:"-"`
 
@@ -247,14 +252,24 @@ func (s *Scenario) Validate() error {
 		return err
 	}
 	anyName := func(string) error { return nil }
-	return s.CheckNames(verdict.Names{Lock: anyName, KeepAlive: anyName})
+	return s.CheckNames(verdict.Names{Lock: anyName, KeepAlive: anyName, Backend: anyName})
 }
 
 // CheckNames reports the first key of Expect that names no strategy or
 // keepalive policy names knows, with its line, or an unknown check or
 // verdict.
 func (s Scenario) CheckNames(names verdict.Names) error {
+	for _, b := range s.Backends {
+		if err := names.Backend(b); err != nil {
+			return fmt.Errorf("%s: backends: %w", s.where(0), err)
+		}
+	}
 	return s.Expect.Validate(func(key string) string { return s.where(s.expectLines[key]) }, names)
+}
+
+// For says whether the scenario is for backend (Backends).
+func (s Scenario) For(backend string) bool {
+	return len(s.Backends) == 0 || slices.Contains(s.Backends, backend)
 }
 
 // keyNodes returns the key nodes of the top-level mapping field in a
@@ -290,22 +305,17 @@ func commentText(c string) string {
 	return strings.Join(words, " ")
 }
 
-// AnyReason is why the scenario does not judge check for lock under
-// keepalive: the comment above the entry of Expect that decides it (the
-// strategy's over the policy's over default's, as Expectations.For reads
-// them) when that entry says "any"; "" when it says something else, when
-// no entry names the check, or when the entry has no comment. The suite
-// table shows it, so that "any" says why.
-func (s Scenario) AnyReason(lock, keepalive, check string) string {
-	for _, key := range []string{lock, verdict.KeepAlivePrefix + keepalive, verdict.DefaultKey} {
-		if v, ok := s.Expect[key][check]; ok {
-			if v != verdict.Any {
-				return ""
-			}
-			return s.expectWhy[key]
-		}
+// AnyReason is why the scenario does not judge check for sub: the
+// comment above the entry of Expect that decides it
+// (Expectations.Decider) when that entry says "any"; "" when it says
+// something else, when no entry names the check, or when the entry has
+// no comment. The suite table shows it, so that "any" says why.
+func (s Scenario) AnyReason(sub verdict.Subject, check string) string {
+	key := s.Expect.Decider(sub, check)
+	if key == "" || s.Expect[key][check] != verdict.Any {
+		return ""
 	}
-	return ""
+	return s.expectWhy[key]
 }
 
 // parseSteps parses the steps into faults and targets.
@@ -424,6 +434,8 @@ func (s Scenario) Needs() chaos.Needs {
 		n.MemberProcesses = n.MemberProcesses || f.MemberProcesses
 		n.PeerRelays = n.PeerRelays || f.PeerRelays
 		n.SnapshotCount = n.SnapshotCount || f.SnapshotCount
+		n.AsyncReplication = n.AsyncReplication || f.AsyncReplication
+		n.OperatorAPI = n.OperatorAPI || f.OperatorAPI
 	}
 	return n
 }

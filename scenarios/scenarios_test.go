@@ -45,11 +45,13 @@ func TestBuiltinsParse(t *testing.T) {
 	}
 	// Needs carries what the harness reads to start each cell's cluster.
 	for name, want := range map[string]chaos.Needs{
-		"drop-peers":       {Members: true, PeerRelays: true},
-		"delay-peers":      {Members: true, PeerRelays: true},
-		"snapshot-catchup": {Members: true, SnapshotCount: true},
-		"replace-member":   {Members: true},
-		"leader-kill":      {Members: true},
+		"drop-peers":             {Members: true, PeerRelays: true},
+		"delay-peers":            {Members: true, PeerRelays: true},
+		"snapshot-catchup":       {Members: true, SnapshotCount: true},
+		"replace-member":         {Members: true, OperatorAPI: true},
+		"leader-kill":            {Members: true},
+		"waiter-revoke":          {OperatorAPI: true},
+		"compaction-leader-move": {Members: true, OperatorAPI: true},
 	} {
 		if s, _ := Lookup(name); s.Needs() != want {
 			t.Errorf("%s needs %+v, want %+v", name, s.Needs(), want)
@@ -63,10 +65,10 @@ func TestBuiltinsParse(t *testing.T) {
 		t.Errorf("herd: %+v", herd)
 	}
 	wc, _ := Lookup("waiter-crash")
-	if got := wc.Expect.For("queue-naive", "auto")[verdict.Exclusion]; got != verdict.Fail {
+	if got := wc.Expect.For(verdict.Subject{Lock: "queue-naive", KeepAlive: "auto"})[verdict.Exclusion]; got != verdict.Fail {
 		t.Errorf("waiter-crash expects queue-naive exclusion %s, want fail", got)
 	}
-	if got := wc.Expect.For("queue", "auto")[verdict.Exclusion]; got != verdict.Pass {
+	if got := wc.Expect.For(verdict.Subject{Lock: "queue", KeepAlive: "auto"})[verdict.Exclusion]; got != verdict.Pass {
 		t.Errorf("waiter-crash expects queue exclusion %s, want pass", got)
 	}
 }
@@ -385,11 +387,11 @@ func TestExpectByKeepAlive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ci.Expect.For("queue", "safe")[verdict.Exclusion]; got != verdict.Pass {
+	if got := ci.Expect.For(verdict.Subject{Lock: "queue", KeepAlive: "safe"})[verdict.Exclusion]; got != verdict.Pass {
 		t.Errorf("client-isolation expects exclusion %q under safe, want pass", got)
 	}
 	for _, ka := range []string{"auto", "seed"} {
-		if got, judged := ci.Expect.For("queue", ka)[verdict.Exclusion]; judged {
+		if got, judged := ci.Expect.For(verdict.Subject{Lock: "queue", KeepAlive: ka})[verdict.Exclusion]; judged {
 			t.Errorf("client-isolation judges exclusion (%q) under %s, want any", got, ka)
 		}
 	}
@@ -398,13 +400,13 @@ func TestExpectByKeepAlive(t *testing.T) {
 		verdict.KeepAlivePrefix + "seed": {verdict.Exclusion: verdict.Fail},
 		"queue-naive":                    {verdict.Exclusion: verdict.Any},
 	}
-	if got := e.For("queue", "seed")[verdict.Exclusion]; got != verdict.Fail {
+	if got := e.For(verdict.Subject{Lock: "queue", KeepAlive: "seed"})[verdict.Exclusion]; got != verdict.Fail {
 		t.Errorf("policy entry: %q, want fail", got)
 	}
-	if got := e.For("queue", "auto")[verdict.Exclusion]; got != verdict.Pass {
+	if got := e.For(verdict.Subject{Lock: "queue", KeepAlive: "auto"})[verdict.Exclusion]; got != verdict.Pass {
 		t.Errorf("no policy entry: %q, want the default pass", got)
 	}
-	if _, judged := e.For("queue-naive", "seed")[verdict.Exclusion]; judged {
+	if _, judged := e.For(verdict.Subject{Lock: "queue-naive", KeepAlive: "seed"})[verdict.Exclusion]; judged {
 		t.Error("the strategy's own entry must win over the policy's")
 	}
 }
@@ -494,4 +496,33 @@ func FuzzParsePick(f *testing.F) {
 			t.Errorf("ParsePick(%q) = %+v: unknown kind", s, p)
 		}
 	})
+}
+
+// TestBackends: a scenario's backends say which backends it is for (all,
+// unset), and CheckNames refuses a backend the registry does not know.
+func TestBackends(t *testing.T) {
+	src := "name: failover\nclients: 2\nduration: 1s\nworkload: {kind: hold}\nbackends: [redis]\nexpect:\n  backend:redis: {exclusion: fail}\n"
+	sc, err := Parse("failover.yaml", strings.NewReader(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sc.For("redis") || sc.For("etcd") {
+		t.Errorf("backends %v: For(redis) %v, For(etcd) %v", sc.Backends, sc.For("redis"), sc.For("etcd"))
+	}
+	if got := sc.Expect.For(verdict.Subject{Lock: "redis-setnx", Backend: "redis"})[verdict.Exclusion]; got != verdict.Fail {
+		t.Errorf("the backend's expectation: %q, want fail", got)
+	}
+	known := func(n string) error {
+		if n == "etcd" || n == "redis-setnx" || n == "auto" {
+			return nil
+		}
+		return fmt.Errorf("unknown %q", n)
+	}
+	err = sc.CheckNames(verdict.Names{Lock: known, KeepAlive: known, Backend: known})
+	if err == nil || !strings.Contains(err.Error(), `backends: unknown "redis"`) {
+		t.Errorf("an unknown backend: %v", err)
+	}
+	if all, _ := Lookup("contention"); !all.For("zookeeper") {
+		t.Error("a scenario without backends is for every backend")
+	}
 }

@@ -82,22 +82,52 @@ const DefaultKey = "default"
 // not the strategy's, so a scenario that probes it says so per policy.
 const KeepAlivePrefix = "keepalive:"
 
-// Expectations map a strategy name, DefaultKey, or KeepAlivePrefix and a
-// keepalive policy, to the verdict expected of each check.
+// BackendPrefix starts an Expectations key that applies to every
+// strategy of one backend ("backend:redis"): what a scenario's fault
+// costs depends on the system under the lock (a failover that loses an
+// acknowledged write is Redis's, not a quorum's), so a scenario that
+// runs on several says so per backend.
+const BackendPrefix = "backend:"
+
+// Expectations map a strategy name, DefaultKey, BackendPrefix and a
+// backend, or KeepAlivePrefix and a keepalive policy, to the verdict
+// expected of each check.
 type Expectations map[string]map[string]Verdict
 
-// For returns the expected verdicts for a strategy run under a keepalive
-// policy: the strategy's own entries over the policy's over the defaults
-// over the Baseline, without the checks it expects Any of. The strategy's
-// entries win because a strategy that is wrong by itself (a buggy one) is
-// wrong whatever keeps its lease.
-func (e Expectations) For(lock, keepalive string) map[string]Verdict {
+// Subject is what a cell's expectations are chosen by: the strategy, the
+// backend it runs on, and the keepalive policy it runs under ("" for
+// none).
+type Subject struct{ Lock, Backend, KeepAlive string }
+
+// keys are the Expectations keys that apply to s, strongest first: the
+// strategy's own entries over the policy's over the backend's over the
+// defaults. The strategy's entries win because a strategy that is wrong
+// by itself (a buggy one) is wrong whatever keeps its lease.
+func (s Subject) keys() []string {
+	return []string{s.Lock, KeepAlivePrefix + s.KeepAlive, BackendPrefix + s.Backend, DefaultKey}
+}
+
+// For returns the verdicts expected of s: the entries that apply to it
+// (Subject.keys) over the Baseline, without the checks it expects Any of.
+func (e Expectations) For(s Subject) map[string]Verdict {
 	out := maps.Clone(Baseline)
-	maps.Copy(out, e[DefaultKey])
-	maps.Copy(out, e[KeepAlivePrefix+keepalive])
-	maps.Copy(out, e[lock])
+	keys := s.keys()
+	for i := len(keys) - 1; i >= 0; i-- {
+		maps.Copy(out, e[keys[i]])
+	}
 	maps.DeleteFunc(out, func(_ string, v Verdict) bool { return v == Any })
 	return out
+}
+
+// Decider is the key of the entry that decides check for s (the
+// strongest that names it), "" when none does.
+func (e Expectations) Decider(s Subject, check string) string {
+	for _, key := range s.keys() {
+		if _, ok := e[key][check]; ok {
+			return key
+		}
+	}
+	return ""
 }
 
 // Names tell Expectations.Validate what the names in its keys may be.
@@ -106,6 +136,8 @@ type Names struct {
 	Lock func(string) error
 	// KeepAlive fails for an unknown keepalive policy.
 	KeepAlive func(string) error
+	// Backend fails for an unknown backend.
+	Backend func(string) error
 }
 
 // Validate reports the first unknown strategy, policy, check or verdict;
@@ -137,9 +169,14 @@ func (n Names) key(key string) error {
 			return fmt.Errorf("%s: %w", key, err)
 		}
 		return nil
+	case strings.HasPrefix(key, BackendPrefix):
+		if err := n.Backend(strings.TrimPrefix(key, BackendPrefix)); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+		return nil
 	}
 	if err := n.Lock(key); err != nil {
-		return fmt.Errorf("%w (or %s, or %sPOLICY)", err, DefaultKey, KeepAlivePrefix)
+		return fmt.Errorf("%w (or %s, %sPOLICY or %sNAME)", err, DefaultKey, KeepAlivePrefix, BackendPrefix)
 	}
 	return nil
 }

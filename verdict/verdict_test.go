@@ -21,26 +21,41 @@ func TestWorst(t *testing.T) {
 	}
 }
 
-// TestExpectationsFor: the baseline under the defaults under the lock's
-// own entries; "any" un-asserts a check at any level.
+// TestExpectationsFor: the baseline under the defaults under the
+// backend's under the policy's under the lock's own entries; "any"
+// un-asserts a check at any level.
 func TestExpectationsFor(t *testing.T) {
 	e := Expectations{
-		DefaultKey: {Exclusion: Pass, Liveness: Pass},
-		"naive":    {Exclusion: Fail, Liveness: Any},
-		"racy":     {Symmetry: Any},
+		DefaultKey:                {Exclusion: Pass, Liveness: Pass},
+		"naive":                   {Exclusion: Fail, Liveness: Any},
+		"racy":                    {Symmetry: Any},
+		BackendPrefix + "redis":   {Exclusion: Fail, Fencing: Fail},
+		KeepAlivePrefix + "never": {Fencing: Pass},
 	}
-	got := e.For("naive", "auto")
+	got := e.For(Subject{Lock: "naive", KeepAlive: "auto"})
 	if got[Exclusion] != Fail || got[Progress] != Pass {
 		t.Errorf("naive: %v", got)
 	}
 	if _, judged := got[Liveness]; judged {
 		t.Errorf("naive: liveness is un-asserted, got %v", got)
 	}
-	if _, judged := e.For("racy", "auto")[Symmetry]; judged {
+	if _, judged := e.For(Subject{Lock: "racy", KeepAlive: "auto"})[Symmetry]; judged {
 		t.Errorf("racy: the baseline's symmetry is un-asserted")
 	}
-	if got := e.For("other", "auto"); got[Exclusion] != Pass || got[Lease] != Pass {
+	if got := e.For(Subject{Lock: "other", KeepAlive: "auto"}); got[Exclusion] != Pass || got[Lease] != Pass {
 		t.Errorf("other: %v", got)
+	}
+	if got := e.For(Subject{Lock: "setnx", Backend: "redis"}); got[Exclusion] != Fail || got[Fencing] != Fail || got[Liveness] != Pass {
+		t.Errorf("a redis lock: %v, want the backend's entries over the defaults", got)
+	}
+	if got := e.For(Subject{Lock: "setnx", Backend: "redis", KeepAlive: "never"}); got[Fencing] != Pass {
+		t.Errorf("a redis lock under never: %v, want the policy's fencing over the backend's", got)
+	}
+	if got, want := e.Decider(Subject{Lock: "naive", Backend: "redis"}, Exclusion), "naive"; got != want {
+		t.Errorf("decider of naive's exclusion: %q, want %q", got, want)
+	}
+	if got := e.Decider(Subject{Lock: "q", Backend: "etcd"}, Fairness); got != "" {
+		t.Errorf("decider of an unnamed check: %q, want none", got)
 	}
 }
 
@@ -59,8 +74,10 @@ func TestExpectationsValidate(t *testing.T) {
 		{Expectations{"nolock": {Exclusion: Pass}}, "unknown lock nolock"},
 		{Expectations{DefaultKey: {"safety": Pass}}, `unknown check "safety"`},
 		{Expectations{DefaultKey: {Exclusion: "ok"}}, `verdict "ok"`},
+		{Expectations{BackendPrefix + "queue": {Exclusion: Pass}}, ""},
+		{Expectations{BackendPrefix + "mongo": {Exclusion: Pass}}, "backend:mongo: unknown lock mongo"},
 	} {
-		err := tc.e.Validate(func(string) string { return "f.yaml:3" }, Names{Lock: isLock, KeepAlive: isLock})
+		err := tc.e.Validate(func(string) string { return "f.yaml:3" }, Names{Lock: isLock, KeepAlive: isLock, Backend: isLock})
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%v: %v", tc.e, err)

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os/exec"
 	"regexp"
+	"time"
 
+	"github.com/lockbench/lockbench/backend"
 	"github.com/lockbench/lockbench/chaos"
 	"github.com/lockbench/lockbench/redis/rediscluster"
 	"github.com/lockbench/lockbench/redis/redislocks"
@@ -38,13 +40,45 @@ func Start(ctx context.Context, lock string, opts rediscluster.Options) (Backend
 	return Backend{Deployment: dep, Sentinel: sentinel}, Members{dep}, nil
 }
 
+// Failover is what a Redis run records as the deployment's election
+// time, which the liveness check allows after a member fault: the
+// Sentinels' down-after plus their failover, 2–6 s here (docs/redis.md).
+const Failover = 6 * time.Second
+
+// Deployer starts Redis deployments for runs (backend.Deployer).
+type Deployer struct{}
+
+var _ backend.Deployer = Deployer{}
+
+// Name is Redis's backend name.
+func (Deployer) Name() string { return redislocks.Backend }
+
+// Deploy starts the deployment lock runs on (Deployment), with the
+// Redis programs on PATH.
+func (Deployer) Deploy(ctx context.Context, lock string, opts backend.DeployOptions) (*backend.Deployment, error) {
+	ropts := rediscluster.Options{DataParent: opts.DataParent}
+	b, m, err := Start(ctx, lock, ropts)
+	if err != nil {
+		return nil, err
+	}
+	kind := "redis-sentinel"
+	if !b.Sentinel {
+		kind = "redis-instances"
+	}
+	return &backend.Deployment{Backend: b, Members: m, Kind: kind,
+		Version: Version(ctx, ropts.RedisBin), Failover: Failover, Close: m.Close}, nil
+}
+
 // Refuses says why a Redis deployment cannot take fault, or nil: one
-// that acts on etcd's peer network or snapshots. What else it cannot do
-// (partition a node, revoke a lease, compact) the runner refuses when the
-// fault strikes, as a fault that failed.
-func Refuses(fault chaos.Fault) error {
-	if n := fault.Needs(); n.PeerRelays || n.SnapshotCount {
+// that acts on etcd's peer network, snapshots or operator API. What else
+// it cannot do (partition a node) the runner refuses when the fault
+// strikes, as a fault that failed.
+func (Deployer) Refuses(fault chaos.Fault) error {
+	switch n := fault.Needs(); {
+	case n.PeerRelays || n.SnapshotCount:
 		return fmt.Errorf("fault %s acts on etcd's peer network or snapshots, which a Redis deployment has not", fault.Name())
+	case n.OperatorAPI:
+		return fmt.Errorf("fault %s is an operator's call of etcd's API (revoke a lease, compact, defragment, move the leader, replace a member), which Redis has not", fault.Name())
 	}
 	return nil
 }

@@ -1,0 +1,69 @@
+package zkbackend_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/lockbench/lockbench/cli"
+	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/rundir"
+	"github.com/lockbench/lockbench/verdict"
+	"github.com/lockbench/lockbench/zookeeper/zkcluster/zktest"
+)
+
+// TestZooKeeperThroughTheRunner runs zk-queue through `lockbench run` as
+// a user would, under a fault of each kind the runner drives — a crashed
+// holder (client relay) and a crashed leader (member) — each on an
+// ensemble of its own: every check passes, and the run folder is a
+// normal one (config.json naming the backend and the ensemble, history,
+// summary, report.html) that `report` reads again.
+func TestZooKeeperThroughTheRunner(t *testing.T) {
+	zktest.Need(t)
+	for _, scenario := range []string{"holder-crash", "leader-kill"} {
+		t.Run(scenario, func(t *testing.T) {
+			out := t.TempDir()
+			var stdout, stderr bytes.Buffer
+			code := cli.Run([]string{"run", "--lock", "zk-queue", "--scenario", scenario, "--out", out}, &stdout, &stderr)
+			if code != cli.ExitPass {
+				t.Fatalf("exit %d, want %d\n%s\n%s", code, cli.ExitPass, stdout.String(), stderr.String())
+			}
+			runs, _ := os.ReadDir(out)
+			if len(runs) != 1 {
+				t.Fatalf("want one run folder, got %v", runs)
+			}
+			dir := filepath.Join(out, runs[0].Name())
+			var cfg rundir.Config
+			readJSON(t, filepath.Join(dir, rundir.ConfigFile), &cfg)
+			if cfg.Backend != "zookeeper" || cfg.Cluster.Kind != "zookeeper" || cfg.Cluster.Members != 3 || cfg.Cluster.Version == "" {
+				t.Errorf("config.json: backend %q, cluster %+v", cfg.Backend, cfg.Cluster)
+			}
+			var sum report.Summary
+			readJSON(t, filepath.Join(dir, rundir.SummaryFile), &sum)
+			for _, check := range []string{verdict.Exclusion, verdict.Liveness, verdict.Fairness} {
+				if got := sum.Checks[check].Verdict; got != verdict.Pass {
+					t.Errorf("%s: %s, want pass", check, got)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(dir, rundir.HTMLFile)); err != nil {
+				t.Error(err)
+			}
+			if code := cli.Run([]string{"report", dir, "--no-html"}, &stdout, &stderr); code != cli.ExitPass {
+				t.Errorf("report: exit %d\n%s", code, stderr.String())
+			}
+		})
+	}
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
