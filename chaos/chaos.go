@@ -75,6 +75,11 @@ type Needs struct {
 	// replicas asynchronously, through links lockbench can cut (Redis);
 	// etcd commits only what a majority has, and refuses the fault.
 	AsyncReplication bool
+	// PeerNetwork: the members talk to each other over a network that
+	// lockbench can cut (partition-member, heal): etcd's and ZooKeeper's
+	// peers do; a Redis deployment's replication and Sentinel links are
+	// not one such network, and it refuses the fault.
+	PeerNetwork bool
 	// OperatorAPI: an operator's call through the store's API — revoke a
 	// client's lease, compact, defragment, hand the leadership over,
 	// replace a member — which etcd has; a backend whose Admin offers

@@ -17,8 +17,9 @@ func init() {
 	proxy := Needs{ClientProxy: true}
 	register(spec{"crash-member", MemberTarget, member, CostElection}, crashMember)
 	register(spec{"restart-member", MemberTarget, member, CostElection}, restartMember)
-	register(spec{"partition-member", MemberTarget, member, CostElection}, partitionMember)
-	register(spec{"heal", NoTarget, member, CostElection}, heal)
+	peers := Needs{Members: true, PeerNetwork: true}
+	register(spec{"partition-member", MemberTarget, peers, CostElection}, partitionMember)
+	register(spec{"heal", NoTarget, peers, CostElection}, heal)
 	register(spec{"pause-member", MemberTarget, Needs{Members: true, MemberProcesses: true}, CostElection}, pauseMember)
 	register(spec{"crash-client", ClientTarget, proxy, CostLease}, crashClient)
 	register(spec{"pause-client", ClientTarget, proxy, CostLease}, pauseClient)

@@ -35,10 +35,11 @@ import (
 	"github.com/lockbench/lockbench/etcd/cluster"
 )
 
-const usage = `lockbench — benchmark and chaos-test distributed locks on etcd
+const usage = `lockbench — benchmark and chaos-test distributed locks on etcd, ZooKeeper and Redis
 
 Usage:
-  lockbench run     --lock NAME --scenario NAME [flags]  run one scenario on an embedded (or --endpoints) etcd cluster
+  lockbench run     --lock NAME --scenario NAME [flags]  run one scenario on an embedded (or --endpoints) etcd cluster, or on
+                                                         the ZooKeeper ensemble or Redis deployment it starts for a lock of theirs
   lockbench suite   [--locks a,b] [--scenarios x,y] [--seeds N] [--first-seed S]
                                                          run the strategy × scenario matrix; exit 1 when a verdict differs from its expectation
   lockbench merge   SHARD_DIR...|WORKER_DIR... [--out D] join suite --shard I/N's folders into one suite, or run --worker I/N's into one run

@@ -43,7 +43,7 @@ func runCommand(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "run", "run --lock NAME --scenario NAME [flags]")
 	o := runOptions{inject: injectDelayFlag{}}
 	fs.Var(o.inject, "inject-delay", injectUsage)
-	fs.StringVar(&o.lock, "lock", "mutex", "lock strategy: "+strings.Join(locks.Names(), ", "))
+	fs.StringVar(&o.lock, "lock", "mutex", "lock strategy: "+strings.Join(locks.Names(), ", ")+"; or a lock client (lockbench list), such as zk-queue, go-zookeeper, redis-setnx, redlock, which run on a ZooKeeper ensemble or Redis deployment lockbench starts")
 	fs.StringVar(&o.scenario, "scenario", "contention", "scenario: "+strings.Join(scenarios.Names(), ", ")+"; of the extended set (suite --extended) "+strings.Join(scenarios.ExtendedNames(), ", ")+"; or a .yaml file")
 	fs.IntVar(&o.clients, "clients", 0, "number of clients, each with its own etcd connection (default: the scenario's)")
 	fs.DurationVar(&o.duration, "duration", 0, "how long clients run, e.g. 10s (default: the scenario's)")

@@ -436,6 +436,7 @@ func (s Scenario) Needs() chaos.Needs {
 		n.SnapshotCount = n.SnapshotCount || f.SnapshotCount
 		n.AsyncReplication = n.AsyncReplication || f.AsyncReplication
 		n.OperatorAPI = n.OperatorAPI || f.OperatorAPI
+		n.PeerNetwork = n.PeerNetwork || f.PeerNetwork
 	}
 	return n
 }

@@ -70,11 +70,12 @@ func (Deployer) Deploy(ctx context.Context, lock string, opts backend.DeployOpti
 }
 
 // Refuses says why a Redis deployment cannot take fault, or nil: one
-// that acts on etcd's peer network, snapshots or operator API. What else
-// it cannot do (partition a node) the runner refuses when the fault
-// strikes, as a fault that failed.
+// that acts on etcd's peer relays, snapshots or operator API, or cuts a
+// member from its peers (Members.Partition says why).
 func (Deployer) Refuses(fault chaos.Fault) error {
 	switch n := fault.Needs(); {
+	case n.PeerNetwork:
+		return fmt.Errorf("fault %s cuts a member from its peers: a Redis deployment's replication and Sentinel links are not one peer network", fault.Name())
 	case n.PeerRelays || n.SnapshotCount:
 		return fmt.Errorf("fault %s acts on etcd's peer network or snapshots, which a Redis deployment has not", fault.Name())
 	case n.OperatorAPI:

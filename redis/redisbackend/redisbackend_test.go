@@ -66,15 +66,15 @@ func TestRedisThroughTheRunner(t *testing.T) {
 	}
 }
 
-// TestSuiteRunsBothBackends: one suite runs a Redis and an etcd lock on
-// the same scenarios, each Redis cell on a deployment of its own, and
-// skips, with a note, the cell whose fault the backend cannot take (etcd
-// has no asynchronous replication to cut).
+// TestSuiteRunsBothBackends: one suite runs a Redis and an etcd lock,
+// each Redis cell on a deployment of its own; a scenario for Redis only
+// (backends) has no etcd cell, and the cell whose fault Redis cannot take
+// (a partition of a member from its peers) is skipped with a note.
 func TestSuiteRunsBothBackends(t *testing.T) {
 	redistest.Need(t)
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	code := cli.Run([]string{"suite", "--locks", "redis-setnx,queue", "--scenarios", "../../examples/redis-failover.yaml,../../examples/redis-failover-unreplicated.yaml",
+	code := cli.Run([]string{"suite", "--locks", "redis-setnx,queue", "--scenarios", "../../examples/redis-failover.yaml,partition-leader",
 		"--quiet", "--out", out}, &stdout, &stderr)
 	if code != cli.ExitPass {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout.String(), stderr.String())
@@ -89,9 +89,7 @@ func TestSuiteRunsBothBackends(t *testing.T) {
 	for _, c := range s.Cells {
 		got[c.Lock+" × "+c.Scenario] = string(c.Checks[verdict.Exclusion].Verdict)
 	}
-	// The exit status says each cell met its scenario's expectation; the
-	// double grant is the unreplicated failover's.
-	want := map[string]string{"redis-setnx × redis-failover": "pass", "redis-setnx × redis-failover-unreplicated": "fail", "queue × redis-failover": "pass"}
+	want := map[string]string{"redis-setnx × redis-failover": "pass", "queue × partition-leader": "pass"}
 	if len(got) != len(want) {
 		t.Errorf("cells %v, want %v", got, want)
 	}
@@ -100,8 +98,11 @@ func TestSuiteRunsBothBackends(t *testing.T) {
 			t.Errorf("%s: exclusion %q, want %s", cell, got[cell], v)
 		}
 	}
-	if !bytes.Contains(stderr.Bytes(), []byte("skipped queue × redis-failover-unreplicated")) || !bytes.Contains(stderr.Bytes(), []byte("no asynchronous replication link to cut")) {
-		t.Errorf("no note of the skipped etcd cell:\n%s", stderr.String())
+	if !bytes.Contains(stderr.Bytes(), []byte("skipped redis-setnx × partition-leader")) || !bytes.Contains(stderr.Bytes(), []byte("not one peer network")) {
+		t.Errorf("no note of the skipped Redis cell:\n%s", stderr.String())
+	}
+	if bytes.Contains(stderr.Bytes(), []byte("queue × redis-failover")) {
+		t.Errorf("a note of an etcd cell of a scenario for Redis only:\n%s", stderr.String())
 	}
 }
 

@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/lockbench/lockbench/chaos"
 	"github.com/lockbench/lockbench/cli"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/verdict"
+	"github.com/lockbench/lockbench/zookeeper/zkbackend"
 	"github.com/lockbench/lockbench/zookeeper/zkcluster/zktest"
 )
 
@@ -65,5 +68,37 @@ func readJSON(t *testing.T, path string, v any) {
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// TestRefuses: an ensemble refuses, before the run, the faults it has no
+// means for — etcd's operator API and peer relays, Redis's asynchronous
+// replication — and takes the member, peer-network and client faults.
+func TestRefuses(t *testing.T) {
+	for fault, want := range map[string]string{
+		"revoke-lease":     "operator's call",
+		"compact-loop":     "operator's call",
+		"move-leader":      "operator's call",
+		"replace-member":   "operator's call",
+		"delay-peers":      "peer relays",
+		"snapshot-catchup": "snapshots",
+		"cut-replication":  "asynchronous replication",
+		"crash-member":     "",
+		"partition-member": "",
+		"pause-member":     "",
+		"isolate-client":   "",
+		"pause-client":     "",
+	} {
+		f, err := chaos.Lookup(fault)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = zkbackend.Deployer{}.Refuses(f)
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s refused: %v", fault, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("%s: %v, want a refusal naming %q", fault, err, want)
+		}
 	}
 }
