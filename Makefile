@@ -9,7 +9,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # and installs them, then node-etcd3's npm package and bin/etcdctl).
 ADAPTER_DEPS := python3-etcd3 nodejs npm etcd-client etcd-server
 
-.PHONY: adapter-deps redis-deps zk-deps build run run-one test test-short verify mutants bench regress regress-baseline baseline repro-etcd-20716 repro-etcd-11456 repro-election-split-brain repro-etcd-21128 repro-etcd-19597 measure-etcd-20273 repro-etcd-18082 measure-etcd-19597 vet fmt clean
+.PHONY: adapter-deps redis-deps zk-deps repro-go-zookeeper-unlock build run run-one test test-short verify mutants bench regress regress-baseline baseline repro-etcd-20716 repro-etcd-11456 repro-election-split-brain repro-etcd-21128 repro-etcd-19597 measure-etcd-20273 repro-etcd-18082 measure-etcd-19597 vet fmt clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/lockbench
@@ -162,6 +162,26 @@ repro-election-split-brain: build
 		if [ $$erc != 1 ] || [ $$two = 0 ] || [ $$qrc != 0 ]; then ok=0; fi; \
 	done; \
 	if [ $$ok = 1 ]; then echo "Successful reproduction: Election.Campaign made a campaigner whose key was gone leader beside the next one (two leaders at once) in every seed; queue, which re-reads its key, passed the same seeds"; \
+	else echo "Failed to reproduce"; exit 1; fi
+
+# go-zookeeper v1.0.4's zk.Lock (the go-zookeeper strategy, as its docs
+# show it): a holder cut off past its session timeout (client-isolation)
+# is never told, and once its session expired its Unlock fails (zk: node
+# does not exist) and leaves zk.Lock's node path set, so every later Lock
+# of that client fails at once with "trying to acquire a lock twice".
+# Reproduced when, in every seed, go-zookeeper's history has that failed
+# release and then that error, while zk-queue (which deletes what it can
+# and forgets the grant) passes the same seed. Needs make zk-deps.
+repro-go-zookeeper-unlock: build
+	@ok=1; for s in $(REPRO_SEEDS); do \
+		dir=$$(./$(BIN) run --lock go-zookeeper --scenario client-isolation --seed $$s --out $(OUT) 2>&1 | sed -n 's/^run folder: //p'); \
+		gone=$$(grep -c '"f":"release".*node does not exist' "$$dir/history.jsonl"); \
+		twice=$$(grep -c 'trying to acquire a lock twice' "$$dir/history.jsonl"); \
+		./$(BIN) run --lock zk-queue --scenario client-isolation --seed $$s --out $(OUT) >/dev/null 2>&1; qrc=$$?; \
+		echo "seed $$s: go-zookeeper $$gone failed release(s), then $$twice Lock(s) refused as a second acquire; zk-queue exit $$qrc"; \
+		if [ "$$gone" = 0 ] || [ "$$twice" = 0 ] || [ $$qrc != 0 ]; then ok=0; fi; \
+	done; \
+	if [ $$ok = 1 ]; then echo "Successful reproduction: go-zookeeper's zk.Lock, after its session expired under its holder, failed the Unlock and refused every later Lock of that client in every seed; zk-queue passed the same seeds"; \
 	else echo "Failed to reproduce"; exit 1; fi
 
 # etcd #21128: concurrency.Election.Campaign (v3.7.3) deletes its key on a
