@@ -39,19 +39,27 @@ func (*Conn) Backend() string { return Backend }
 func init() {
 	register(SetNXName,
 		"SET key value NX PX ttl on the Sentinels' primary, a counter INCRed beside it for a token, compare-and-delete release, renewed every TTL/3",
-		"the Redis documentation's single-instance lock (docs/redis.md)", 1,
+		"the Redis documentation's single-instance lock (docs/redis.md)", 1, nil,
 		func(c *Conn, o Options) (locks.Locker, error) { return NewSetNX(c.Instances[0], o) })
 	register(RedlockName,
 		"Redlock: SET NX PX on a majority of independent primaries within the key's validity, renewed every TTL/3; no fencing token",
-		"the Redis documentation's distributed lock (docs/redis.md)", 3,
+		"the Redis documentation's distributed lock (docs/redis.md)", 3, redlockExpect,
 		func(c *Conn, o Options) (locks.Locker, error) { return NewRedlock(c.Instances, o) })
+}
+
+// redlockExpect: Redlock gives no fencing token, so in the built-in
+// scenarios with a fenced resource the fencing check has nothing to judge
+// (unknown), and a stale holder's write is not refused.
+var redlockExpect = map[string]map[string]verdict.Verdict{
+	"lease-expiry-fenced": {verdict.Fencing: verdict.Any, verdict.Resource: verdict.Fail},
+	"client-isolation":    {verdict.Fencing: verdict.Any},
 }
 
 // register registers a Redis strategy made by make over a Redis
 // connection to at least instances nodes.
-func register(name, description, origin string, instances int, make func(*Conn, Options) (locks.Locker, error)) {
+func register(name, description, origin string, instances int, expect map[string]map[string]verdict.Verdict, make func(*Conn, Options) (locks.Locker, error)) {
 	locks.Register(locks.Strategy{
-		Name: name, Description: description, Origin: origin,
+		Name: name, Description: description, Origin: origin, Expect: expect,
 		Backend: Backend, Hidden: true, OwnLease: true, Runtime: redisInstalled, Order: verdict.NoOrder,
 		New: func(_ context.Context, conn locks.Conn, opts locks.Options) (locks.Locker, error) {
 			c, err := redisConn(conn, instances)

@@ -40,6 +40,13 @@ var goZKExpect = map[string]map[string]verdict.Verdict{
 	// every later Lock of that client fails at once with "trying to
 	// acquire a lock twice": the client never takes the lock again.
 	"client-isolation": {verdict.Progress: verdict.Fail},
+	// A release whose connection went with the crashed leader fails
+	// (zk.Lock's Delete), and leaves zk.Lock wedged as above, while the
+	// holder's session, moved to another member, keeps its node: the
+	// others wait behind it and the client's next Locks are refused.
+	// Whether the holder was on the crashed member is a race (progress
+	// failed 7 of 10 seeds, docs/backends.md).
+	"leader-kill": {verdict.Progress: verdict.Any},
 	// zk.Lock takes no context: the waits the run's end cuts are of
 	// unknown outcome (the library waits on), and with the two grants of
 	// this scenario they outnumber what progress allows.
