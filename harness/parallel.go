@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/lockbench/lockbench/etcd/cluster"
@@ -65,7 +66,11 @@ feed:
 		closeErrs = append(closeErrs, w.closeCluster())
 	}
 	for _, o := range outs {
-		r.res.Notes = append(r.res.Notes, o.notes...)
+		for _, n := range o.notes {
+			if !slices.Contains(r.res.Notes, n) { // a skip is said once for all its seeds
+				r.res.Notes = append(r.res.Notes, n)
+			}
+		}
 		if runErr == nil {
 			runErr = o.err
 		}
@@ -141,12 +146,13 @@ func (w *suiteWorker) runCell(ctx context.Context, j suiteJob) (out cellOutcome)
 	if ctx.Err() != nil {
 		return out
 	}
-	name := r.name(j)
 	if rerr := r.refused(j.bin, j.lock, j.sc); rerr != nil {
-		// A fault this cluster kind cannot do: skipped, said.
-		out.notes = append(out.notes, fmt.Sprintf("skipped %s: %v", name, rerr))
+		// A fault this cluster kind cannot do: skipped, said once for
+		// every seed and rep.
+		out.notes = append(out.notes, fmt.Sprintf("skipped %s: %v", r.cellName(j, false), rerr))
 		return out
 	}
+	name := r.name(j)
 	r.progress(j)
 	cellSpec := RunSpec{Lock: j.lock, Scenario: j.sc, Seed: j.run.seed, KeepAlive: j.run.keepAlive, RPCTimeout: r.spec.RPCTimeout, Cluster: j.bin.opts, Out: r.dir,
 		InjectDelay: r.spec.InjectDelay[j.lock], runID: r.newRunID(j)}

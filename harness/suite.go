@@ -375,9 +375,18 @@ func (r *suiteRun) jobs(b suiteBin) []suiteJob {
 
 // name is the job as progress and notes say it.
 func (r *suiteRun) name(j suiteJob) string {
-	name := fmt.Sprintf("%s × %s (keepalive %s) seed %d", j.lock, j.sc.Name, etcdlocks.EffectiveKeepAlive(j.lock, j.run.keepAlive), j.run.seed)
-	if max(r.spec.Reps, 1) > 1 {
-		name += fmt.Sprintf(" rep %d", j.run.rep)
+	return r.cellName(j, true)
+}
+
+// cellName is the job's cell, with its seed (and rep) when seeded: a
+// note that holds for every seed of a cell leaves them out.
+func (r *suiteRun) cellName(j suiteJob, seeded bool) string {
+	name := fmt.Sprintf("%s × %s (keepalive %s)", j.lock, j.sc.Name, etcdlocks.EffectiveKeepAlive(j.lock, j.run.keepAlive))
+	if seeded {
+		name += fmt.Sprintf(" seed %d", j.run.seed)
+		if max(r.spec.Reps, 1) > 1 {
+			name += fmt.Sprintf(" rep %d", j.run.rep)
+		}
 	}
 	if len(r.bins) > 1 {
 		name += " on etcd " + j.bin.label()
