@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/lockbench/lockbench/chaos"
 	"github.com/lockbench/lockbench/cli"
@@ -101,4 +106,89 @@ func TestRefuses(t *testing.T) {
 			t.Errorf("%s: %v, want a refusal naming %q", fault, err, want)
 		}
 	}
+}
+
+// TestNoZooKeeperLeftAfterSignals: a `lockbench run` of a ZooKeeper lock,
+// interrupted (SIGINT) or killed (SIGKILL) while its ensemble runs,
+// leaves no member process; interrupted, no data folder either (a killed
+// one's folder is the next lockbench's to remove, zkcluster.RemoveStale).
+func TestNoZooKeeperLeftAfterSignals(t *testing.T) {
+	if out := os.Getenv("LOCKBENCH_ZK_SIGNAL_CHILD"); out != "" {
+		os.Exit(cli.Run([]string{"run", "--lock", "zk-queue", "--scenario", "contention", "--duration", "60s", "--out", out}, os.Stdout, os.Stderr))
+	}
+	zktest.Need(t)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
+		t.Run(sig.String(), func(t *testing.T) {
+			tmp := t.TempDir()
+			cmd := exec.Command(os.Args[0], "-test.run=^TestNoZooKeeperLeftAfterSignals$")
+			cmd.Env = append(os.Environ(), "LOCKBENCH_ZK_SIGNAL_CHILD="+filepath.Join(tmp, "out"), "TMPDIR="+tmp)
+			var out syncBuffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// Once the clients run: the ensemble serves.
+			if !waitFor(60*time.Second, func() bool { return strings.Contains(out.String(), "; running") && len(membersUnder(tmp)) == 3 }) {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("no run on 3 members under %s within 60 s:\n%s", tmp, out.String())
+			}
+			cmd.Process.Signal(sig)
+			cmd.Wait()
+			if !waitFor(20*time.Second, func() bool { return len(membersUnder(tmp)) == 0 }) {
+				t.Fatalf("members left 20 s after %s: pids %v\n%s", sig, membersUnder(tmp), out.String())
+			}
+			folders, _ := filepath.Glob(filepath.Join(tmp, "*", "lockbench-zk-*"))
+			more, _ := filepath.Glob(filepath.Join(tmp, "lockbench-zk-*"))
+			if folders = append(folders, more...); sig == syscall.SIGINT && len(folders) > 0 {
+				t.Errorf("data folders left after SIGINT: %v\n%s", folders, out.String())
+			}
+		})
+	}
+}
+
+// membersUnder are the pids of the processes whose command line names
+// dir (the ensemble's members run from folders under it).
+func membersUnder(dir string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(cmdline, []byte("QuorumPeerMain")) && bytes.Contains(cmdline, []byte(dir)) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// syncBuffer is a bytes.Buffer a child process writes while the test
+// reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func waitFor(d time.Duration, ok func() bool) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if ok() {
+			return true
+		}
+	}
+	return ok()
 }
