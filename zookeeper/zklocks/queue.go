@@ -57,15 +57,19 @@ func (q *Queue) Lock(ctx context.Context) (*locks.Grant, error) {
 		}
 		q.held = q.held[1:]
 	}
-	// Step 2: the lock's node, a persistent parent of the queue.
-	if err := EnsurePath(zc, q.dir); err != nil {
-		return nil, fmt.Errorf("zk-queue: %w: %w", err, locks.ErrNotAcquired)
-	}
-	// Step 3: our node, ephemeral (it dies with the session) and
+	// Step 2: our node, ephemeral (it dies with the session) and
 	// sequential (its place in the queue). The protected create names it
 	// with a GUID, so a create whose answer was lost finds its own node
 	// instead of leaving an orphan that blocks the queue.
 	node, err := zc.CreateProtectedEphemeralSequential(q.dir+"/"+nodePrefix, nil, zk.WorldACL(zk.PermAll))
+	if errors.Is(err, zk.ErrNoNode) {
+		// Step 3: the first Lock of this lock creates its node, the
+		// persistent parent of the queue, then enqueues again.
+		if err := EnsurePath(zc, q.dir); err != nil {
+			return nil, fmt.Errorf("zk-queue: %w: %w", err, locks.ErrNotAcquired)
+		}
+		node, err = zc.CreateProtectedEphemeralSequential(q.dir+"/"+nodePrefix, nil, zk.WorldACL(zk.PermAll))
+	}
 	if err != nil {
 		if certain(err) {
 			err = fmt.Errorf("%w: %w", err, locks.ErrNotAcquired)
