@@ -46,6 +46,9 @@ func TestMain(m *testing.M) {
 	if clus != nil {
 		clus.Close()
 	}
+	if zkEns != nil {
+		zkEns.Close()
+	}
 	if kids := children(); len(kids) > 0 {
 		os.Stderr.WriteString("adapter processes left behind: " + strings.Join(kids, "; ") + "\n")
 		code = 1
@@ -94,11 +97,15 @@ func procs(keep func(pid, ppid, cmd string) bool) []string {
 }
 
 // children lists this test process's live child processes: after each
-// test, an adapter left behind is one of them.
+// test, an adapter left behind is one of them. The ZooKeeper ensemble's
+// members, children until TestMain closes it, are not.
 func children() []string {
 	me := strconv.Itoa(os.Getpid())
-	return procs(func(_, ppid, _ string) bool { return ppid == me })
+	return procs(func(_, ppid, cmd string) bool { return ppid == me && !strings.Contains(cmd, zkMember) })
 }
+
+// zkMember is in the command line of every ensemble member's JVM.
+const zkMember = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 
 // withMarker lists the live processes whose command line holds marker:
 // a grandchild of the test, whose parent is not the test.

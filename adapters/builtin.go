@@ -33,19 +33,19 @@ var PythonEtcd3 = &Program{
 	Name:    "python-etcd3",
 	Command: []string{Python, "-c", pythonEtcd3},
 	Ready:   true,
-	Check:   pythonModule("etcd3", "python3-etcd3"),
+	Check:   pythonModule("etcd3", "python3-etcd3", "make adapter-deps"),
 }
 
 // pythonModule checks that Python imports module, and otherwise says what
-// to install.
-func pythonModule(module, pkg string) func(context.Context) error {
+// to install: the Debian package pkg, or the make target setup.
+func pythonModule(module, pkg, setup string) func(context.Context) error {
 	return func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
 		out, err := exec.CommandContext(ctx, Python, "-c", "import "+module).CombinedOutput()
 		if err != nil {
-			return fmt.Errorf("needs %s with the %s module (apt-get install %s, or make adapter-deps): %v: %s",
-				Python, module, pkg, err, strings.TrimSpace(string(out)))
+			return fmt.Errorf("needs %s with the %s module (apt-get install %s, or %s): %v: %s",
+				Python, module, pkg, setup, err, strings.TrimSpace(string(out)))
 		}
 		return nil
 	}

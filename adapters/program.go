@@ -1,8 +1,9 @@
 // Package adapters runs lock clients written in other languages as
-// processes: a Program is a etcdlocks.Factory whose Lockers each start one
-// process and drive it over JSON lines on its stdin and stdout
-// (docs/adapters.md is the protocol). The programs that ship with
-// lockbench are embedded here and registered as strategies on import.
+// processes: a Program makes Lockers (Factory for etcd, ZooKeeperFactory
+// for ZooKeeper) that each start one process and drive it over JSON lines
+// on its stdin and stdout (docs/adapters.md is the protocol). The
+// programs that ship with lockbench are embedded here and registered as
+// strategies on import.
 //
 // A process adapter keeps its own lease (Strategy.OwnLease): lockbench
 // sees only what it answers, and judges that through the history like any
@@ -28,6 +29,7 @@ import (
 
 	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/zookeeper/zklocks"
 )
 
 // Program is how to start one adapter process.
@@ -60,6 +62,13 @@ type Program struct {
 	// its waiting key on Ctrl-C; a killed one leaves it to its TTL) and
 	// the next Lock needs no new process.
 	Cancel bool
+	// Source, when set, is a file the process reads on descriptor 3
+	// (/dev/fd/3): the source of a program run from source, as Java's
+	// single-file launcher must read it from a file. It is written to a
+	// temporary file that is unlinked before the process starts, so no
+	// path of the process's (a crash, a kill, lockbench's own death)
+	// leaves it behind.
+	Source string
 
 	checkOnce sync.Once
 	checkErr  error
@@ -77,35 +86,62 @@ var (
 
 // Factory is the etcdlocks.Factory of p: each Locker runs its own process,
 // started by the Factory (and again by the first Lock after the process
-// ended or was killed).
+// ended or was killed), given the client's etcd URLs.
 func (p *Program) Factory() etcdlocks.Factory {
 	return func(ctx context.Context, cli *clientv3.Client, opts etcdlocks.Options) (locks.Locker, error) {
 		opts, err := opts.WithDefaults()
 		if err != nil {
 			return nil, err
 		}
-		if len(p.Command) == 0 {
-			return nil, fmt.Errorf("adapter %s: no command", p.Name)
+		return p.newLocker(ctx, cli.Endpoints(), opts.Key(), int(opts.TTL/time.Second))
+	}
+}
+
+// ZooKeeperFactory is p as a strategy of the zookeeper backend: each
+// Locker runs its own process, given the host:port addresses the
+// client's session was opened to (its fault relays, when it has any) and
+// the session timeout in whole seconds (rounded up, at least 1). The
+// adapter opens its own session; the one the runner opened for the
+// client (zklocks.Conn) stays unused by it.
+func (p *Program) ZooKeeperFactory() locks.Factory {
+	return func(ctx context.Context, conn locks.Conn, opts locks.Options) (locks.Locker, error) {
+		c, ok := conn.(*zklocks.Conn)
+		if !ok {
+			return nil, fmt.Errorf("adapter %s: a ZooKeeper adapter needs a ZooKeeper session, not %s's", p.Name, conn.Backend())
 		}
-		if err := p.check(ctx); err != nil {
-			return nil, fmt.Errorf("adapter %s: %w", p.Name, err)
-		}
-		id := strconv.FormatInt(p.clients.Add(1), 10)
-		env := append(os.Environ(),
-			"LOCKBENCH_ENDPOINTS="+strings.Join(cli.Endpoints(), ","),
-			"LOCKBENCH_LOCK="+opts.Key(),
-			"LOCKBENCH_TTL="+strconv.Itoa(int(opts.TTL/time.Second)),
-			"LOCKBENCH_CLIENT="+id,
-		)
-		l := &Locker{prog: p, client: id, env: env}
-		// The process starts now, not on the first Lock, so that its
-		// start-up (an interpreter's imports) does not count against
-		// that Lock's deadline.
-		if _, err := l.process(ctx); err != nil {
+		opts, err := opts.WithDefaults()
+		if err != nil {
 			return nil, err
 		}
-		return l, nil
+		ttl := max(1, int((opts.TTL+time.Second-1)/time.Second))
+		return p.newLocker(ctx, c.Servers, opts.Key(), ttl)
 	}
+}
+
+// newLocker starts the process of one client with the environment of
+// docs/adapters.md: endpoints, the lock's key and the TTL in seconds.
+func (p *Program) newLocker(ctx context.Context, endpoints []string, key string, ttl int) (*Locker, error) {
+	if len(p.Command) == 0 {
+		return nil, fmt.Errorf("adapter %s: no command", p.Name)
+	}
+	if err := p.check(ctx); err != nil {
+		return nil, fmt.Errorf("adapter %s: %w", p.Name, err)
+	}
+	id := strconv.FormatInt(p.clients.Add(1), 10)
+	env := append(os.Environ(),
+		"LOCKBENCH_ENDPOINTS="+strings.Join(endpoints, ","),
+		"LOCKBENCH_LOCK="+key,
+		"LOCKBENCH_TTL="+strconv.Itoa(ttl),
+		"LOCKBENCH_CLIENT="+id,
+	)
+	l := &Locker{prog: p, client: id, env: env}
+	// The process starts now, not on the first Lock, so that its
+	// start-up (an interpreter's imports) does not count against that
+	// Lock's deadline.
+	if _, err := l.process(ctx); err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 // check runs p.Check once.
@@ -349,7 +385,7 @@ func (l *Locker) process(ctx context.Context) (*process, error) {
 			return p, nil
 		}
 	}
-	p, err := startProcess(l.prog.Command, l.env)
+	p, err := startProcess(l.prog.Command, l.env, l.prog.Source)
 	if err != nil {
 		l.mu.Unlock()
 		return nil, fmt.Errorf("adapter %s (client %s): %w: %w", l.prog.Name, l.client, ErrProcess, err)
@@ -516,11 +552,21 @@ type process struct {
 
 // startProcess starts command in its own process group (so that a kill
 // reaches its children too), killed by the kernel if lockbench dies, and
-// a goroutine that reads its stdout until it ends.
-func startProcess(command []string, env []string) (*process, error) {
+// a goroutine that reads its stdout until it ends. A source, when set, is
+// the process's descriptor 3 (Program.Source).
+func startProcess(command []string, env []string, source string) (*process, error) {
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Env = env
 	cmd.SysProcAttr = sysProcAttr()
+	if source != "" {
+		f, err := unlinkedFile(source)
+		if err != nil {
+			return nil, fmt.Errorf("source file: %w", err)
+		}
+		// The child has its own descriptor once started (or never).
+		defer f.Close()
+		cmd.ExtraFiles = []*os.File{f}
+	}
 	// Our own pipe for stdout, read to its end by readLines: exec's
 	// StdoutPipe may not be read after Wait, which the kill path calls.
 	r, w, err := os.Pipe()
@@ -547,6 +593,29 @@ func startProcess(command []string, env []string) (*process, error) {
 	w.Close()
 	go p.readLines()
 	return p, nil
+}
+
+// unlinkedFile is a temporary file holding content, open for reading at
+// its start, whose name is already removed: it lives as long as a
+// descriptor of it is open.
+func unlinkedFile(content string) (*os.File, error) {
+	f, err := os.CreateTemp("", "lockbench-adapter-source-")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Remove(f.Name()); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := f.WriteString(content); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := f.Seek(0, 0); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // readLines turns stdout into replies and events until it ends. A
