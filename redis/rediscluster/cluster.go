@@ -185,7 +185,7 @@ func (c *Cluster) startNodes(ctx context.Context, ports []int, replicate bool) e
 		c.front = r
 	}
 	for i, port := range ports {
-		p := &process{name: fmt.Sprintf("redis%d", i), port: port, bin: c.opts.RedisBin, dir: filepath.Join(c.dir, fmt.Sprintf("redis%d", i))}
+		p := &process{Server: owned.Server{Name: fmt.Sprintf("redis%d", i)}, port: port, bin: c.opts.RedisBin, dir: filepath.Join(c.dir, fmt.Sprintf("redis%d", i))}
 		args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", p.dir, "--save", "", "--appendonly", "no",
 			"--protected-mode", "no", "--daemonize", "no", "--logfile", filepath.Join(p.dir, "redis.log")}
 		if i > 0 && replicate {
@@ -215,7 +215,7 @@ func (c *Cluster) startNodes(ctx context.Context, ports []int, replicate bool) e
 func (c *Cluster) startSentinels(ctx context.Context, ports []int) error {
 	quorum := len(ports)/2 + 1
 	for i, port := range ports {
-		p := &process{name: fmt.Sprintf("sentinel%d", i), port: port, bin: c.opts.SentinelBin, dir: filepath.Join(c.dir, fmt.Sprintf("sentinel%d", i))}
+		p := &process{Server: owned.Server{Name: fmt.Sprintf("sentinel%d", i)}, port: port, bin: c.opts.SentinelBin, dir: filepath.Join(c.dir, fmt.Sprintf("sentinel%d", i))}
 		if err := os.MkdirAll(p.dir, 0o700); err != nil {
 			return err
 		}
@@ -280,7 +280,7 @@ func (c *Cluster) node(i int) (*process, error) {
 // Running says whether node i's process runs (a paused one does).
 func (c *Cluster) Running(i int) bool {
 	p, err := c.node(i)
-	return err == nil && p.running()
+	return err == nil && p.Running()
 }
 
 // Crash kills node i (SIGKILL): its unsaved data is gone (no
@@ -290,7 +290,7 @@ func (c *Cluster) Crash(i int) error {
 	if err != nil {
 		return err
 	}
-	return p.kill()
+	return p.Kill()
 }
 
 // Restart starts a crashed node i again on its port, with empty data
@@ -314,7 +314,7 @@ func (c *Cluster) Pause(i int) error {
 	if err != nil {
 		return err
 	}
-	return p.signal(true)
+	return p.Signal(true)
 }
 
 // Resume wakes a paused node i (SIGCONT).
@@ -323,7 +323,7 @@ func (c *Cluster) Resume(i int) error {
 	if err != nil {
 		return err
 	}
-	return p.signal(false)
+	return p.Signal(false)
 }
 
 // CutReplication cuts replica i's link to the first primary (the relay
@@ -355,7 +355,7 @@ func (c *Cluster) Close() error {
 	}
 	var errs []error
 	for _, p := range append(append([]*process{}, c.sentinels...), c.nodes...) {
-		if err := p.kill(); err != nil && !errors.Is(err, errNotRunning) {
+		if err := p.Kill(); err != nil && !errors.Is(err, owned.ErrNotRunning) {
 			errs = append(errs, err)
 		}
 	}

@@ -89,8 +89,8 @@ func TestFailoverLosesWhatTheReplicaNeverGot(t *testing.T) {
 		t.Errorf("data folder %s left behind: %v", dir, err)
 	}
 	for _, p := range append(append([]*process{}, c.nodes...), c.sentinels...) {
-		if p.running() {
-			t.Errorf("%s still running after Close", p.name)
+		if p.Running() {
+			t.Errorf("%s still running after Close", p.Name)
 		}
 	}
 }

@@ -21,8 +21,8 @@ func client(addr string) *redis.Client {
 func waitPing(ctx context.Context, p *process) error {
 	cli := client(Addr(p.port))
 	defer cli.Close()
-	return until(ctx, p.name+" answers PING", func() (bool, string) {
-		if !p.running() {
+	return until(ctx, p.Name+" answers PING", func() (bool, string) {
+		if !p.Running() {
 			return false, "exited (see " + p.dir + "/stdout.log)"
 		}
 		err := cli.Ping(ctx).Err()
@@ -50,7 +50,7 @@ func replication(ctx context.Context, cli *redis.Client) (map[string]string, err
 func waitSynced(ctx context.Context, p *process) error {
 	cli := client(Addr(p.port))
 	defer cli.Close()
-	return until(ctx, p.name+" synced with its primary", func() (bool, string) {
+	return until(ctx, p.Name+" synced with its primary", func() (bool, string) {
 		info, err := replication(ctx, cli)
 		if err != nil {
 			return false, err.Error()
@@ -65,7 +65,7 @@ func waitSynced(ctx context.Context, p *process) error {
 func waitSentinelSees(ctx context.Context, p *process, port, replicas int) error {
 	cli := client(Addr(p.port))
 	defer cli.Close()
-	return until(ctx, fmt.Sprintf("%s sees the primary and %d replicas", p.name, replicas), func() (bool, string) {
+	return until(ctx, fmt.Sprintf("%s sees the primary and %d replicas", p.Name, replicas), func() (bool, string) {
 		addr, err := cli.Do(ctx, "SENTINEL", "get-master-addr-by-name", MasterName).StringSlice()
 		if err != nil || len(addr) != 2 || addr[1] != strconv.Itoa(port) {
 			return false, fmt.Sprintf("primary %v (%v)", addr, err)
@@ -80,7 +80,7 @@ func waitSentinelSees(ctx context.Context, p *process, port, replicas int) error
 func (c *Cluster) Primary(ctx context.Context) (string, error) {
 	var last error
 	for _, s := range c.sentinels {
-		if !s.running() {
+		if !s.Running() {
 			continue
 		}
 		cli := client(Addr(s.port))

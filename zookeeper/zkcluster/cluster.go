@@ -210,8 +210,10 @@ func startOnce(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return c, err
 	}
 	for i := range opts.Members {
-		c.members = append(c.members, &member{index: i, dir: filepath.Join(dir, "zk"+strconv.Itoa(i)), java: opts.Java,
-			clientPort: ports[3*i], quorumPort: ports[3*i+1], electionPort: ports[3*i+2]})
+		m := &member{index: i, dir: filepath.Join(dir, "zk"+strconv.Itoa(i)), java: opts.Java,
+			clientPort: ports[3*i], quorumPort: ports[3*i+1], electionPort: ports[3*i+2]}
+		m.Name = m.String()
+		c.members = append(c.members, m)
 	}
 	startLinks(c.links, c.members)
 	for _, m := range c.members {
@@ -328,7 +330,7 @@ func (c *Cluster) member(i int) (*member, error) {
 // Running says whether member i's process runs (a paused one does).
 func (c *Cluster) Running(i int) bool {
 	m, err := c.member(i)
-	return err == nil && m.running()
+	return err == nil && m.Running()
 }
 
 // Crash kills member i's process group (SIGKILL): no hand-over, as a
@@ -341,7 +343,7 @@ func (c *Cluster) Crash(i int) error {
 	if err != nil {
 		return err
 	}
-	if err := m.kill(); err != nil {
+	if err := m.Kill(); err != nil {
 		return fmt.Errorf("crash %s: %w", m, err)
 	}
 	return nil
@@ -376,7 +378,7 @@ func (c *Cluster) quorumWith(i int) bool {
 	defer c.mu.Unlock()
 	n := 0
 	for j, m := range c.members {
-		if j == i || m.running() && !m.isPaused() && !c.cut[i] && !c.cut[j] {
+		if j == i || m.Running() && !m.Paused() && !c.cut[i] && !c.cut[j] {
 			n++
 		}
 	}
@@ -387,7 +389,7 @@ func (c *Cluster) quorumWith(i int) bool {
 func (c *Cluster) waitAnswers(ctx context.Context, m *member) error {
 	var last error
 	for {
-		if how := m.exited(); how != "" {
+		if how := m.Exited(); how != "" {
 			return fmt.Errorf("%s exited (%s); %s", m, how, m.logTail())
 		}
 		_, last = srvr(ctx, addr(m.clientPort))
@@ -410,7 +412,7 @@ func (c *Cluster) Pause(i int) error {
 	if err != nil {
 		return err
 	}
-	return m.signal(true)
+	return m.Signal(true)
 }
 
 // Resume wakes a paused member i (SIGCONT).
@@ -419,7 +421,7 @@ func (c *Cluster) Resume(i int) error {
 	if err != nil {
 		return err
 	}
-	return m.signal(false)
+	return m.Signal(false)
 }
 
 // Partition cuts member i from every peer, both ways, on its quorum and
@@ -494,7 +496,7 @@ func (c *Cluster) Close() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := m.kill(); err != nil && !errors.Is(err, errNotRunning) {
+			if err := m.Kill(); err != nil && !errors.Is(err, owned.ErrNotRunning) {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()

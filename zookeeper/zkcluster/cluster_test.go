@@ -264,7 +264,7 @@ func TestEnsembleUnderFaults(t *testing.T) {
 	// Close: no member process, no folder; a second Close is fine.
 	var pids []int
 	for _, m := range c.members {
-		pids = append(pids, m.pid())
+		pids = append(pids, m.Pid())
 	}
 	dir := c.DataDir()
 	if err := c.Close(); err != nil {
@@ -358,7 +358,7 @@ func TestMembersDieWithLockbench(t *testing.T) {
 			fmt.Println("error:", err)
 			os.Exit(1)
 		}
-		fmt.Println(c.members[0].pid(), c.DataDir())
+		fmt.Println(c.members[0].Pid(), c.DataDir())
 		select {} // until killed
 	}
 	zktest.Need(t)

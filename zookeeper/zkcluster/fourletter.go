@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/lockbench/lockbench/internal/owned"
 )
 
 // The ensemble's state as its members tell it: the four-letter word
@@ -91,8 +93,8 @@ func (c *Cluster) Mode(ctx context.Context, i int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !m.running() {
-		return "", fmt.Errorf("%s: %w", m, errNotRunning)
+	if !m.Running() {
+		return "", fmt.Errorf("%s: %w", m, owned.ErrNotRunning)
 	}
 	f, err := srvr(ctx, addr(m.clientPort))
 	if err != nil {
@@ -117,7 +119,7 @@ func (c *Cluster) Leader() int {
 		wg      sync.WaitGroup
 	)
 	for i, m := range c.members {
-		if !m.running() {
+		if !m.Running() {
 			continue
 		}
 		wg.Add(1)
@@ -152,7 +154,7 @@ func (c *Cluster) waitServing(ctx context.Context, which []int, leader bool) err
 		ok, led := true, !leader
 		for _, i := range which {
 			m := c.members[i]
-			if how := m.exited(); how != "" {
+			if how := m.Exited(); how != "" {
 				return fmt.Errorf("%s exited (%s) before it served; %s", m, how, m.logTail())
 			}
 			f, err := srvr(ctx, addr(m.clientPort))

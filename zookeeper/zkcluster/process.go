@@ -9,19 +9,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/lockbench/lockbench/internal/owned"
 )
-
-// errNotRunning is returned when a member that is not running is asked
-// to stop, pause or resume.
-var errNotRunning = errors.New("not running")
-
-// reapWait bounds the wait for a killed member's exit.
-const reapWait = 5 * time.Second
 
 // LogFile is the name of a member's log in its folder: the JVM's
 // standard output and error, where ZooKeeper logs (slf4j-simple writes
@@ -45,11 +36,8 @@ type member struct {
 	clientPort, quorumPort, electionPort int
 	java                                 string
 	args                                 []string
-
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	done   <-chan struct{}
-	paused bool
+	// Server is its JVM while it runs.
+	owned.Server
 }
 
 // id is the member's ZooKeeper server id (myid): its index + 1.
@@ -61,114 +49,29 @@ func (m *member) String() string {
 
 func (m *member) logPath() string { return filepath.Join(m.dir, LogFile) }
 
-// start starts the member's JVM, its output appended to its log.
+// start starts the member's JVM, its output appended to its log after a
+// line that marks the start.
 func (m *member) start() error {
-	if m.running() {
+	if m.Running() {
 		return fmt.Errorf("start %s: already running", m)
 	}
-	out, err := os.OpenFile(m.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
+	mark := fmt.Sprintf("%sstarting %s at %s: %s %s\n", logStartMark, m, time.Now().Format(time.RFC3339Nano), m.java, strings.Join(m.args, " "))
+	if err := appendFile(m.logPath(), mark); err != nil {
 		return fmt.Errorf("%s: %w", m, err)
 	}
-	fmt.Fprintf(out, "%sstarting %s at %s: %s %s\n", logStartMark, m, time.Now().Format(time.RFC3339Nano), m.java, strings.Join(m.args, " "))
 	cmd := exec.Command(m.java, m.args...)
 	cmd.Dir = m.dir
-	cmd.Stdout, cmd.Stderr = out, out
-	done, err := owned.Start(cmd, out)
+	return m.Server.Start(cmd, m.logPath())
+}
+
+// appendFile appends text to the file at path, created if missing.
+func appendFile(path, text string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		out.Close()
-		return fmt.Errorf("start %s: %w", m, err)
+		return err
 	}
-	m.mu.Lock()
-	m.cmd, m.done, m.paused = cmd, done, false
-	m.mu.Unlock()
-	return nil
-}
-
-// running reports whether the member's JVM has been started and not
-// reaped (a paused one runs).
-func (m *member) running() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cmd == nil {
-		return false
-	}
-	select {
-	case <-m.done:
-		return false
-	default:
-		return true
-	}
-}
-
-// isPaused reports whether the member is running and stopped by Pause.
-func (m *member) isPaused() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.cmd != nil && m.paused
-}
-
-// pid is the JVM's process id, 0 when it is not running.
-func (m *member) pid() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cmd == nil {
-		return 0
-	}
-	return m.cmd.Process.Pid
-}
-
-// exited says how the member's JVM ended, if it did since its start
-// (not by kill): "exit status 1", or "" while it runs.
-func (m *member) exited() string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cmd == nil {
-		return ""
-	}
-	select {
-	case <-m.done:
-		return m.cmd.ProcessState.String()
-	default:
-		return ""
-	}
-}
-
-// kill sends SIGKILL to the member's group (and SIGCONT, should it be
-// paused) and waits until it is reaped.
-func (m *member) kill() error {
-	m.mu.Lock()
-	cmd, done := m.cmd, m.done
-	m.cmd, m.paused = nil, false
-	m.mu.Unlock()
-	if cmd == nil {
-		return errNotRunning
-	}
-	if err := owned.Kill(cmd, done, reapWait); err != nil {
-		return fmt.Errorf("%s: %w", m, err)
-	}
-	return nil
-}
-
-// signal freezes (SIGSTOP) or wakes (SIGCONT) the member's group.
-func (m *member) signal(stop bool) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cmd == nil {
-		return fmt.Errorf("%s: %w", m, errNotRunning)
-	}
-	if m.paused == stop {
-		return nil
-	}
-	sig := syscall.SIGCONT
-	if stop {
-		sig = syscall.SIGSTOP
-	}
-	if err := owned.SignalGroup(m.cmd.Process.Pid, sig); err != nil {
-		return fmt.Errorf("%s: %w", m, err)
-	}
-	m.paused = stop
-	return nil
+	_, err = f.WriteString(text)
+	return errors.Join(err, f.Close())
 }
 
 // logTail is the member's last log lines since its last start, for an
