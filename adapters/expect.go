@@ -179,23 +179,3 @@ func etcdctlExpect() map[string]map[string]verdict.Verdict {
 	)
 	return expectations(es...)
 }
-
-// zkAdapterExpect is what the ZooKeeper adapters (curator, kazoo) are
-// known to do in the built-in scenarios, from `lockbench suite --locks
-// curator,kazoo` on the project's loaded 2-core machine (contention,
-// holder-crash, client-isolation: as the scenarios expect in seeds 1-3;
-// lease-expiry: seeds 1-4 and `lockbench run`s; docs/adapters.md). The
-// other scenarios have not been run with them.
-func zkAdapterExpect() map[string]map[string]verdict.Verdict {
-	return expectations(
-		// lease-expiry's pause also stalls the client's relays, which
-		// carry the runner's own ZooKeeper session (the counter's reads
-		// and writes) as well as the adapter's: past its 1 s timeout, the
-		// woken holder's counter read may fail ("zk: connection closed")
-		// and it then writes nothing stale. Resource and fencing passed
-		// in 2 of 6 kazoo runs and 1 of 7 curator runs, exactly those
-		// whose read failed; exclusion failed in all.
-		expectation{"lease-expiry", verdict.Resource, verdict.Any},
-		expectation{"lease-expiry", verdict.Fencing, verdict.Any},
-	)
-}

@@ -106,7 +106,6 @@ func init() {
 
 func registerZK(p *Program, s locks.Strategy) {
 	s.Backend, s.Hidden, s.OwnLease, s.Order = zklocks.Backend, true, true, verdict.FIFO
-	s.Expect = zkAdapterExpect()
 	s.Runtime = func(ctx context.Context) error {
 		if err := zkcluster.Available(zkcluster.Options{}); err != nil {
 			return err

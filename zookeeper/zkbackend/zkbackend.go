@@ -7,7 +7,8 @@
 // per connection, so each Session is a connection of its own to the
 // endpoints the runner gives the client (its fault relays, or the
 // members' own addresses), with the scenario's TTL as its session
-// timeout. The counter is a node; a fenced write is a multi that checks
+// timeout. The counter is a node, reached through a session of its own
+// (a resource apart from the lock); a fenced write is a multi that checks
 // that the holder's node still exists and sets the counter, so the
 // ensemble refuses a stale holder's write (a lock node that expired with
 // its session). There is no watch of the run's keys and no lease to
@@ -33,8 +34,12 @@ import (
 	"github.com/lockbench/lockbench/zookeeper/zklocks"
 )
 
-// adminTTL is the run's own session's timeout.
-const adminTTL = 10 * time.Second
+// counterTTL is the timeout of the session that carries a client's
+// counter requests: the counter is a resource of its own, not the lock,
+// so its session must outlive the lock's (a frozen holder's lock session
+// expires by design; its stale write must still reach the resource, as
+// an etcd client's does, for the fence to be what refuses it).
+const counterTTL = 30 * time.Second
 
 // Backend is ZooKeeper.
 type Backend struct{}
@@ -91,6 +96,7 @@ type Connection struct {
 
 	mu       sync.Mutex
 	sessions []*zklocks.Conn
+	counter  *zklocks.Conn // the counter's session, opened at its first use
 }
 
 // NewSession connects a session of timeout ttl, which the client's
@@ -106,20 +112,20 @@ func (c *Connection) NewSession(ctx context.Context, ttl time.Duration) (backend
 	return &session{c: c, conn: zc}, nil
 }
 
-// zk is a session for the counter's requests: the client's latest, or
-// a session of its own when it has none.
+// zk is the counter's session, opened at its first use: its own, so
+// that the lock session's expiry (a fault's point) does not fail the
+// counter's requests.
 func (c *Connection) zk(ctx context.Context) (*zk.Conn, error) {
 	c.mu.Lock()
-	if n := len(c.sessions); n > 0 {
-		defer c.mu.Unlock()
-		return c.sessions[n-1].ZK, nil
+	defer c.mu.Unlock()
+	if c.counter == nil {
+		zc, err := zklocks.Open(ctx, c.servers, counterTTL, zklocks.OpenOptions{Dialer: c.dial})
+		if err != nil {
+			return nil, err
+		}
+		c.counter = zc
 	}
-	c.mu.Unlock()
-	s, err := c.NewSession(ctx, adminTTL)
-	if err != nil {
-		return nil, err
-	}
-	return s.Conn().(*zklocks.Conn).ZK, nil
+	return c.counter.ZK, nil
 }
 
 // dial dials a server and counts the requests written to it: one write
@@ -189,6 +195,10 @@ func (c *Connection) Close() error {
 		s.Close()
 	}
 	c.sessions = nil
+	if c.counter != nil {
+		c.counter.Close()
+		c.counter = nil
+	}
 	return nil
 }
 
