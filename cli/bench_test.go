@@ -102,7 +102,9 @@ func TestBenchRateEndToEnd(t *testing.T) {
 		t.Fatalf("bench.json: open_loop %+v, %d cells: want one queue run and no closed-loop cells", o, len(b.Cells))
 	}
 	p := o.Strategies[0].Points[0]
-	if p.OfferedPerS != 40 || p.AchievedPerS < 20 || p.AchievedPerS > 45 || p.AcquireMS.Count == 0 || p.ServiceMS.Count == 0 || p.Run == "" {
+	// Achieved is not bounded below: on a loaded machine (make test's
+	// packages side by side) the service time alone held it to 11/s.
+	if p.OfferedPerS != 40 || p.AchievedPerS <= 0 || p.AchievedPerS > 45 || p.AcquireMS.Count == 0 || p.ServiceMS.Count == 0 || p.Run == "" {
 		t.Errorf("the run: %+v", p)
 	}
 	page, err := os.ReadFile(filepath.Join(out, "bench.html"))
