@@ -58,16 +58,16 @@ run-one: build
 # vet, then every test with the race detector (cluster tests included),
 # and the tests of docs/recipes (a module of its own: the Kubernetes API
 # types its test decodes the manifest with stay out of lockbench's build).
-# Four packages at a time: the cluster tests mostly wait on timers (run 2
-# used 1.5 of 2 cores), so on 2 cores -p 4 took 8m13s and 7m01s
-# (2026-12-04, every runtime installed, ZooKeeper's tests included)
-# where the default two at a time took ~12 min. The revoke race that
-# failed TestManyLockNames at -p 4 is fixed (runner: a revoked holder's
-# hold ends only once its key's deletion is recorded); the first run's two
-# failures, a rate asserted by TestBenchRateEndToEnd and a stale
-# results/baseline.json, are fixed too (docs/development.md).
+# Packages run two at a time (go test's default on 2 cores), ~12 min.
+# Four at a time (-p 4) took 8m13s, 7m01s, 7m36s, 8m11s and 6m56s
+# (2026-12-04, every runtime installed, ZooKeeper's tests included), but
+# the load made a timing-bound test fail in three of those five runs
+# (TestBenchRateEndToEnd's rate and zkcluster's read after a resume, both
+# since fixed; redisrun's primary-crash-unreplicated, whose grant-timed
+# fault found no grant to time, not yet): -p 4 waits until the last of
+# them is fixed (docs/development.md).
 test: vet
-	$(GO) test -race -count=1 -p 4 -timeout 20m ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
 	cd docs/recipes && $(GO) vet . && $(GO) test -count=1 .
 
 # Pure-logic tests only: no etcd cluster is started.

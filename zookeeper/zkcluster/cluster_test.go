@@ -89,6 +89,34 @@ func read(t *testing.T, address, path string) {
 	})
 }
 
+// tryRead is read that returns its error, or gives up after 5 s,
+// instead of failing a test.
+func tryRead(address, path string) error {
+	conn, _, err := zk.Connect([]string{address}, 5*time.Second, zk.WithLogger(quiet{}), zk.WithLogInfo(false))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	errc := make(chan error, 1)
+	go func() {
+		if _, err := conn.Sync(path); err != nil {
+			errc <- err
+			return
+		}
+		b, _, err := conn.Get(path)
+		if err == nil && string(b) != path {
+			err = fmt.Errorf("value %q, want %q", b, path)
+		}
+		errc <- err
+	}()
+	select {
+	case err := <-errc:
+		return err
+	case <-time.After(5 * time.Second):
+		return errors.New("no answer in 5 s")
+	}
+}
+
 // waitFor polls ok until it says true, failing t after within.
 func waitFor(t *testing.T, within time.Duration, what string, ok func() (bool, string)) time.Duration {
 	t.Helper()
@@ -259,7 +287,13 @@ func TestEnsembleUnderFaults(t *testing.T) {
 	}
 	took = waitMode(t, c, f, ModeFollower, 30*time.Second)
 	t.Logf("member %d resumed: says follower %s later", f, took)
-	read(t, addrs[f], "/while-paused")
+	// "follower" may be its state from before the pause: it serves again
+	// once it has rejoined its leader, which under load takes a moment.
+	took = waitFor(t, 30*time.Second, fmt.Sprintf("member %d serves /while-paused after its resume", f), func() (bool, string) {
+		err := tryRead(addrs[f], "/while-paused")
+		return err == nil, fmt.Sprint(err)
+	})
+	t.Logf("member %d resumed: read what it missed %s later", f, took)
 
 	// Close: no member process, no folder; a second Close is fine.
 	var pids []int

@@ -45,7 +45,6 @@ type Conn struct {
 	grace    *time.Timer // running while disconnected within the grace
 	session  int64
 	ready    chan struct{} // closed at the first session
-	readyOK  bool
 	onNewSID func(int64)
 }
 
@@ -125,8 +124,7 @@ func (c *Conn) event(ev zk.Event) {
 			c.closeDown()
 			c.session, c.down = id, make(chan struct{})
 		}
-		if !c.readyOK {
-			c.readyOK = true
+		if !isClosed(c.ready) {
 			close(c.ready)
 		}
 	case zk.StateDisconnected:
