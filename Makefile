@@ -11,8 +11,12 @@ ADAPTER_DEPS := python3-etcd3 nodejs npm etcd-client etcd-server
 
 .PHONY: adapter-deps redis-deps zk-deps repro-go-zookeeper-unlock build run run-one test test-short verify mutants bench regress regress-baseline baseline repro-etcd-20716 repro-etcd-11456 repro-election-split-brain repro-etcd-21128 repro-etcd-19597 measure-etcd-20273 repro-etcd-18082 measure-etcd-19597 vet fmt clean
 
+# The binary names its commit (lockbench version, every run's
+# lockbench_version) also where GOFLAGS turns VCS stamping off.
+COMMIT = $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +dirty)
+
 build:
-	$(GO) build -o $(BIN) ./cmd/lockbench
+	$(GO) build -ldflags "-X github.com/lockbench/lockbench/rundir.commit=$(COMMIT)" -o $(BIN) ./cmd/lockbench
 
 # What the shipped adapters need (docs/adapters.md) on a fresh Debian or
 # Ubuntu machine: the Debian packages above (as root, no service started),

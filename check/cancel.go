@@ -87,7 +87,7 @@ func (p *prepared) cancel(opts Options) Result {
 	res.metric("cancelled", float64(len(returns)))
 	res.metric("cancel_bound_ms", ms(int64(opts.CancelBound)))
 	if len(returns) == 0 {
-		res.Note = "no acquire was cancelled: nothing to judge"
+		res.nothingToJudge("no acquire was cancelled")
 		return res
 	}
 	slices.Sort(returns)

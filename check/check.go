@@ -232,8 +232,14 @@ type Result struct {
 	Violations []Violation     `json:"violations,omitempty"`
 	// Count is the exact number of violations, also when the list is cut.
 	Count int `json:"count"`
-	// Note explains an unknown verdict or qualifies a pass.
+	// Note explains an unknown verdict or qualifies a pass; with
+	// NotJudged, it says what the history lacked.
 	Note string `json:"note,omitempty"`
+	// NotJudged is set when the history held nothing this check judges
+	// (no write to judge fencing by, no cancelled acquire, no wake-up):
+	// the verdict stays pass, so that verdicts compose as before, but a
+	// report shows "not judged", never a pass for an empty input.
+	NotJudged bool `json:"not_judged,omitempty"`
 	// Metrics are the check's figures, by stable snake_case name (see each
 	// Check* function). Always finite.
 	Metrics map[string]float64 `json:"metrics,omitempty"`
@@ -353,6 +359,24 @@ func (r *Result) metric(name string, v float64) {
 		r.Metrics = map[string]float64{}
 	}
 	r.Metrics[name] = v
+}
+
+// Outcome is the result as a person reads it: its verdict, or "not
+// judged" when the history held nothing to judge.
+func (r Result) Outcome() string {
+	if r.NotJudged {
+		return NotJudged
+	}
+	return string(r.Verdict)
+}
+
+// NotJudged is Outcome's word for a check with nothing to judge.
+const NotJudged = "not judged"
+
+// nothingToJudge marks a result that found nothing to judge, saying why.
+func (r *Result) nothingToJudge(why string) {
+	r.NotJudged = true
+	r.Note = why
 }
 
 // finish sets the verdict from the count: any violation fails.

@@ -285,7 +285,7 @@ func (p *prepared) fairness(opts Options) Result {
 	nl := w.judgeLongWaits(&res, starved)
 	res.finish()
 	if w.requests == 0 {
-		res.Note = "no acquire operations"
+		res.nothingToJudge("no acquire operations")
 		return res
 	}
 	w.grantFigures(&res)

@@ -66,6 +66,8 @@ type checkCase struct {
 	// absent lists metrics that must not be set.
 	absent []string
 	note   string // if set, the exact note
+	// notJudged: the history holds nothing the check judges.
+	notJudged bool
 }
 
 func runCases(t *testing.T, name string, fn func([]history.Event, Options) Result, cases []checkCase) {
@@ -93,6 +95,9 @@ func runCases(t *testing.T, name string, fn func([]history.Event, Options) Resul
 				if v, ok := res.Metrics[k]; ok {
 					t.Errorf("metric %s = %v, want it absent", k, v)
 				}
+			}
+			if res.NotJudged != tc.notJudged {
+				t.Errorf("not judged = %v, want %v (note %q)", res.NotJudged, tc.notJudged, res.Note)
 			}
 			if tc.note != "" && res.Note != tc.note {
 				t.Errorf("note = %q, want %q", res.Note, tc.note)

@@ -13,7 +13,8 @@ import (
 // grant. A queue lock wakes about one waiter per handoff, a lock where
 // every waiter watches one key about N−1.
 //
-// It is informational: the verdict is always pass.
+// It is informational: the verdict is always pass, and not judged
+// (Result.NotJudged) when the history has no wake-up at all.
 //
 // Metrics: grants, handoffs, wakeups, wakeups_per_handoff (when there is a
 // handoff), rpcs, rpcs_per_acquire, rpcs_per_handoff (when there are rpcs
@@ -96,6 +97,9 @@ func (p *prepared) herd(Options) Result {
 		}
 	}
 	res.Note = joinNotes(notes...)
+	// Without a wake-up there is no herd to measure (a polling lock, or
+	// a strategy with no wake-up hook): not judged, not 0 per handoff.
+	res.NotJudged = totalWake == 0
 	return res
 }
 

@@ -383,7 +383,7 @@ func (w *liveWalk) result() Result {
 	})
 	res.finish()
 	if w.requests == 0 {
-		res.Note = "no acquire operations"
+		res.nothingToJudge("no acquire operations")
 	} else if len(p.poss) > 0 {
 		res.Note = fmt.Sprintf("%s of unknown outcome %s as holding their lock", count(len(p.poss), "acquire", "acquires"), plural(len(p.poss), "counts", "count"))
 	}

@@ -73,7 +73,7 @@ func (p *prepared) progress(opts Options) Result {
 		res.add(Violation{Check: verdict.Progress, Message: msg, Lines: lines(firstLines...)}, opts.MaxViolations)
 	}
 	if requests == 0 {
-		res.Note = "no acquire operations"
+		res.nothingToJudge("no acquire operations")
 	}
 	res.finish()
 	res.metric("requests", float64(requests))

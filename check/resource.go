@@ -309,7 +309,7 @@ func (p *prepared) fencing(opts Options) (res Result) {
 		if tokened == 0 {
 			// A lock that offers no token (Redlock) has nothing here to
 			// judge: say so, rather than pass as if fenced.
-			res.Note = noResourceOps + ", and no grant carries a token: nothing to judge"
+			res.nothingToJudge(noResourceOps + ", and no grant carries a token")
 		}
 		res.finish()
 		return res
@@ -343,7 +343,7 @@ func (p *prepared) resource(opts Options) Result {
 	w := p.writes(opts)
 	res := Result{Verdict: verdict.Pass}
 	if !w.resourceOps {
-		res.Note = noResourceOps
+		res.nothingToJudge(noResourceOps)
 		return res
 	}
 	total := 0

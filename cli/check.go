@@ -176,7 +176,7 @@ func printReport(w io.Writer, file string, n int, rep check.Report) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, name := range slices.Sorted(maps.Keys(rep.Checks)) {
 		r := rep.Checks[name]
-		fmt.Fprintf(tw, "  %s\t%s\t%d violations\t%s\n", name, r.Verdict, r.Count, r.Note)
+		fmt.Fprintf(tw, "  %s\t%s\t%d violations\t%s\n", name, r.Outcome(), r.Count, r.Note)
 	}
 	tw.Flush()
 	for _, name := range slices.Sorted(maps.Keys(rep.Checks)) {

@@ -217,7 +217,7 @@ func TestSuitePageLinksRuns(t *testing.T) {
 	}
 	suite := filepath.Join(t.TempDir(), "suite.html")
 	cells := []report.Cell{{Summary: r.Saved, Dir: "cell-1"}}
-	if err := rundir.WriteFile(suite, func(w io.Writer) error { return report.WriteSuiteHTML(w, cells) }); err != nil {
+	if err := rundir.WriteFile(suite, func(w io.Writer) error { return report.WriteSuiteHTML(w, report.Suite{}, cells) }); err != nil {
 		t.Fatal(err)
 	}
 	page, _ := os.ReadFile(suite)

@@ -235,7 +235,7 @@ func WriteMerged(out string, shards []ShardFolder) (dir string, m *MergedSuite, 
 	if err := rundir.WriteJSON(filepath.Join(dir, rundir.SuiteFile), m.Suite()); err != nil {
 		return "", nil, err
 	}
-	if err := rundir.WriteFile(filepath.Join(dir, rundir.HTMLFile), func(w io.Writer) error { return report.WriteSuiteHTML(w, m.Cells) }); err != nil {
+	if err := rundir.WriteFile(filepath.Join(dir, rundir.HTMLFile), func(w io.Writer) error { return report.WriteSuiteHTML(w, m.Header, m.Cells) }); err != nil {
 		return "", nil, err
 	}
 	return dir, m, nil

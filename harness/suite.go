@@ -204,6 +204,7 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 		return nil, err
 	}
 	r := &suiteRun{spec: spec, dir: dir, bins: bins, res: &SuiteResult{Dir: dir, Header: spec.header(bins)}, ids: map[string]bool{}}
+	r.res.Header.Started = start.UTC().Format(time.RFC3339)
 	if spec.Shard.sharded() {
 		// A shard may be empty (more shards than keys): it runs nothing.
 		r.keys = map[string]bool{}
@@ -225,8 +226,9 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 			closeErr = nil
 		}
 	}
+	r.res.Header.WallS = time.Since(start).Seconds()
 	if sh := r.res.Header.Shard; sh != nil {
-		sh.WallS = time.Since(start).Seconds()
+		sh.WallS = r.res.Header.WallS
 	}
 	err = r.finish(ctx.Err() != nil, runErr)
 	if closeErr != nil && err == nil {
@@ -621,5 +623,5 @@ func writeSuite(dir string, res *SuiteResult) error {
 	if err := rundir.WriteJSON(filepath.Join(dir, rundir.SuiteFile), s); err != nil {
 		return err
 	}
-	return rundir.WriteFile(filepath.Join(dir, rundir.HTMLFile), func(w io.Writer) error { return report.WriteSuiteHTML(w, res.Cells) })
+	return rundir.WriteFile(filepath.Join(dir, rundir.HTMLFile), func(w io.Writer) error { return report.WriteSuiteHTML(w, res.Header, res.Cells) })
 }

@@ -132,5 +132,5 @@ func withCells(header report.Suite, cells []report.Cell) report.Suite {
 
 // WriteHTML writes the suite's matrix page to path.
 func (r *RecheckedSuite) WriteHTML(path string) error {
-	return rundir.WriteFile(path, func(w io.Writer) error { return report.WriteSuiteHTML(w, r.Cells) })
+	return rundir.WriteFile(path, func(w io.Writer) error { return report.WriteSuiteHTML(w, r.Header, r.Cells) })
 }

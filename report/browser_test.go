@@ -320,7 +320,7 @@ func TestBrowserSuiteReport(t *testing.T) {
 	}
 	page := filepath.Join(dir, "suite.html")
 	var b bytes.Buffer
-	if err := WriteSuiteHTML(&b, cells); err != nil {
+	if err := WriteSuiteHTML(&b, Suite{}, cells); err != nil {
 		t.Fatal(err)
 	}
 	doc := loadPage(t, bin, page, b.Bytes())

@@ -131,8 +131,12 @@ const runHTMLFile = "report.html"
 // strategy for each scenario (acquire and handoff), and each cell's checks
 // with their first violations, linking to the cell's run report when
 // Cell.Dir is set.
-func WriteSuiteHTML(w io.Writer, cells []Cell) error {
-	p := suitePage{page: newPage("lockbench suite")}
+//
+// The page opens with the suite's result in one line (suiteOutcome) and
+// its identity from header (suite.json without its cells; a zero header
+// for a page made from cells alone).
+func WriteSuiteHTML(w io.Writer, header Suite, cells []Cell) error {
+	p := suitePage{page: newPage("lockbench suite"), Outcome: suiteOutcome(header, cells), Identity: suiteIdentity(header, cells)}
 	etcds := EtcdLabels(cells)
 	multi := len(etcds) > 1
 	var locks, scens []string
@@ -238,6 +242,7 @@ func latencyRows(s Summary) []latRow {
 type checkView struct {
 	Name       string
 	Verdict    verdict.Verdict
+	NotJudged  bool
 	Count      int
 	Note       string
 	Metrics    []kv
@@ -304,7 +309,7 @@ func checkViews(s Summary, events []history.Event) []checkView {
 	idx := 0
 	for _, n := range checkNames(s.Checks) {
 		r := s.Checks[n]
-		cv := checkView{Name: n, Verdict: r.Verdict, Count: r.Count, Note: r.Note}
+		cv := checkView{Name: n, Verdict: r.Verdict, NotJudged: r.NotJudged, Count: r.Count, Note: r.Note}
 		for _, k := range slices.Sorted(maps.Keys(r.Metrics)) {
 			cv.Metrics = append(cv.Metrics, kv{k, r.Metrics[k]})
 		}
@@ -463,6 +468,9 @@ func orDash(s string) string {
 
 type suitePage struct {
 	page
+	// Outcome is the suite's result in one line; Identity what ran it.
+	Outcome  outcomeLine
+	Identity []string
 	// Scenarios are the matrix's column heads: a scenario, or a scenario
 	// and a binary when the suite ran several (Etcds of them).
 	Scenarios []string
@@ -530,6 +538,9 @@ func newScenarioCharts(sc string, cells []Cell, multi bool) scenarioCharts {
 
 type cellView struct {
 	Cell
+	// ExpectedFail: the cell failed as its scenario expected (a known
+	// bug shown), drawn muted so that only a mismatch looks like one.
+	ExpectedFail bool
 	// Etcd is the cell's binary when the suite ran several ("" else).
 	Etcd       string
 	Handoff    Latency
@@ -549,16 +560,18 @@ type cellView struct {
 type anyReason struct{ Check, Why string }
 
 type suiteCheck struct {
-	Name     string
-	Verdict  verdict.Verdict
-	Count    int
-	Note     string
-	Messages []string
+	Name      string
+	Verdict   verdict.Verdict
+	NotJudged bool
+	Count     int
+	Note      string
+	Messages  []string
 }
 
 func newCellView(c Cell, multi bool) cellView {
 	v := cellView{Cell: c, Handoff: c.Summary.LatencyMS[LatHandoff], Wakeups: wakeupsString(c.Summary),
-		Violations: c.Summary.TotalViolations(), Match: matchString(c), ExpectedText: expectedString(c)}
+		Violations: c.Summary.TotalViolations(), Match: matchString(c), ExpectedText: expectedString(c),
+		ExpectedFail: c.Summary.Verdict == verdict.Fail && c.Expected != "" && !c.Mismatch()}
 	for _, n := range unjudgedFailures(c) {
 		if why := c.AnyReasons[n]; why != "" {
 			v.Anys = append(v.Anys, anyReason{n, why})
@@ -572,7 +585,7 @@ func newCellView(c Cell, multi bool) cellView {
 	}
 	for _, n := range checkNames(c.Summary.Checks) {
 		r := c.Summary.Checks[n]
-		sc := suiteCheck{Name: n, Verdict: r.Verdict, Count: r.Count, Note: r.Note}
+		sc := suiteCheck{Name: n, Verdict: r.Verdict, NotJudged: r.NotJudged, Count: r.Count, Note: r.Note}
 		for j, vi := range r.Violations {
 			if j >= 3 {
 				break

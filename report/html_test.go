@@ -254,7 +254,7 @@ func bigFixture() fixture {
 func TestWriteSuiteHTML(t *testing.T) {
 	cells := suiteCells()
 	var b bytes.Buffer
-	if err := WriteSuiteHTML(&b, cells); err != nil {
+	if err := WriteSuiteHTML(&b, Suite{}, cells); err != nil {
 		t.Fatal(err)
 	}
 	doc := parseHTML(t, b.Bytes())
@@ -292,9 +292,62 @@ func TestWriteSuiteHTML(t *testing.T) {
 	if !strings.Contains(b.String(), `href="runs/queue-contention/report.html"`) {
 		t.Error("no link to a cell's run report")
 	}
-	if err := WriteSuiteHTML(&b, nil); err != nil {
+	if err := WriteSuiteHTML(&b, Suite{}, nil); err != nil {
 		t.Errorf("empty suite: %v", err)
 	}
+}
+
+// TestSuitePageOpensWithItsResult: the page's first line is the suite's
+// result, an expected failure is drawn muted and not as a mismatch, and
+// the header's identity is shown.
+func TestSuitePageOpensWithItsResult(t *testing.T) {
+	cells := suiteCells()
+	header := Suite{Lockbench: "v1.2.3 0123456789ab", Started: "2026-12-04T17:29:48Z", WallS: 38.2,
+		Host: &Host{CPUModel: "Test CPU", CPUs: 2, OS: "linux", Arch: "amd64", Kernel: "6.1"}}
+	cases := []struct {
+		name      string
+		header    Suite
+		cells     []Cell
+		class     string
+		line      string
+		identity  []string
+		expFailed int // cells drawn as expected failures (matrix cell and table row each)
+	}{
+		{"one mismatch", header, cells, "not-as-expected", "1 of 4 cells not as expected",
+			[]string{"lockbench v1.2.3 0123456789ab", "started 2026-12-04 17:29 UTC", "took 38s", "on etcd", "host Test CPU, 2 CPUs"}, 1},
+		// A header without identity (an older suite.json): what the cells say.
+		{"all as expected", Suite{}, cells[:2], "as-expected", "2 cells, all as expected", []string{"on etcd"}, 1},
+		{"interrupted", Suite{Interrupted: true, NotRun: []string{"a/b", "c/d"}}, cells[:1], "incomplete", "1 cell, all as expected — interrupted, 2 cells not run", []string{"on etcd"}, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := WriteSuiteHTML(&b, tc.header, tc.cells); err != nil {
+				t.Fatal(err)
+			}
+			doc := parseHTML(t, b.Bytes())
+			out := byClass(doc, "outcome")
+			if len(out) != 1 || !hasClass(out[0], tc.class) || textOf(out[0]) != tc.line {
+				t.Fatalf("outcome = %d elements, first %q, want one of class %s: %q", len(out), firstText(out), tc.class, tc.line)
+			}
+			if n := len(byClass(doc, "expected-fail")); n != 2*tc.expFailed {
+				t.Errorf("%d expected-fail marks, want %d", n, 2*tc.expFailed)
+			}
+			ids := byClass(doc, "identity")
+			for _, want := range tc.identity {
+				if len(ids) != 1 || !strings.Contains(textOf(ids[0]), want) {
+					t.Errorf("identity %q lacks %q", firstText(ids), want)
+				}
+			}
+		})
+	}
+}
+
+func firstText(ns []*html.Node) string {
+	if len(ns) == 0 {
+		return ""
+	}
+	return textOf(ns[0])
 }
 
 func TestCDFSVG(t *testing.T) {
@@ -341,7 +394,7 @@ func TestWriteSuiteHTMLVersions(t *testing.T) {
 		}
 	}
 	var b bytes.Buffer
-	if err := WriteSuiteHTML(&b, cells); err != nil {
+	if err := WriteSuiteHTML(&b, Suite{}, cells); err != nil {
 		t.Fatal(err)
 	}
 	doc := parseHTML(t, b.Bytes())
@@ -359,4 +412,15 @@ func TestWriteSuiteHTMLVersions(t *testing.T) {
 			t.Errorf("suite page lacks %q", want)
 		}
 	}
+}
+
+// textOf is n's text, its descendants' joined.
+func textOf(n *html.Node) string {
+	var b strings.Builder
+	walk(n, func(c *html.Node) {
+		if c.Type == html.TextNode {
+			b.WriteString(c.Data)
+		}
+	})
+	return strings.TrimSpace(b.String())
 }

@@ -203,7 +203,7 @@ func junitDetail(c Cell) string {
 	var b strings.Builder
 	for _, n := range checkNames(c.Summary.Checks) {
 		r := c.Summary.Checks[n]
-		fmt.Fprintf(&b, "%s: %s (%s)\n", n, r.Verdict, countNoun(r.Count, "violation"))
+		fmt.Fprintf(&b, "%s: %s (%s)\n", n, r.Outcome(), countNoun(r.Count, "violation"))
 		for _, v := range r.Violations[:min(len(r.Violations), 3)] {
 			fmt.Fprintf(&b, "  - %s\n", v.Message)
 		}

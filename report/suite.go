@@ -21,7 +21,12 @@ type Suite struct {
 	// an older one by it.
 	Schema    int       `json:"schema_version,omitempty"`
 	Lockbench string    `json:"lockbench_version,omitempty"`
-	Cells     []Summary `json:"cells"`
+	// Started is when the suite began (RFC 3339, UTC) and WallS how long
+	// it took, in seconds: the page says when and how long, and a reader
+	// of two suites knows which is newer.
+	Started string    `json:"started,omitempty"`
+	WallS   float64   `json:"wall_s,omitempty"`
+	Cells   []Summary `json:"cells"`
 	// Reps is how many times each seed of each cell ran (0: once).
 	Reps int `json:"reps,omitempty"`
 	// Host is the machine the suite ran on: figures from different hosts

@@ -63,7 +63,7 @@ func ChecksTable(w io.Writer, s Summary) error {
 	t.Header("check", "verdict", "violations", "note")
 	for _, n := range checkNames(s.Checks) {
 		r := s.Checks[n]
-		if err := t.Append(n, string(r.Verdict), fmt.Sprint(r.Count), clip(r.Note, 72)); err != nil {
+		if err := t.Append(n, r.Outcome(), fmt.Sprint(r.Count), clip(r.Note, 72)); err != nil {
 			return err
 		}
 	}
@@ -259,7 +259,7 @@ func matchString(c Cell) string {
 }
 
 func wakeupsString(s Summary) string {
-	if v, ok := s.WakeupsPerHandoff(); ok {
+	if v, ok := s.WakeupsPerHandoff(); ok && !s.Checks[verdict.Herd].NotJudged {
 		return fmt.Sprintf("%.2f", v)
 	}
 	return "-"

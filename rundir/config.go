@@ -153,6 +153,11 @@ func CPUModel(cpuinfo string) string {
 	return ""
 }
 
+// commit is the commit `make build` stamps (-ldflags -X), for builds
+// that record no VCS information (GOFLAGS=-buildvcs=false, as on
+// machines that build many checkouts); "+dirty" is part of it then.
+var commit string
+
 // ThisBuild names the lockbench build running: its module version and,
 // when the build recorded them, its commit (and "+dirty" for a tree with
 // changes), e.g. "(devel) 35f804c+dirty". It says which code made a
@@ -163,21 +168,17 @@ func ThisBuild() string {
 		return "unknown"
 	}
 	v := bi.Main.Version
-	var rev string
-	var dirty bool
+	rev, dirty := commit, false
 	for _, s := range bi.Settings {
 		switch s.Key {
 		case "vcs.revision":
-			rev = s.Value
+			rev = s.Value[:min(len(s.Value), 12)]
 		case "vcs.modified":
 			dirty = s.Value == "true"
 		}
 	}
 	if rev == "" {
 		return v
-	}
-	if len(rev) > 12 {
-		rev = rev[:12]
 	}
 	if dirty {
 		rev += "+dirty"
