@@ -19,8 +19,8 @@ type Suite struct {
 	// summary.json read as a suite) and Lockbench the build that ran the
 	// suite (rundir.ThisBuild): compare tells a file it may misread from
 	// an older one by it.
-	Schema    int       `json:"schema_version,omitempty"`
-	Lockbench string    `json:"lockbench_version,omitempty"`
+	Schema    int    `json:"schema_version,omitempty"`
+	Lockbench string `json:"lockbench_version,omitempty"`
 	// Started is when the suite began (RFC 3339, UTC) and WallS how long
 	// it took, in seconds: the page says when and how long, and a reader
 	// of two suites knows which is newer.
