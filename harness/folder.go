@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lockbench/lockbench/check"
@@ -19,8 +21,9 @@ import (
 
 // finishRun checks a finished run's history once, summarizes that checked
 // value and writes the run folder from it: one pairing of the history
-// feeds the verdicts, the figures and the page.
-func finishRun(parent string, cfg rundir.Config, sc scenarios.Scenario, out *runner.Outcome, sat *report.Saturation) (*Result, error) {
+// feeds the verdicts, the figures and the page. inSuite says parent is a
+// suite's folder, whose page the run's links to.
+func finishRun(parent string, cfg rundir.Config, sc scenarios.Scenario, out *runner.Outcome, sat *report.Saturation, inSuite bool) (*Result, error) {
 	c := check.Check(out.Events, checkOptions(sc, cfg))
 	sum := report.Summarize(report.RunInfo{
 		Run: cfg.Run, Scenario: sc.Name, Clients: sc.Clients, LeaseTTL: sc.TTL(),
@@ -31,7 +34,9 @@ func finishRun(parent string, cfg rundir.Config, sc scenarios.Scenario, out *run
 		rundir.JSONFile(rundir.ConfigFile, cfg),
 		{Name: rundir.HistoryFile, Render: func(w io.Writer) error { return history.Write(w, out.Events) }},
 		rundir.JSONFile(rundir.SummaryFile, sum),
-		{Name: rundir.HTMLFile, Render: func(w io.Writer) error { return report.WriteRunHTML(w, cfg, c, sum) }},
+		{Name: rundir.HTMLFile, Render: func(w io.Writer) error {
+			return report.WriteRunHTML(w, cfg, c, runContext(cfg, sc, sum, inSuite))
+		}},
 	}
 	if cfg.Worker != nil {
 		files = append(files, rundir.File{Name: rundir.ProbesFile, Render: rundir.ProbesRender(out.Probes)})
@@ -136,7 +141,49 @@ func fillOldIdentity(info *report.RunInfo, saved report.Summary) {
 
 // WriteHTML writes the re-checked run's report.html to path.
 func (r *Rechecked) WriteHTML(path string) error {
+	inSuite := IsSuite(filepath.Dir(r.Folder.Dir))
 	return rundir.WriteFile(path, func(w io.Writer) error {
-		return report.WriteRunHTML(w, r.Folder.Config, r.Checked, r.Summary)
+		return report.WriteRunHTML(w, r.Folder.Config, r.Checked, runContext(r.Folder.Config, r.Scenario, r.Summary, inSuite))
 	})
+}
+
+// runContext is what a run's page says of it beside its files: the run
+// judged against what sc expects of its strategy (nothing, for a folder
+// without its scenario), the command that runs it again, and the link to
+// its suite's page (inSuite: the run folder is a suite's).
+func runContext(cfg rundir.Config, sc scenarios.Scenario, sum report.Summary, inSuite bool) report.RunContext {
+	rc := report.RunContext{Cell: report.Cell{Summary: sum}}
+	if sc.Name != "" {
+		expect := ExpectationsFor(sc, cfg.Lock, cfg.KeepAlive)
+		rc.Cell = judge(sum, expect)
+		rc.Cell.AnyReasons = anyReasons(withReasons(sc), cfg.Lock, cfg.KeepAlive, expect)
+		rc.Reproduce = reproduceCommand(cfg, sc)
+	}
+	if inSuite {
+		rc.Suite = "../" + rundir.HTMLFile
+	}
+	return rc
+}
+
+// reproduceCommand is the lockbench run that runs cfg's cell again: its
+// lock, scenario (by name when built in, else the file it came from),
+// seed, keepalive policy when not the default, and member binary.
+func reproduceCommand(cfg rundir.Config, sc scenarios.Scenario) string {
+	scen := sc.Name
+	if sc.Source != "" && !strings.HasPrefix(sc.Source, "builtin:") {
+		scen = sc.Source
+	}
+	args := []string{"lockbench", "run", "--lock", cfg.Lock, "--scenario", scen, "--seed", strconv.FormatInt(cfg.Seed, 10)}
+	if ka := etcdlocks.KeepAlive(cfg.KeepAlive); ka != "" && ka != etcdlocks.DefaultKeepAlive && ka != etcdlocks.KeepAliveOwn {
+		args = append(args, "--keepalive", cfg.KeepAlive)
+	}
+	if cfg.Etcd != "" {
+		args = append(args, "--etcd-bin", cfg.Etcd)
+	}
+	for i, a := range args {
+		if strings.ContainsAny(a, " \t'\"$`\\") {
+			args[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(args, " ")
 }

@@ -41,7 +41,7 @@ func TestRecheckSample(t *testing.T) {
 		t.Errorf("schema: folder %d, re-checked summary %d; want 0 and %d", r.Folder.Config.Schema, s.Schema, rundir.SchemaVersion)
 	}
 	var page bytes.Buffer
-	if err := report.WriteRunHTML(&page, r.Folder.Config, r.Checked, s); err != nil || !bytes.Contains(page.Bytes(), []byte(`class="lane"`)) {
+	if err := report.WriteRunHTML(&page, r.Folder.Config, r.Checked, report.RunContext{Cell: report.Cell{Summary: s}}); err != nil || !bytes.Contains(page.Bytes(), []byte(`class="lane"`)) {
 		t.Errorf("run page: %v", err)
 	}
 }
@@ -60,7 +60,7 @@ func finishSample(t *testing.T, edit func(*rundir.Config)) *Result {
 	}
 	cfg := f.Config
 	edit(&cfg)
-	res, err := finishRun(t.TempDir(), cfg, sc, &runner.Outcome{Events: f.Events, Elapsed: time.Second}, nil)
+	res, err := finishRun(t.TempDir(), cfg, sc, &runner.Outcome{Events: f.Events, Elapsed: time.Second}, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,5 +249,52 @@ func TestOverrunBoundOfThePolicy(t *testing.T) {
 		if got := checkOptions(sc, rundir.Config{Run: rundir.Run{KeepAlive: tc.keepalive}}).OverrunBound; got != tc.want {
 			t.Errorf("%q at TTL %s: overrun bound %s, want %s", tc.keepalive, tc.ttl, got, tc.want)
 		}
+	}
+}
+
+// TestRunPageSaysWhatWasExpected: a run's page says what its scenario
+// expected of its strategy and whether the run met it, the command that
+// runs it again, and links to its files.
+func TestRunPageSaysWhatWasExpected(t *testing.T) {
+	res := finishSample(t, func(cfg *rundir.Config) { cfg.RunID, cfg.Seed, cfg.KeepAlive = "expected", 7, "auto" })
+	page, err := os.ReadFile(filepath.Join(res.Dir, rundir.HTMLFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		// The sample overlaps: contention expects every check to pass.
+		`<p class="outcome not-as-expected">not as expected: the scenario expects pass`,
+		`<code class="reproduce">lockbench run --lock queue --scenario contention --seed 7 --keepalive auto</code>`,
+		`<a href="history.jsonl">history.jsonl</a>`,
+	} {
+		if !bytes.Contains(page, []byte(want)) {
+			t.Errorf("run page lacks %q", want)
+		}
+	}
+	if bytes.Contains(page, []byte("the suite's page")) {
+		t.Error("a run outside a suite links a suite page")
+	}
+}
+
+func TestReproduceCommand(t *testing.T) {
+	cases := []struct {
+		name   string
+		cfg    rundir.Config
+		source string
+		want   string
+	}{
+		{"built in, default policy", rundir.Config{Run: rundir.Run{Lock: "queue", Seed: 3, KeepAlive: "safe"}}, "builtin:contention.yaml",
+			"lockbench run --lock queue --scenario contention --seed 3"},
+		{"own lease, member binary", rundir.Config{Run: rundir.Run{Lock: "mutex", Seed: 1, KeepAlive: "own", Etcd: "/opt/etcd 3.5/etcd"}}, "builtin:contention.yaml",
+			"lockbench run --lock mutex --scenario contention --seed 1 --etcd-bin '/opt/etcd 3.5/etcd'"},
+		{"a file with a quote", rundir.Config{Run: rundir.Run{Lock: "redis-setnx", Seed: 2}}, "my scenarios/it's.yaml",
+			`lockbench run --lock redis-setnx --scenario 'my scenarios/it'\''s.yaml' --seed 2`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := reproduceCommand(tc.cfg, scenarios.Scenario{Name: "contention", Source: tc.source}); got != tc.want {
+				t.Errorf("got  %s\nwant %s", got, tc.want)
+			}
+		})
 	}
 }

@@ -64,6 +64,8 @@ type RunSpec struct {
 	// runID, when set, names the run (default NewRunID): a suite running
 	// cells in parallel issues ids that no two of its runs share.
 	runID string
+	// inSuite: Out is a suite's folder, whose page the run's page links.
+	inSuite bool
 }
 
 // Validate checks everything that can be checked before a cluster starts,
@@ -259,7 +261,7 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 		// scenario needs no front door (runner's data path).
 		cfg.Cluster.Endpoints = out.Endpoints
 	}
-	res, err := finishRun(spec.Out, cfg, spec.Scenario, out, sat)
+	res, err := finishRun(spec.Out, cfg, spec.Scenario, out, sat, spec.inSuite)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", runID, err)
 	}

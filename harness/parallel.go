@@ -155,7 +155,7 @@ func (w *suiteWorker) runCell(ctx context.Context, j suiteJob) (out cellOutcome)
 	name := r.name(j)
 	r.progress(j)
 	cellSpec := RunSpec{Lock: j.lock, Scenario: j.sc, Seed: j.run.seed, KeepAlive: j.run.keepAlive, RPCTimeout: r.spec.RPCTimeout, Cluster: j.bin.opts, Out: r.dir,
-		InjectDelay: r.spec.InjectDelay[j.lock], runID: r.newRunID(j)}
+		InjectDelay: r.spec.InjectDelay[j.lock], runID: r.newRunID(j), inSuite: true}
 	res, err := w.run(ctx, j.bin, cellSpec)
 	switch {
 	case err != nil:

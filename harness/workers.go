@@ -120,7 +120,7 @@ func WriteMergedRun(parent string, ws []*rundir.Folder) (*MergedRun, error) {
 	cfg.RunID = strings.TrimSuffix(cfg.RunID, fmt.Sprintf("-w1of%d", len(ws))) + "-merged"
 	cfg.Worker = nil
 	cfg.Started = cfg.Started.Add(-time.Duration(base))
-	res, err := finishRun(parent, cfg, sc, out, nil)
+	res, err := finishRun(parent, cfg, sc, out, nil, false)
 	if err != nil {
 		return nil, fmt.Errorf("merged run %s: %w", cfg.RunID, err)
 	}

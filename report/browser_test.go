@@ -112,7 +112,7 @@ func renderInBrowser(t *testing.T, f fixture) (page string) {
 	p, q := violationPair(t, sum)
 	page = filepath.Join(dir, runHTMLFile)
 	var b bytes.Buffer
-	if err := WriteRunHTML(&b, map[string]any{"lock": sum.Lock, "scenario": map[string]any{"name": sum.Scenario}}, check.Check(ev, check.Options{}), sum); err != nil {
+	if err := WriteRunHTML(&b, map[string]any{"lock": sum.Lock, "scenario": map[string]any{"name": sum.Scenario}}, check.Check(ev, check.Options{}), RunContext{Cell: Cell{Summary: sum}}); err != nil {
 		t.Fatal(err)
 	}
 	doc := loadPage(t, bin, page, b.Bytes())

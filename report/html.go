@@ -77,9 +77,12 @@ func countNoun(n int, noun string) string {
 //     that show them.
 //
 // cfg is config.json (any value; json.RawMessage is shown as it is), shown
-// folded; c is the run's checked history, and sum its summary (from
-// Summarize over c, or as saved).
-func WriteRunHTML(w io.Writer, cfg any, c check.Checked, sum Summary) error {
+// folded; c is the run's checked history, and rc.Cell.Summary its summary
+// (from Summarize over c, or as saved). The page opens with what the
+// run's scenario expected of it and whether it did, the command that runs
+// it again, and links to its history and its suite's page.
+func WriteRunHTML(w io.Writer, cfg any, c check.Checked, rc RunContext) error {
+	sum := rc.Cell.Summary
 	events := c.Ops.Events
 	viols := summaryViolations(sum)
 	tl := buildTimeline(c.Ops, viols, sum.Clients)
@@ -103,6 +106,8 @@ func WriteRunHTML(w io.Writer, cfg any, c check.Checked, sum Summary) error {
 	p := runPage{
 		page:    newPage("lockbench run " + orDash(sum.RunID)),
 		Sum:     sum,
+		Context: rc,
+		Cell:    newCellView(rc.Cell, false),
 		Lat:     latencyRows(sum),
 		Checks:  checkViews(sum, events),
 		CDF:     cdfSVG(fmt.Sprintf("%s × %s: latency CDFs", sum.Lock, sum.Scenario), cdf),
@@ -212,8 +217,23 @@ func newPage(title string) page {
 	return page{Title: title, CSS: template.CSS(css), Script: template.JS(js)}
 }
 
+// RunContext is what a run page says beside the run's own files.
+type RunContext struct {
+	// Cell is the run judged against what its scenario expects of its
+	// strategy (Expected empty: nothing expected, as for a re-check of a
+	// folder whose scenario this build does not know).
+	Cell Cell
+	// Reproduce is the command that runs the cell again.
+	Reproduce string
+	// Suite is the suite page's path from the run page, "" outside a
+	// suite.
+	Suite string
+}
+
 type runPage struct {
 	page
+	Context RunContext
+	Cell    cellView
 	Sum     Summary
 	Lat     []latRow
 	Checks  []checkView

@@ -113,7 +113,7 @@ func TestWriteRunHTML(t *testing.T) {
 	ev, sum := f.summary()
 	p, q := violationPair(t, sum)
 	var b bytes.Buffer
-	if err := WriteRunHTML(&b, json.RawMessage(`{"lock":"queue","note":"</script><b>x</b>"}`), check.Check(ev, check.Options{}), sum); err != nil {
+	if err := WriteRunHTML(&b, json.RawMessage(`{"lock":"queue","note":"</script><b>x</b>"}`), check.Check(ev, check.Options{}), RunContext{Cell: Cell{Summary: sum}}); err != nil {
 		t.Fatal(err)
 	}
 	doc := parseHTML(t, b.Bytes())
@@ -177,7 +177,7 @@ func TestWriteRunHTML(t *testing.T) {
 func TestWriteRunHTMLEdgeCases(t *testing.T) {
 	// No events at all, and a summary with no checks: still a page.
 	var b bytes.Buffer
-	if err := WriteRunHTML(&b, nil, check.Check(nil, check.Options{}), Summary{}); err != nil {
+	if err := WriteRunHTML(&b, nil, check.Check(nil, check.Options{}), RunContext{Cell: Cell{Summary: Summary{}}}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), "No client events") {
@@ -185,7 +185,7 @@ func TestWriteRunHTMLEdgeCases(t *testing.T) {
 	}
 	// A client with no events still gets its lane.
 	b.Reset()
-	if err := WriteRunHTML(&b, nil, check.Check([]history.Event{{Time: 5, Process: 1, Type: history.Invoke, F: history.FAcquire, Lock: "l"}}, check.Options{}), Summary{Clients: 3}); err != nil {
+	if err := WriteRunHTML(&b, nil, check.Check([]history.Event{{Time: 5, Process: 1, Type: history.Invoke, F: history.FAcquire, Lock: "l"}}, check.Options{}), RunContext{Cell: Cell{Summary: Summary{Clients: 3}}}); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(byClass(parseHTML(t, b.Bytes()), "lane")); n != 3 {
@@ -194,7 +194,7 @@ func TestWriteRunHTMLEdgeCases(t *testing.T) {
 	// Only the nemesis, an unfinished fault, an unmatched end.
 	ev, sum := fixture{Clients: 2, Rounds: 3, FaultFrom: 2 * msNS, FaultTo: 1, ViolationRound: -1}.summary()
 	b.Reset()
-	if err := WriteRunHTML(&b, map[string]int{"a": 1}, check.Check(ev, check.Options{}), sum); err != nil {
+	if err := WriteRunHTML(&b, map[string]int{"a": 1}, check.Check(ev, check.Options{}), RunContext{Cell: Cell{Summary: sum}}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -232,7 +232,7 @@ func TestRunHTMLScale(t *testing.T) {
 	ev, sum := f.summary()
 	start := time.Now()
 	var b bytes.Buffer
-	if err := WriteRunHTML(&b, nil, check.Check(ev, check.Options{}), sum); err != nil {
+	if err := WriteRunHTML(&b, nil, check.Check(ev, check.Options{}), RunContext{Cell: Cell{Summary: sum}}); err != nil {
 		t.Fatal(err)
 	}
 	took := time.Since(start)

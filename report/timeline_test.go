@@ -73,7 +73,7 @@ func TestTimelineConflictView(t *testing.T) {
 	// The page marks the overlap only, on both holders' lanes, and names
 	// both holders in the mark's title and in the list.
 	var b bytes.Buffer
-	if err := WriteRunHTML(&b, nil, check.Check(ev, check.Options{}), sum); err != nil {
+	if err := WriteRunHTML(&b, nil, check.Check(ev, check.Options{}), RunContext{Cell: Cell{Summary: sum}}); err != nil {
 		t.Fatal(err)
 	}
 	doc := parseHTML(t, b.Bytes())
