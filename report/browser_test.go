@@ -320,7 +320,9 @@ func TestBrowserSuiteReport(t *testing.T) {
 	}
 	page := filepath.Join(dir, "suite.html")
 	var b bytes.Buffer
-	if err := WriteSuiteHTML(&b, Suite{}, cells); err != nil {
+	header := Suite{Lockbench: "(devel) 0123456789ab", Started: "2026-12-04T17:29:48Z", WallS: 305,
+		Host: &Host{CPUModel: "Test CPU", CPUs: 2, OS: "linux", Arch: "amd64", Kernel: "6.1"}}
+	if err := WriteSuiteHTML(&b, header, cells); err != nil {
 		t.Fatal(err)
 	}
 	doc := loadPage(t, bin, page, b.Bytes())
@@ -328,7 +330,28 @@ func TestBrowserSuiteReport(t *testing.T) {
 	if n := len(byClass(doc, "scroll-x")); n == 0 {
 		t.Error("the matrix is not in a scrolling box")
 	}
+	// The suite's result and identity are on the first screen.
+	var wh string
+	walk(doc, func(n *html.Node) {
+		if n.Type == html.ElementNode && n.Data == "body" {
+			wh, _ = attr(n, "data-window-height")
+		}
+	})
+	out, ids := byClass(doc, "outcome"), byClass(doc, "identity")
+	if len(out) != 1 || len(ids) != 1 {
+		t.Fatalf("%d result lines and %d identity lines, want one each", len(out), len(ids))
+	}
+	bottom, _ := attr(out[0], "data-bottom")
+	px, err1 := strconv.Atoi(bottom)
+	h, err2 := strconv.Atoi(wh)
+	if err1 != nil || err2 != nil || px <= 0 || px > h {
+		t.Errorf("the result line ends at %q px of a %q px window: want it on the first screen", bottom, wh)
+	}
+	if got := textOf(ids[0]); !strings.Contains(got, "lockbench (devel) 0123456789ab") || !strings.Contains(got, "took 5m5s") {
+		t.Errorf("identity %q", got)
+	}
 }
+
 
 func TestBrowserRunReportLarge(t *testing.T) {
 	if testing.Short() {

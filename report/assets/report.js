@@ -20,6 +20,10 @@
     var de = document.documentElement;
     document.body.setAttribute('data-page-width', String(de.scrollWidth));
     document.body.setAttribute('data-window-width', String(window.innerWidth));
+    document.body.setAttribute('data-window-height', String(window.innerHeight));
+    // The result line must be on the first screen.
+    var outcome = document.querySelector('.outcome');
+    if (outcome) { outcome.setAttribute('data-bottom', String(Math.ceil(outcome.getBoundingClientRect().bottom))); }
     Array.prototype.forEach.call(document.querySelectorAll('svg.cdf'), function (svg) {
       var vb = svg.viewBox.baseVal, fits = true;
       Array.prototype.forEach.call(svg.querySelectorAll('.legend-item'), function (g) {
