@@ -34,7 +34,7 @@ func cleanCommand(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "clean", cleanSynopsis)
 	var o cleanOptions
 	fs.StringVar(&o.ext.endpoints, "endpoints", "", "comma-separated client URLs of the etcd cluster (http:// or https://)")
-	fs.StringVar(&o.ext.prefix, "prefix", harness.DefaultCleanPrefix, "key prefix to list or delete; must start with / and not be /")
+	fs.StringVar(&o.ext.prefix, "prefix", harness.DefaultCleanPrefix, "key prefix to list or delete, as a folder (a trailing / is added: /lockbench/c1 never covers /lockbench/c10/); must start with / and not be /")
 	o.ext.registerAccess(fs)
 	fs.StringVar(&o.shard, "shard", "", "the prefix of shard I of N of suite --endpoints --shard I/N (I/N, e.g. 2/4): /lockbench/shardIofN/; not with --prefix")
 	fs.BoolVar(&o.yes, "yes", false, "delete the keys (default: only list them)")

@@ -52,6 +52,11 @@ func Clean(ctx context.Context, ext External, prefix string, delete bool) (*Clea
 	if prefix == "" || prefix == "/" || !strings.HasPrefix(prefix, "/") {
 		return nil, inputErr("prefix %q: must start with / and not be / or empty (a clean deletes everything under it)", prefix)
 	}
+	// A prefix is a folder, as run's is: /lockbench/c1 cleans
+	// /lockbench/c1/…, never /lockbench/c10/… nor the key /lockbench/c1.
+	if !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
 	ext.Prefix = ""
 	x, cc, err := ext.prepared()
 	if err != nil {

@@ -61,6 +61,23 @@ func TestClean(t *testing.T) {
 	if n := count(t, cli, "/"); n != 1 {
 		t.Fatalf("%d keys left, want only /other/keep", n)
 	}
+
+	// A prefix without its trailing "/" is a folder all the same: its
+	// siblings sharing the name's start, and the bare key, stay.
+	for _, k := range []string{"/lockbench/c1/lock/1", "/lockbench/c10/lock/1", "/lockbench/c1", "/lockbench-other/x"} {
+		if _, err := cli.Put(ctx, k, "0"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res, err = Clean(ctx, ext, "/lockbench/c1", true); err != nil || res.Deleted != 1 || res.Prefix != "/lockbench/c1/" {
+		t.Fatalf("clean /lockbench/c1: %+v, %v", res, err)
+	}
+	if res, err = Clean(ctx, ext, "/lockbench", false); err != nil || res.Count != 2 {
+		t.Fatalf("list /lockbench: %+v, %v; want /lockbench/c10/lock/1 and /lockbench/c1, not /lockbench-other/x", res, err)
+	}
+	if n := count(t, cli, "/"); n != 4 {
+		t.Fatalf("%d keys left, want 4", n)
+	}
 }
 
 func count(t *testing.T, cli *clientv3.Client, prefix string) int64 {
