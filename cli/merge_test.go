@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -84,6 +85,51 @@ func TestMergeRefuses(t *testing.T) {
 				if !strings.Contains(stderr, w) {
 					t.Errorf("stderr %q: want %q", stderr, w)
 				}
+			}
+			if _, err := os.Stat(out); !os.IsNotExist(err) {
+				t.Errorf("%s written (%v): want nothing", out, err)
+			}
+		})
+	}
+}
+
+// TestMergeBoundsShardCounts: a shard count or index in suite.json out
+// of bounds (2e9 shards once made a merge allocate 3 GB) exits 2 naming
+// the file, before anything is sized by it.
+func TestMergeBoundsShardCounts(t *testing.T) {
+	for _, tc := range []struct {
+		index, count int
+		want         string
+	}{
+		{2, 2_000_000_000, "shard 2/2000000000: N must be 1..10000"},
+		{2, -1, "shard 2/-1: N must be 1..10000"},
+		{0, 2, "shard 0/2: I must be 1..2"},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join(mergeData("shard2of2"), rundir.SuiteFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var suite map[string]any
+			if err := json.Unmarshal(b, &suite); err != nil {
+				t.Fatal(err)
+			}
+			shard := suite["shard"].(map[string]any)
+			shard["index"], shard["count"] = tc.index, tc.count
+			edited := filepath.Join(t.TempDir(), "edited")
+			if err := os.Mkdir(edited, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if b, err = json.Marshal(suite); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(edited, rundir.SuiteFile), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(t.TempDir(), "out")
+			code, _, stderr := runCLI(t, "merge", "--out", out, mergeData("shard1of2"), edited)
+			if code != 2 || !strings.Contains(stderr, filepath.Join(edited, rundir.SuiteFile)) || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q: want 2 naming the file and %q", code, stderr, tc.want)
 			}
 			if _, err := os.Stat(out); !os.IsNotExist(err) {
 				t.Errorf("%s written (%v): want nothing", out, err)

@@ -42,6 +42,9 @@ func LoadShards(paths []string) ([]ShardFolder, error) {
 		if s.Shard == nil || s.Matrix == nil {
 			return nil, fmt.Errorf("%s is not a shard's suite folder (its suite.json names no shard: suite --shard I/N writes shards)", dir)
 		}
+		if err := checkIndexOf(s.Shard.Index, s.Shard.Count); err != nil {
+			return nil, fmt.Errorf("%s: shard %d/%d: %w", filepath.Join(dir, rundir.SuiteFile), s.Shard.Index, s.Shard.Count, err)
+		}
 		out = append(out, ShardFolder{Dir: dir, Suite: s})
 	}
 	first := out[0]

@@ -42,15 +42,29 @@ func parseIndexOf(s, what string) (i, n int, err error) {
 	is, ns, ok := strings.Cut(s, "/")
 	i, ierr := strconv.Atoi(is)
 	n, nerr := strconv.Atoi(ns)
-	switch {
-	case !ok || ierr != nil || nerr != nil:
+	if !ok || ierr != nil || nerr != nil {
 		return 0, 0, fmt.Errorf("%q is not I/N (%s I of N, e.g. 1/4)", s, what)
-	case n < 1:
-		return 0, 0, fmt.Errorf("%q: N must be ≥1", s)
-	case i < 1 || i > n:
-		return 0, 0, fmt.Errorf("%q: I must be 1..%d", s, n)
+	}
+	if err := checkIndexOf(i, n); err != nil {
+		return 0, 0, fmt.Errorf("%q: %w", s, err)
 	}
 	return i, n, nil
+}
+
+// maxParts bounds N in I/N: no suite is split over more machines, nor a
+// run over more processes, and a merge sizes its tables by N, which it
+// reads from files (config.json, suite.json) that anyone may edit.
+const maxParts = 10_000
+
+// checkIndexOf checks part i of n: 1 ≤ i ≤ n ≤ maxParts.
+func checkIndexOf(i, n int) error {
+	switch {
+	case n < 1 || n > maxParts:
+		return fmt.Errorf("N must be 1..%d, not %d", maxParts, n)
+	case i < 1 || i > n:
+		return fmt.Errorf("I must be 1..%d, not %d", n, i)
+	}
+	return nil
 }
 
 // sharded reports whether the spec runs only part of the matrix.

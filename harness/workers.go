@@ -31,6 +31,9 @@ func LoadWorkers(dirs []string) ([]*rundir.Folder, error) {
 		if f.Config.Worker == nil {
 			return nil, inputErr("%s: the run of one process, not a worker's (lockbench run --worker I/N writes a worker's run folder)", dir)
 		}
+		if w := f.Config.Worker; checkIndexOf(w.Index, w.Count) != nil {
+			return nil, inputErr("%s: worker %d/%d: %v", filepath.Join(dir, rundir.ConfigFile), w.Index, w.Count, checkIndexOf(w.Index, w.Count))
+		}
 		ws = append(ws, f)
 	}
 	first := ws[0].Config

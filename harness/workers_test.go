@@ -159,10 +159,18 @@ func TestLoadWorkersRefuses(t *testing.T) {
 	three := write("w3", &rundir.Worker{Index: 3, Count: 3}, 1)
 	otherSeed := write("w3s2", &rundir.Worker{Index: 3, Count: 3}, 2)
 	single := write("single", nil, 1)
+	// Counts read from a file are bounded before anything is sized by
+	// them (2e9 drove a merge out of memory, -1 panicked).
+	huge := write("huge", &rundir.Worker{Index: 1, Count: 2_000_000_000}, 1)
+	negative := write("negative", &rundir.Worker{Index: 1, Count: -1}, 1)
+	beyond := write("beyond", &rundir.Worker{Index: 4, Count: 3}, 1)
 	for _, tc := range []struct {
 		dirs []string
 		want string
 	}{
+		{[]string{huge, one}, "huge/config.json: worker 1/2000000000: N must be 1..10000"},
+		{[]string{negative}, "negative/config.json: worker 1/-1: N must be 1..10000"},
+		{[]string{one, beyond}, "beyond/config.json: worker 4/3: I must be 1..3"},
 		{[]string{one, two}, "missing worker 3/3"},
 		{[]string{one, two, two}, "worker 2/3 given twice"},
 		{[]string{one, two, otherSeed}, "are not workers of one run"},
