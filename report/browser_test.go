@@ -352,7 +352,6 @@ func TestBrowserSuiteReport(t *testing.T) {
 	}
 }
 
-
 func TestBrowserRunReportLarge(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
