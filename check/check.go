@@ -224,6 +224,20 @@ type Violation struct {
 	Holders []Holder `json:"holders,omitempty"`
 	// Lines are the history lines that show the violation, ascending.
 	Lines []int `json:"lines,omitempty"`
+	// Cause, when the history shows it, is why it happened in one
+	// sentence, from the key deletions the harness recorded (an exclusion
+	// violation: whose key went, how, at which revision, before whose
+	// grant).
+	Cause string `json:"cause,omitempty"`
+}
+
+// Explained is the violation's message with its cause, where the
+// history shows one: what the text outputs print.
+func (v Violation) Explained() string {
+	if v.Cause == "" {
+		return v.Message
+	}
+	return v.Message + " — why: " + v.Cause
 }
 
 // Result is one check's verdict with its evidence.

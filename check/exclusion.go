@@ -263,6 +263,7 @@ func (p *prepared) exclusion(opts Options) Result {
 	possible := &ivHeap{p: p, cnt: make([]int32, len(p.procs))}
 	var others []int32
 	var gone grantedGone
+	var dels deletions
 	revoked := p.revokeExcuses(opts)
 	excused := 0
 	unc, uncertain := p.clockUncertainty(), 0
@@ -275,6 +276,7 @@ func (p *prepared) exclusion(opts Options) Result {
 		ivs := rest[:n]
 		rest = rest[n:]
 		certain.ivs, possible.ivs = ivs, ivs
+		var released []Hold // this lock's, made for its first listed violation
 		for x := range ivs {
 			iv := &ivs[x]
 			pi := certain.proc(int32(x))
@@ -302,7 +304,7 @@ func (p *prepared) exclusion(opts Options) Result {
 				}
 				slices.Sort(others) // start order
 				if gone == nil {
-					gone = p.grantedGone()
+					gone, dels = p.grantedGone(), p.deletions()
 				}
 				for _, y := range others {
 					a := &ivs[y]
@@ -318,12 +320,16 @@ func (p *prepared) exclusion(opts Options) Result {
 						res.Count++
 						continue
 					}
+					if released == nil {
+						released = releasedByEnd(ivs)
+					}
 					res.add(Violation{
 						Check:   verdict.Exclusion,
 						Lock:    lock,
 						Message: fmt.Sprintf("lock %q held by two processes at once: %s; %s%s", lock, holderString(a.Holder), holderString(iv.Holder), gone.say(a.Holder, iv.Holder)),
 						Holders: []Holder{a.Holder, iv.Holder},
 						Lines:   lines(a.FromLine, iv.FromLine),
+						Cause:   dels.overlapCause(lock, a.Holder, iv.Holder, released),
 					}, opts.MaxViolations)
 				}
 			}

@@ -181,7 +181,7 @@ func printReport(w io.Writer, file string, n int, rep check.Report) {
 	tw.Flush()
 	for _, name := range slices.Sorted(maps.Keys(rep.Checks)) {
 		for _, v := range firstN(rep.Checks[name].Violations, 5) {
-			fmt.Fprintf(w, "  %s: %s\n", name, v.Message)
+			fmt.Fprintf(w, "  %s: %s\n", name, v.Explained())
 		}
 	}
 }

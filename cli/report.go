@@ -155,7 +155,7 @@ func printRunReport(e *env, sum report.Summary, asJSON bool) error {
 		return fmt.Errorf("print the checks' table: %w", err)
 	}
 	for _, v := range firstN(sum.Violations, 5) {
-		fmt.Fprintf(e.stdout, "violation: %s\n", v.Message)
+		fmt.Fprintf(e.stdout, "violation: %s\n", v.Explained())
 	}
 	return nil
 }

@@ -301,7 +301,7 @@ func printRun(e *env, res *harness.Result, planned scenarios.Duration, benchOut 
 		return fmt.Errorf("print the run's table: %w", err)
 	}
 	for _, v := range firstN(res.Summary.Violations, 5) {
-		fmt.Fprintf(e.stdout, "violation: %s\n", v.Message)
+		fmt.Fprintf(e.stdout, "violation: %s\n", v.Explained())
 	}
 	if shown.Interrupted {
 		fmt.Fprintf(e.stdout, "interrupted after %.1fs of %s: what ran is checked and written, marked interrupted\n",

@@ -141,6 +141,12 @@ type KeyDeletion struct {
 	// reads it (etcd #19597: a waiter whose lease ended should stop
 	// waiting). Absent: the key was a holder's.
 	Waiter *int `json:"waiter,omitempty"`
+	// Owner, when set, is the client process whose queue key this was,
+	// for a key neither held nor waited on: a crashed client's, which its
+	// lease's end deleted. No check judges it; it explains what followed
+	// (a waiter that watched that key taking the lock while an older key
+	// still stood).
+	Owner *int `json:"owner,omitempty"`
 }
 
 // NemesisProcess is the process id of fault events.

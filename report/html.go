@@ -279,6 +279,8 @@ type violView struct {
 	// Index is the violation's number on the timeline.
 	Index   int
 	Message string
+	// Cause is why it happened, where the history shows it.
+	Cause string
 	// Who names the holders and their overlap, when the violation has
 	// holders.
 	Who    string
@@ -337,7 +339,7 @@ func checkViews(s Summary, events []history.Event) []checkView {
 			if j >= htmlViolationsPerCheck {
 				break
 			}
-			vv := violView{Index: idx + j, Message: v.Message, Who: violationWho(v)}
+			vv := violView{Index: idx + j, Message: v.Message, Cause: v.Cause, Who: violationWho(v)}
 			for k, ln := range v.Lines {
 				if k >= htmlEventsPerViolation {
 					vv.More = len(v.Lines) - k
@@ -610,7 +612,7 @@ func newCellView(c Cell, multi bool) cellView {
 			if j >= 3 {
 				break
 			}
-			sc.Messages = append(sc.Messages, vi.Message)
+			sc.Messages = append(sc.Messages, vi.Explained())
 		}
 		v.Checks = append(v.Checks, sc)
 	}

@@ -166,7 +166,7 @@ func junitMessage(c Cell) string {
 		parts = append(parts, "checks: "+strings.Join(cs, ", "))
 	}
 	if vs := summaryViolations(s); len(vs) > 0 {
-		parts = append(parts, "first violation: "+vs[0].Message)
+		parts = append(parts, "first violation: "+vs[0].Explained())
 	}
 	if c.Note != "" {
 		parts = append(parts, c.Note)
@@ -205,7 +205,7 @@ func junitDetail(c Cell) string {
 		r := c.Summary.Checks[n]
 		fmt.Fprintf(&b, "%s: %s (%s)\n", n, r.Outcome(), countNoun(r.Count, "violation"))
 		for _, v := range r.Violations[:min(len(r.Violations), 3)] {
-			fmt.Fprintf(&b, "  - %s\n", v.Message)
+			fmt.Fprintf(&b, "  - %s\n", v.Explained())
 		}
 	}
 	return b.String()

@@ -312,7 +312,7 @@ func faultSpans(ops *check.Ops, end int64) []tlSpan {
 // holders' overlap when they overlap (what is wrong is only that part of
 // their holds), else the span of its marks.
 func timelineViolation(v check.Violation, events []history.Event, end int64) tlViol {
-	tv := tlViol{Check: v.Check, Message: v.Message}
+	tv := tlViol{Check: v.Check, Message: v.Explained()}
 	for _, h := range v.Holders {
 		to := h.To
 		if to < 0 {

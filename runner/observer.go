@@ -202,8 +202,9 @@ func (r *runner) recordDeletion(ctx context.Context, g *locks.Grant, d history.K
 }
 
 // waiterLost records, as a key-deleted event naming the waiter
-// (history.KeyDeletion.Waiter), a delete of a waiting client's queue key
-// that its lease's end caused: how long the client's Lock goes on after
+// (history.KeyDeletion.Waiter) or the crashed client (Owner) whose key it
+// was, a delete of a waiting or crashed client's queue key that its
+// lease's end caused: how long the client's Lock goes on after
 // that is the lease check's "waiting after lease loss" (etcd #19597).
 //
 // Every key-per-waiter strategy names a waiter's key by its lease ID in
@@ -234,11 +235,22 @@ func (r *runner) waiterLost(ctx context.Context, key string, rev int64) {
 		return
 	}
 	mine := q.state == waiting && !c.faults.crashed && !q.wait.cancelled && !q.wait.lost && c.waiterLease() == lease
+	// A crashed client's key (not its last grant's, which the held grants
+	// record) goes when its lease ends: recorded with its owner, so that a
+	// violation that follows (a waiter watching it taking the lock) has
+	// its cause in the history.
+	crashed := c.faults.crashed && q.last.key != key
 	c.mu.Unlock()
-	if !mine {
+	if !mine && !crashed {
 		return
 	}
 	if alive, err := r.obs.LeaseAlive(ctx, lease); err != nil || alive {
+		return
+	}
+	if crashed {
+		owner := c.id
+		r.record(history.Event{Process: history.NemesisProcess, Type: history.OK, F: history.FKeyDeleted, Lock: r.nameOfKey(key),
+			Key: key, Value: history.DeletionValue(history.KeyDeletion{Revision: rev, Cause: history.CauseLease, Owner: &owner})})
 		return
 	}
 	c.mu.Lock()

@@ -1,0 +1,60 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/lockbench/lockbench/check"
+	"github.com/lockbench/lockbench/etcd"
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/scenarios"
+	"github.com/lockbench/lockbench/verdict"
+)
+
+// TestCrashedWaitersKeyIsRecorded: under waiter-crash, the crashed
+// waiter's queue key going with its lease is in the history (its owner
+// named), and queue-naive's overlap that follows says so as its cause.
+func TestCrashedWaitersKeyIsRecorded(t *testing.T) {
+	c := startCluster(t)
+	sc, err := scenarios.Lookup("waiter-crash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Run(context.Background(), Config{Backend: etcd.Backend{}, Scenario: sc, Lock: "queue-naive", Seed: 1,
+		Prefix: "/lockbench/test-crashed-waiter/", Endpoints: c.Endpoints(), Cluster: etcd.Members{Members: c}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashed, owner := -1, -1
+	for _, e := range out.Events {
+		switch {
+		case e.F == history.FCrash:
+			crashed = int(e.Process)
+		case e.F == history.FKeyDeleted:
+			var d history.KeyDeletion
+			if err := json.Unmarshal(e.Value, &d); err != nil {
+				t.Fatal(err)
+			}
+			if d.Owner != nil && d.Cause == history.CauseLease {
+				owner = *d.Owner
+			}
+		}
+	}
+	if crashed < 0 || owner != crashed {
+		t.Fatalf("crashed process %d, key-deleted owner %d: want the crashed waiter's key recorded", crashed, owner)
+	}
+	res := check.Check(out.Events, check.Options{}).Checks[verdict.Exclusion]
+	if res.Verdict != verdict.Fail {
+		t.Fatalf("queue-naive passed exclusion under waiter-crash (seed 1)")
+	}
+	var causes []string
+	for _, v := range res.Violations {
+		if strings.Contains(v.Cause, "queue key was deleted by its lease's end") {
+			return
+		}
+		causes = append(causes, v.Cause)
+	}
+	t.Errorf("no violation names the crashed waiter's key as its cause: %q", causes)
+}
