@@ -323,14 +323,7 @@ func (p *prepared) exclusion(opts Options) Result {
 					if released == nil {
 						released = releasedByEnd(ivs)
 					}
-					res.add(Violation{
-						Check:   verdict.Exclusion,
-						Lock:    lock,
-						Message: fmt.Sprintf("lock %q held by two processes at once: %s; %s%s", lock, holderString(a.Holder), holderString(iv.Holder), gone.say(a.Holder, iv.Holder)),
-						Holders: []Holder{a.Holder, iv.Holder},
-						Lines:   lines(a.FromLine, iv.FromLine),
-						Cause:   dels.overlapCause(lock, a.Holder, iv.Holder, released),
-					}, opts.MaxViolations)
+					res.add(overlap(lock, a.Holder, iv.Holder, gone, dels, released), opts.MaxViolations)
 				}
 			}
 			certain.push(int32(x))
@@ -419,6 +412,25 @@ func (r revokeExcuses) excuses(a, b Holder) bool {
 // grantedGone maps a grant's token to the harness's key-deleted event that
 // says its key was deleted before its acquire returned.
 type grantedGone map[int64]history.KeyDeletion
+
+// overlap is the violation of b granted while a held lock, with its
+// cause: a grant of a key already gone (gone), else what the history's
+// deletions and releases show (deletions.overlapCause).
+func overlap(lock string, a, b Holder, gone grantedGone, dels deletions, released []Hold) Violation {
+	goneSaid := gone.say(a, b)
+	cause := strings.TrimPrefix(goneSaid, "; ")
+	if cause == "" {
+		cause = dels.overlapCause(lock, a, b, released)
+	}
+	return Violation{
+		Check:   verdict.Exclusion,
+		Lock:    lock,
+		Message: fmt.Sprintf("lock %q held by two processes at once: %s; %s%s", lock, holderString(a), holderString(b), goneSaid),
+		Holders: []Holder{a, b},
+		Lines:   lines(a.FromLine, b.FromLine),
+		Cause:   cause,
+	}
+}
 
 // grantedGone finds the grants of keys already deleted: what explains an
 // overlap in which one holder was granted a key that no longer existed.
