@@ -23,6 +23,10 @@ const TimelineBudget = 250_000
 const (
 	markCrash     = 1
 	markLeaseLost = 2
+	// markKeyGone: the client's lock key was deleted (a key-deleted
+	// event: its lease's end, or another client), the mark an exclusion
+	// violation's cause points at.
+	markKeyGone = 3
 )
 
 // tlData is the timeline as the page's script reads it. Times are integers
@@ -266,8 +270,46 @@ func addPausesAndMarks(ls laneSet, ops *check.Ops) {
 		l := ls.of(m.Process)
 		l.Marks = append(l.Marks, m.Time, markLeaseLost)
 	}
+	addKeysGone(ls, ops)
 	for _, l := range ls {
 		sortPairs(l.Marks, 2)
+	}
+}
+
+// addKeysGone marks each key-deleted event on the lane of the client
+// whose key it was: the waiter or crashed client it names, else the
+// holder of its token.
+func addKeysGone(ls laneSet, ops *check.Ops) {
+	var byToken map[int64]int
+	for _, e := range ops.Events {
+		if e.F != history.FKeyDeleted {
+			continue
+		}
+		var d history.KeyDeletion
+		if json.Unmarshal(e.Value, &d) != nil {
+			continue
+		}
+		owner := -1
+		switch {
+		case d.Waiter != nil:
+			owner = *d.Waiter
+		case d.Owner != nil:
+			owner = *d.Owner
+		case e.Token != 0:
+			if byToken == nil {
+				byToken = map[int64]int{}
+				for _, h := range ops.Holds {
+					byToken[h.Token] = h.Process
+				}
+			}
+			if p, ok := byToken[e.Token]; ok {
+				owner = p
+			}
+		}
+		if owner >= 0 {
+			l := ls.of(owner)
+			l.Marks = append(l.Marks, e.Time, markKeyGone)
+		}
 	}
 }
 

@@ -57,9 +57,12 @@
   function color(name) { return css.getPropertyValue(name).trim() || '#888'; }
   var C = {
     wait: color('--wait'), waitx: color('--waitx'), waitc: color('--waitc'), hold: color('--hold'), poss: color('--poss'),
-    pause: 'rgba(90,90,90,0.3)', crash: '#000', lost: '#8a2be2',
+    pause: 'rgba(90,90,90,0.3)', crash: '#000', lost: '#8a2be2', gone: '#d4a000',
     read: color('--read'), wok: color('--wok'), wrej: color('--wrej'), wunk: color('--wunk')
   };
+  // Marks by kind (timeline.go's markCrash, markLeaseLost, markKeyGone).
+  var markColor = { 1: C.crash, 2: C.lost, 3: C.gone };
+  var markName = { 1: 'crash', 2: 'lease lost', 3: 'its lock key deleted' };
   // Layers the reader can switch off (checkboxes data-layer).
   var layers = { holds: true, faults: true, resource: true, violations: true };
   Array.prototype.forEach.call(document.querySelectorAll('input[data-layer]'), function (cb) {
@@ -139,7 +142,7 @@
       n += layer(ctx, l.h, 3, W, 2, H - 4, C.hold);
     }
     var k = W / (view.b - view.a);
-    n += ticks(ctx, l.m, 2, k, function (i) { return [l.m[i + 1] === 1 ? C.crash : C.lost, 0, H, 3]; });
+    n += ticks(ctx, l.m, 2, k, function (i) { return [markColor[l.m[i + 1]], 0, H, 3]; });
     if (layers.resource) {
       n += ticks(ctx, l.rd, 2, k, function () { return [C.read, 0, H * 0.45, 2]; });
       n += ticks(ctx, l.wr, 3, k, function (i) {
@@ -309,7 +312,7 @@
       }
     }
     for (i = 0; l.m && i < l.m.length; i += 2) {
-      if (Math.abs(l.m[i] - t) <= tol) { out.push((l.m[i + 1] === 1 ? 'crash' : 'lease lost') + ' at ' + fmt(l.m[i])); }
+      if (Math.abs(l.m[i] - t) <= tol) { out.push(markName[l.m[i + 1]] + ' at ' + fmt(l.m[i])); }
     }
     return out;
   }
