@@ -202,8 +202,9 @@ type runner struct {
 
 	// probes are a worker's probe writes, once the run has ended.
 	probes []clocks.Probe
-	// startRev is the revision of worker 1's start, from which it watches
-	// for the workers' done.
+	// startRev is the revision from which a worker watches the meeting
+	// place: worker 1's start, for worker 1 (every done comes after it);
+	// another worker's ready (worker 1's stop and finished come after it).
 	startRev int64
 
 	mu      sync.Mutex
@@ -347,7 +348,9 @@ func (r *runner) run(ctx context.Context, plan []chaos.PlannedStep) error {
 		c.startWorker(gctx)
 	}
 	g.Go(func() error { return r.nemesis(gctx, plan) })
+	endWatch := r.watchStop(deadline)
 	err := g.Wait()
+	endWatch()
 	// The workers are not in the group (a failing client is data, not an
 	// error): wait for each, the one a restart started included.
 	r.waitWorkers()

@@ -151,6 +151,7 @@ func (r *runner) meet(ctx context.Context, setup func(context.Context) error) er
 		return fmt.Errorf("worker %s: say ready: %w", w, err)
 	}
 	if !w.coordinates() {
+		r.startRev = ready
 		return r.awaitPuts(ctx, "start", ready, 1)
 	}
 	if err := r.awaitReady(ctx); err != nil {
@@ -230,8 +231,11 @@ func (r *runner) awaitPuts(ctx context.Context, what string, from int64, n int) 
 // before worker 1 has seen every done. What it could not wait for is the
 // run's Stopped reason.
 //
-// An interrupted worker (SIGINT) waits for no one: it says done (worker 1
-// finished, releasing the others at once) and goes.
+// An interrupted worker (SIGINT) other than worker 1 waits for no one:
+// it says done and goes; the others run on (its clients have let go of
+// the lock). An interrupted worker 1 says stop, which ends the others'
+// runs early (watchStop), and waits for their done as usual before it
+// says finished: the prefix it then deletes holds none of their keys.
 func (r *runner) leave(ctx context.Context) {
 	w := r.cfg.Worker
 	if w.whole() {
@@ -239,22 +243,25 @@ func (r *runner) leave(ctx context.Context) {
 	}
 	interrupted := ctx.Err() != nil
 	ctx = context.WithoutCancel(ctx)
-	rev, err := r.putWorkerKey(ctx, "done/"+strconv.Itoa(w.Index))
-	if err != nil {
+	if _, err := r.putWorkerKey(ctx, "done/"+strconv.Itoa(w.Index)); err != nil {
 		r.stop(fmt.Sprintf("worker %s: say done: %v", w, err))
 		return
 	}
-	if interrupted {
-		if w.coordinates() {
-			r.putWorkerKey(ctx, "finished")
-		}
-		return
-	}
 	if !w.coordinates() {
-		if err := r.awaitPuts(ctx, "finished", rev, 1); err != nil {
+		if interrupted {
+			return
+		}
+		// From this worker's ready: a finished said early (worker 1
+		// interrupted) is seen too.
+		if err := r.awaitPuts(ctx, "finished", r.startRev, 1); err != nil {
 			r.stop(err.Error())
 		}
 		return
+	}
+	if interrupted {
+		if _, err := r.putWorkerKey(ctx, "stop"); err != nil {
+			r.stop(fmt.Sprintf("worker %s: say stop: %v", w, err))
+		}
 	}
 	if err := r.awaitPuts(ctx, "done/", r.startRev, w.Count); err != nil {
 		r.stop(err.Error())
@@ -262,6 +269,26 @@ func (r *runner) leave(ctx context.Context) {
 	if _, err := r.putWorkerKey(ctx, "finished"); err != nil {
 		r.stop(fmt.Sprintf("worker %s: say finished: %v", w, err))
 	}
+}
+
+// watchStop, in a worker other than worker 1, ends the run early once
+// worker 1 says stop (it was interrupted), until ctx ends or the function
+// it returns is called, which waits for the watch to end.
+func (r *runner) watchStop(ctx context.Context) (end func()) {
+	w := r.cfg.Worker
+	if w.coordinates() {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if n, _ := r.meeting().AwaitPuts(ctx, r.workerKey("stop"), r.startRev, 1); n == 1 {
+			r.stop(fmt.Sprintf("worker %s: worker 1 was interrupted, which ends every worker's run", w))
+			r.stopRun()
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // stop records why the run ended early, unless a reason is recorded.

@@ -2,14 +2,17 @@ package runner
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/etcd"
 	"github.com/lockbench/lockbench/scenarios"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // Two workers of one run on an external cluster (no Cluster): each drives
@@ -59,6 +62,61 @@ func TestWorkersShareARun(t *testing.T) {
 			if int(e.Process) >= 0 && int(e.Process)%2 != r.worker-1 {
 				t.Fatalf("worker %d recorded client %d's event %+v", r.worker, e.Process, e)
 			}
+		}
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	resp, err := cli.Get(context.Background(), prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil || resp.Count != 0 {
+		t.Errorf("the run's prefix holds %v keys after both workers (%v): want none", resp, err)
+	}
+}
+
+// An interrupted worker 1 ends every worker's run (they say why) and
+// deletes the prefix only once the others are done: the other worker's
+// history shows no key of its holders deleted under them, and no false
+// violation (issue: worker 1 cleaned the prefix while worker 2's clients
+// held keys, and worker 2 waited for a finished it had missed).
+func TestInterruptedCoordinatorStopsTheOthers(t *testing.T) {
+	c := startCluster(t)
+	sc, err := scenarios.Lookup("contention")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Duration = scenarios.Duration(6 * time.Second)
+	prefix := "/lockbench/test-workers-stop/"
+	type result struct {
+		out *Outcome
+		err error
+	}
+	results := [2]chan result{make(chan result, 1), make(chan result, 1)}
+	ctx1, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	for i, ctx := range []context.Context{ctx1, context.Background()} {
+		go func() {
+			out, err := Run(ctx, Config{Backend: etcd.Backend{}, Scenario: sc, Lock: "queue", Seed: 1, Prefix: prefix, Endpoints: c.Endpoints(),
+				Worker: Worker{Index: i + 1, Count: 2, Wait: 30 * time.Second}})
+			results[i] <- result{out, err}
+		}()
+	}
+	time.AfterFunc(2*time.Second, interrupt)
+	one, two := <-results[0], <-results[1]
+	if one.err != nil || two.err != nil {
+		t.Fatalf("worker 1: %v; worker 2: %v", one.err, two.err)
+	}
+	if !one.out.Interrupted || one.out.Stopped != "" {
+		t.Errorf("worker 1: interrupted %v, stopped %q: want interrupted, and every done seen", one.out.Interrupted, one.out.Stopped)
+	}
+	if two.out.Interrupted || !strings.Contains(two.out.Stopped, "worker 1 was interrupted") {
+		t.Errorf("worker 2: interrupted %v, stopped %q: want its run ended by worker 1's stop", two.out.Interrupted, two.out.Stopped)
+	}
+	rep := check.Check(two.out.Events, check.Options{})
+	for _, name := range []string{verdict.Exclusion, verdict.Symmetry, verdict.Fencing} {
+		if r := rep.Checks[name]; r.Verdict != verdict.Pass {
+			t.Errorf("worker 2's %s: %s %v", name, r.Verdict, r.Violations)
 		}
 	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
