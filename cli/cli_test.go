@@ -406,3 +406,21 @@ func TestDesignListsEveryCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestBadFlagValuesSayWhy: a value a flag cannot take says what is wrong
+// with it for the flag's type, not the flag package's "parse error".
+func TestBadFlagValuesSayWhy(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--duration", "3"}, `invalid value "3" for flag --duration: missing unit in duration "3" (a duration with its unit, e.g. 3s, 500ms, 1m30s)`},
+		{[]string{"run", "--duration", "soon"}, `invalid value "soon" for flag --duration: invalid duration "soon"`},
+		{[]string{"suite", "--seeds", "1.5"}, `invalid value "1.5" for flag --seeds: not a whole number`},
+	} {
+		code, _, stderr := runCLI(t, tc.args...)
+		if code != 2 || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "parse error") {
+			t.Errorf("%v: exit %d, stderr %q: want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}

@@ -48,7 +48,47 @@ func (fs *flagSet) parse(args []string) error {
 		fs.printDefaults(fs.stdout)
 		return errHelpShown
 	}
-	return badInputf("%s (see lockbench %s --help)", doubleDash(err.Error()), fs.Name())
+	return badInputf("%s (see lockbench %s --help)", doubleDash(fs.valueReason(err.Error())), fs.Name())
+}
+
+// badValue finds the value and the flag in the flag package's "invalid
+// value" error.
+var badValue = regexp.MustCompile(`^invalid value "(.*)" for flag -([A-Za-z][-A-Za-z0-9]*): parse error$`)
+
+// valueReason replaces the flag package's bare "parse error" with what
+// is wrong with the value, for the flag's type: a duration's reason
+// ("missing unit") and what one looks like, or the kind of number wanted.
+func (fs *flagSet) valueReason(msg string) string {
+	m := badValue.FindStringSubmatch(msg)
+	if m == nil {
+		return msg
+	}
+	fl := fs.Lookup(m[2])
+	if fl == nil {
+		return msg
+	}
+	g, ok := fl.Value.(flag.Getter)
+	if !ok {
+		return msg
+	}
+	var why string
+	switch g.Get().(type) {
+	case time.Duration:
+		_, err := time.ParseDuration(m[1])
+		if err == nil {
+			return msg
+		}
+		why = strings.TrimPrefix(err.Error(), "time: ") + " (a duration with its unit, e.g. 3s, 500ms, 1m30s)"
+	case int, int64:
+		why = "not a whole number"
+	case uint, uint64:
+		why = "not a whole number ≥ 0"
+	case float64:
+		why = "not a number"
+	default:
+		return msg
+	}
+	return fmt.Sprintf("invalid value %q for flag -%s: %s", m[1], m[2], why)
 }
 
 // flagNameInError finds the flag's name in the flag package's errors,
