@@ -30,8 +30,8 @@ func TestFlagWordingAcrossCommands(t *testing.T) {
 		{[]string{"suite", "bench"}, []string{"--locks", "nope"}, `unknown lock "nope": valid locks are`},
 		{[]string{"run"}, []string{"--lock", "nope"}, `unknown lock "nope": valid locks are`},
 		{[]string{"suite", "check", "list"}, []string{"--no-such-flag"}, "flag provided but not defined: --no-such-flag (see lockbench "},
-		{[]string{"run", "bench"}, []string{"--seed", "x"}, `invalid value "x" for flag --seed: parse error`},
-		{[]string{"suite"}, []string{"--seeds", "x"}, `invalid value "x" for flag --seeds: parse error`},
+		{[]string{"run", "bench"}, []string{"--seed", "x"}, `invalid value "x" for flag --seed: not a whole number`},
+		{[]string{"suite"}, []string{"--seeds", "x"}, `invalid value "x" for flag --seeds: not a whole number`},
 		{[]string{"run", "suite"}, []string{"--unsafe-no-fsync=x"}, `invalid boolean value "x" for --unsafe-no-fsync`},
 	}
 	for _, tc := range tests {
