@@ -9,7 +9,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # and installs them, then node-etcd3's npm package and bin/etcdctl).
 ADAPTER_DEPS := python3-etcd3 nodejs npm etcd-client etcd-server
 
-.PHONY: adapter-deps redis-deps zk-deps repro-go-zookeeper-unlock build run run-one test test-short verify mutants bench regress regress-baseline baseline repro-etcd-20716 repro-etcd-11456 repro-election-split-brain repro-etcd-21128 repro-etcd-19597 measure-etcd-20273 repro-etcd-18082 measure-etcd-19597 vet fmt clean
+.PHONY: adapter-deps redis-deps zk-deps repro-go-zookeeper-unlock repro-zookeeper-1262 build run run-one test test-short verify mutants bench regress regress-baseline baseline repro-etcd-20716 repro-etcd-11456 repro-election-split-brain repro-etcd-21128 repro-etcd-19597 measure-etcd-20273 repro-etcd-18082 measure-etcd-19597 vet fmt clean
 
 # The binary names its commit (lockbench version, every run's
 # lockbench_version) also where GOFLAGS turns VCS stamping off.
@@ -188,6 +188,32 @@ repro-go-zookeeper-unlock: build
 		if [ "$$gone" = 0 ] || [ "$$twice" = 0 ] || [ $$qrc != 0 ]; then ok=0; fi; \
 	done; \
 	if [ $$ok = 1 ]; then echo "Successful reproduction: go-zookeeper's zk.Lock, after its session expired under its holder, failed the Unlock and refused every later Lock of that client in every seed; zk-queue passed the same seeds"; \
+	else echo "Failed to reproduce"; exit 1; fi
+
+# ZOOKEEPER-1262: a create whose reply is lost with its connection after
+# the ensemble applied it, made again by a lock that does not protect its
+# create, leaves an ephemeral sequential node nobody deletes; the queue
+# stalls behind it for as long as its session lives.
+# examples/zookeeper-1262.yaml loses the reply to a waiter's create
+# (lose-create-reply at the client's relays). Reproduced when, in every
+# seed, zk-queue-unprotected's history has the fault ended ok (a reply was
+# lost; an undo that lost none ends info) and its liveness failed with the
+# lock free for at least 5 s while a client waited, and zk-queue (a
+# protected create) passed the same seed with liveness pass. Needs make
+# zk-deps.
+REPRO_1262 = ./$(BIN) run --scenario examples/zookeeper-1262.yaml --out $(OUT)
+repro-zookeeper-1262: build
+	@ok=1; field() { sed -n "s/.*\"$$2\": *\([0-9]*\).*/\1/p" "$$1/summary.json" | head -1; }; \
+	live() { tr -d ' \n' < "$$1/summary.json" | grep -o '"liveness":{"verdict":"[a-z]*"' | sed 's/.*"verdict":"//; s/"//'; }; \
+	for s in $(REPRO_SEEDS); do \
+		dir=$$($(REPRO_1262) --lock zk-queue-unprotected --seed $$s 2>&1 | sed -n 's/^run folder: //p'); \
+		struck=$$(grep -c '"type":"ok","f":"fault","value":{"fault":"lose-create-reply"' "$$dir/history.jsonl"); \
+		bug=$$(live "$$dir"); stall=$$(field "$$dir" max_stall_ms); \
+		qout=$$($(REPRO_1262) --lock zk-queue --seed $$s 2>&1); qrc=$$?; qdir=$$(echo "$$qout" | sed -n 's/^run folder: //p'); q=$$(live "$$qdir"); \
+		echo "seed $$s: zk-queue-unprotected: reply lost $$struck, liveness $$bug, longest stall $${stall} ms; zk-queue: exit $$qrc, liveness $$q"; \
+		if [ "$$struck" != 1 ] || [ "$$bug" != fail ] || [ -z "$$stall" ] || [ $$stall -lt 5000 ] || [ $$qrc != 0 ] || [ "$$q" != pass ]; then ok=0; fi; \
+	done; \
+	if [ $$ok = 1 ]; then echo "Successful reproduction of ZOOKEEPER-1262: the reply to a waiter's create was lost with its connection, zk-queue-unprotected made the create again and the lock stood free behind the orphan node while the others waited, in every seed; zk-queue (a protected create) passed the same seeds"; \
 	else echo "Failed to reproduce"; exit 1; fi
 
 # etcd #21128: concurrency.Election.Campaign (v3.7.3) deletes its key on a

@@ -85,6 +85,11 @@ type Needs struct {
 	// replace a member — which etcd has; a backend whose Admin offers
 	// none of it (ZooKeeper, Redis) refuses the fault.
 	OperatorAPI bool
+	// Protocol: the client protocol the client's relays must read, frame
+	// by frame, to act on one request (ProtocolZooKeeper:
+	// lose-create-reply), "" for a fault that acts on bytes. Only a
+	// backend whose clients speak it takes the fault.
+	Protocol string
 	// Arg names the step field that sets the fault's parameter (ArgDelay),
 	// "" when the fault takes none.
 	Arg string

@@ -72,6 +72,8 @@ func TestFaultsDescribeThemselves(t *testing.T) {
 			t.Errorf("%s: needs a client proxy but targets %s", n, f.Targets())
 		case (needs.MemberProcesses || needs.PeerRelays || needs.SnapshotCount) && !needs.Members:
 			t.Errorf("%s: needs member processes, peer relays or a snapshot count but not members", n)
+		case needs.Protocol != "" && !needs.ClientProxy:
+			t.Errorf("%s: reads a client protocol but needs no client relay to read it at", n)
 		case needs.Arg != "" && needs.Arg != ArgDelay && needs.Arg != ArgEvery:
 			t.Errorf("%s: takes an unknown argument %q", n, needs.Arg)
 		}

@@ -9,7 +9,10 @@
 // way is paused, dropped while it is blackholed, and held for the way's
 // latency before it is written, so what queues behind a delayed chunk
 // waits for it too, as on a congested link. Unlike that proxy it listens
-// on loopback only and closes its connections when it closes.
+// on loopback only and closes its connections when it closes. A
+// connection may also be read as frames of its protocol, through a Filter
+// the protocol's package writes (filter.go), so that a fault acts on one
+// request or answer.
 package relay
 
 import (
@@ -31,11 +34,12 @@ type Relay struct {
 	tx, rx way // tx: client → target; rx: target → client
 	done   chan struct{}
 
-	mu     sync.Mutex
-	closed bool
-	conns  map[net.Conn]struct{}
-	wg     sync.WaitGroup // the accept loop and the copies
-	once   sync.Once
+	mu        sync.Mutex
+	closed    bool
+	conns     map[net.Conn]struct{}
+	newFilter func() Filter  // SetFilter's, for connections accepted from then on
+	wg        sync.WaitGroup // the accept loop and the copies
+	once      sync.Once
 }
 
 // way is one direction's faults.
@@ -87,32 +91,38 @@ func (r *Relay) accept() {
 			in.Close()
 			continue
 		}
-		if !r.track(in, out) {
+		f, ok := r.track(in, out)
+		if !ok {
 			return
 		}
 		r.wg.Add(2)
-		go r.copy(out, in, &r.tx)
-		go r.copy(in, out, &r.rx)
+		go r.copy(out, in, &r.tx, newFramer(f, Tx))
+		go r.copy(in, out, &r.rx, newFramer(f, Rx))
 	}
 }
 
 // track records a relayed connection's two ends so that Close can end
-// them; after Close it closes them and says false.
-func (r *Relay) track(a, b net.Conn) bool {
+// them, and returns the Filter it is read through (nil: none); after
+// Close it closes them and says false.
+func (r *Relay) track(a, b net.Conn) (Filter, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		a.Close()
 		b.Close()
-		return false
+		return nil, false
 	}
 	r.conns[a], r.conns[b] = struct{}{}, struct{}{}
-	return true
+	if r.newFilter == nil {
+		return nil, true
+	}
+	return r.newFilter(), true
 }
 
-// copy relays src to dst chunk by chunk under w's faults; when either
-// side ends, both close.
-func (r *Relay) copy(dst, src net.Conn, w *way) {
+// copy relays src to dst chunk by chunk under w's faults, through fr
+// when the connection is read as frames (SetFilter); when either side
+// ends, or a frame cuts the connection, both close.
+func (r *Relay) copy(dst, src net.Conn, w *way, fr *framer) {
 	defer func() {
 		dst.Close()
 		src.Close()
@@ -140,6 +150,7 @@ func (r *Relay) copy(dst, src net.Conn, w *way) {
 		drop, lat := w.blackhole, w.latency
 		w.mu.Unlock()
 		if drop {
+			fr.lost()
 			continue
 		}
 		if lat > 0 {
@@ -151,7 +162,8 @@ func (r *Relay) copy(dst, src net.Conn, w *way) {
 				return
 			}
 		}
-		if _, err := dst.Write(buf[:n]); err != nil {
+		out, cut := fr.feed(buf[:n])
+		if _, err := dst.Write(out); err != nil || cut {
 			return
 		}
 	}

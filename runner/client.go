@@ -48,6 +48,10 @@ type connection struct {
 	// faults. Set up before the worker starts (and again by a restart,
 	// while no worker runs), so read without mu.
 	proxies []*relay.Relay
+	// loser reads the proxies' connections when the scenario's faults
+	// read the client protocol (replies.go); set with them, read without
+	// mu.
+	loser backend.CreateReplyLoser
 	// conn is the client's connection (its own, or a shared one); session
 	// is what its Lockers share on it.
 	conn backend.Connection

@@ -14,10 +14,16 @@ import (
 // startProxies puts one fault proxy in front of each member for this
 // client alone, so that its network can be cut or slowed on its own.
 func (c *client) startProxies() error {
+	if err := c.makeLoser(); err != nil {
+		return err
+	}
 	for _, ep := range c.r.cfg.Endpoints {
 		p, _, err := StartProxy(ep)
 		if err != nil {
 			return fmt.Errorf("client %d: %w", c.id, err)
+		}
+		if c.conn.loser != nil {
+			p.SetFilter(c.conn.loser.Filter)
 		}
 		c.conn.proxies = append(c.conn.proxies, p)
 	}

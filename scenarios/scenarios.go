@@ -437,6 +437,9 @@ func (s Scenario) Needs() chaos.Needs {
 		n.AsyncReplication = n.AsyncReplication || f.AsyncReplication
 		n.OperatorAPI = n.OperatorAPI || f.OperatorAPI
 		n.PeerNetwork = n.PeerNetwork || f.PeerNetwork
+		if f.Protocol != "" {
+			n.Protocol = f.Protocol
+		}
 	}
 	return n
 }

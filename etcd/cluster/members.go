@@ -118,6 +118,8 @@ func Refuses(opts Options, fault chaos.Fault) error {
 		return fmt.Errorf("fault %s: the %s cluster relays its members' peer traffic only when started with --peer-relays (off by default: the relay slows every commit); run with --peer-relays, or with --etcd-bin self|PATH", fault.Name(), KindEmbedded)
 	case opts.EtcdBin != "" && needs.SnapshotCount:
 		return fmt.Errorf("fault %s: the %s cluster does not set the members' snapshot count yet; run it on the %s cluster (the default without --etcd-bin), which the harness starts with one", fault.Name(), KindProcess, KindEmbedded)
+	case needs.Protocol != "":
+		return fmt.Errorf("fault %s reads %s's client protocol at the client's relays; etcd's clients speak gRPC, which the relays do not read: run it with a %s lock", fault.Name(), needs.Protocol, needs.Protocol)
 	case needs.AsyncReplication:
 		return fmt.Errorf("fault %s: etcd commits only what a majority of its members has: it has no asynchronous replication link to cut (the fault is Redis's)", fault.Name())
 	case needs.SnapshotCount && (opts.SnapshotCount == 0 || opts.SnapshotCount > MaxCatchUpSnapshotCount):

@@ -43,8 +43,10 @@ func (Deployer) Deploy(ctx context.Context, _ string, opts backend.DeployOptions
 
 // Refuses says why an ensemble cannot take fault, or nil: the faults of
 // etcd's peer relays, snapshots and operator API (ZooKeeper has no call
-// that revokes a session, compacts or hands the leadership over), and
-// Redis's asynchronous replication.
+// that revokes a session, compacts or hands the leadership over),
+// Redis's asynchronous replication, and a fault that reads another
+// system's client protocol. The faults that read ZooKeeper's
+// (lose-create-reply) are its own.
 func (Deployer) Refuses(fault chaos.Fault) error {
 	switch n := fault.Needs(); {
 	case n.OperatorAPI:
@@ -53,6 +55,8 @@ func (Deployer) Refuses(fault chaos.Fault) error {
 		return fmt.Errorf("fault %s acts on etcd's peer relays or snapshots, which a ZooKeeper ensemble lockbench starts has not", fault.Name())
 	case n.AsyncReplication:
 		return fmt.Errorf("fault %s: ZooKeeper commits only what a quorum has: it has no asynchronous replication link to cut (the fault is Redis's)", fault.Name())
+	case n.Protocol != "" && n.Protocol != chaos.ProtocolZooKeeper:
+		return fmt.Errorf("fault %s reads %s's client protocol at the client's relays; ZooKeeper's clients speak their own", fault.Name(), n.Protocol)
 	}
 	return nil
 }

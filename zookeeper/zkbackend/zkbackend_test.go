@@ -78,7 +78,8 @@ func readJSON(t *testing.T, path string, v any) {
 
 // TestRefuses: an ensemble refuses, before the run, the faults it has no
 // means for — etcd's operator API and peer relays, Redis's asynchronous
-// replication — and takes the member, peer-network and client faults.
+// replication — and takes the member, peer-network and client faults,
+// and the faults that read its client protocol.
 func TestRefuses(t *testing.T) {
 	for fault, want := range map[string]string{
 		"revoke-lease":     "operator's call",
@@ -93,6 +94,9 @@ func TestRefuses(t *testing.T) {
 		"pause-member":     "",
 		"isolate-client":   "",
 		"pause-client":     "",
+		// ZooKeeper's own: its clients' relays read its protocol.
+		"lose-create-reply":   "",
+		"lose-create-replies": "",
 	} {
 		f, err := chaos.Lookup(fault)
 		if err != nil {

@@ -31,6 +31,9 @@ type Queue struct {
 	// told of its loss while its session lived on still blocks the
 	// queue, and goes at the next Lock.
 	held []string
+	// create makes a waiter's node (createProtected; the mutant's is
+	// createRetrying).
+	create func(zc *zk.Conn, prefix string) (string, error)
 }
 
 // NewQueue is a zk-queue Locker over conn.
@@ -39,7 +42,14 @@ func NewQueue(conn *Conn, opts locks.Options) (*Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Queue{conn: conn, dir: opts.Key(), opts: opts}, nil
+	return &Queue{conn: conn, dir: opts.Key(), opts: opts, create: createProtected}, nil
+}
+
+// createProtected is the recipe's create: a protected ephemeral
+// sequential node (a GUID in its name), which go-zookeeper looks up
+// after a connection lost before the answer rather than creating again.
+func createProtected(zc *zk.Conn, prefix string) (string, error) {
+	return zc.CreateProtectedEphemeralSequential(prefix, nil, zk.WorldACL(zk.PermAll))
 }
 
 // nodePrefix is the sequential part of every waiter's node name (after
@@ -60,15 +70,16 @@ func (q *Queue) Lock(ctx context.Context) (*locks.Grant, error) {
 	// Step 2: our node, ephemeral (it dies with the session) and
 	// sequential (its place in the queue). The protected create names it
 	// with a GUID, so a create whose answer was lost finds its own node
-	// instead of leaving an orphan that blocks the queue.
-	node, err := zc.CreateProtectedEphemeralSequential(q.dir+"/"+nodePrefix, nil, zk.WorldACL(zk.PermAll))
+	// instead of leaving an orphan that blocks the queue (the mutant
+	// zk-queue-unprotected's create does not: unprotected.go).
+	node, err := q.create(zc, q.dir+"/"+nodePrefix)
 	if errors.Is(err, zk.ErrNoNode) {
 		// Step 3: the first Lock of this lock creates its node, the
 		// persistent parent of the queue, then enqueues again.
 		if err := EnsurePath(zc, q.dir); err != nil {
 			return nil, fmt.Errorf("zk-queue: %w: %w", err, locks.ErrNotAcquired)
 		}
-		node, err = zc.CreateProtectedEphemeralSequential(q.dir+"/"+nodePrefix, nil, zk.WorldACL(zk.PermAll))
+		node, err = q.create(zc, q.dir+"/"+nodePrefix)
 	}
 	if err != nil {
 		if certain(err) {

@@ -13,6 +13,9 @@ import (
 const (
 	QueueName = "zk-queue"
 	GoZKName  = "go-zookeeper"
+	// UnprotectedQueueName is a known-buggy lock, kept on purpose (as
+	// etcd's queue-naive is): zk-queue without the protected create.
+	UnprotectedQueueName = "zk-queue-unprotected"
 )
 
 // Both are registered Hidden with a Runtime: they need ZooKeeper, which
@@ -26,6 +29,10 @@ func init() {
 		"ZooKeeper's lock recipe: a protected ephemeral sequential node, watch the predecessor, re-check the own node after each wake; Lost when the session expires or stays suspended past TTL/6; token = the node's creation zxid",
 		"ZooKeeper's recipes (zookeeper.apache.org/doc/current/recipes.html#sc_recipes_Locks)", nil,
 		func(c *Conn, o locks.Options) (locks.Locker, error) { return NewQueue(c, o) })
+	register(UnprotectedQueueName,
+		"zk-queue with a plain ephemeral sequential create, made again after a connection lost before its answer (known-buggy: a lost answer leaves an orphan node that stalls the queue while its session lives, ZOOKEEPER-1262)",
+		"lockbench (a mutant of zk-queue)", nil,
+		func(c *Conn, o locks.Options) (locks.Locker, error) { return NewUnprotectedQueue(c, o) })
 	register(GoZKName,
 		"github.com/go-zookeeper/zk v1.0.4's zk.Lock as documented: NewLock, Lock, Unlock; no context, no loss signal",
 		"go-zookeeper's lock.go", goZKExpect,
