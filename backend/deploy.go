@@ -32,6 +32,11 @@ type DeployOptions struct {
 	// DataParent holds the deployment's data folder (default
 	// os.TempDir()).
 	DataParent string
+	// PeerNetwork: the run's faults cut members from their peers
+	// (chaos.Needs.PeerNetwork), so the members must reach each other
+	// through lockbench's relays. Without it they talk directly: a relay
+	// on every commit's path would slow every figure of the run.
+	PeerNetwork bool
 }
 
 // Deployment is a running deployment of a backend.
@@ -41,6 +46,9 @@ type Deployment struct {
 	// Kind and Version are what the run's config.json records of it
 	// (cluster_kind, and the server release in etcd_version).
 	Kind, Version string
+	// PeerRelays says the members reach each other through lockbench's
+	// relays (config.json's cluster.peer_relays).
+	PeerRelays bool
 	// Failover is how long the deployment may take to serve again after
 	// a member fault (an election, a Sentinel promotion): the liveness
 	// check's allowance, recorded as config.json's election_ms.

@@ -68,7 +68,7 @@ func OwnDeployment(lock string) (backendName string, own bool) {
 // on it through the runner as an etcd run is, and writes the run folder.
 // The deployment is closed on every path out.
 func runDeployed(ctx context.Context, d backend.Deployer, spec RunSpec) (res *Result, err error) {
-	dep, err := d.Deploy(ctx, spec.Lock, backend.DeployOptions{DataParent: spec.Cluster.DataParent})
+	dep, err := d.Deploy(ctx, spec.Lock, backend.DeployOptions{DataParent: spec.Cluster.DataParent, PeerNetwork: spec.Scenario.Needs().PeerNetwork})
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", d.Name(), err)
 	}
@@ -81,7 +81,7 @@ func runDeployed(ctx context.Context, d backend.Deployer, spec RunSpec) (res *Re
 	return runTarget(ctx, spec, target{
 		endpoints: m.Endpoints(), backend: dep.Backend, members: m,
 		config: rundir.ClusterConfig{Members: m.Count(), Endpoints: m.Endpoints(), Kind: dep.Kind,
-			Version: dep.Version, ElectionMS: dep.Failover.Milliseconds()},
+			Version: dep.Version, ElectionMS: dep.Failover.Milliseconds(), PeerRelays: dep.PeerRelays},
 	})
 }
 

@@ -29,7 +29,7 @@ func (Deployer) Name() string { return zklocks.Backend }
 // Deploy starts a 3-member ensemble from the installed ZooKeeper
 // (make zk-deps).
 func (Deployer) Deploy(ctx context.Context, _ string, opts backend.DeployOptions) (*backend.Deployment, error) {
-	zopts := zkcluster.Options{DataParent: opts.DataParent}
+	zopts := zkcluster.Options{DataParent: opts.DataParent, NoPeerRelays: !opts.PeerNetwork}
 	if err := zkcluster.Available(zopts); err != nil {
 		return nil, err
 	}
@@ -38,7 +38,7 @@ func (Deployer) Deploy(ctx context.Context, _ string, opts backend.DeployOptions
 		return nil, err
 	}
 	return &backend.Deployment{Backend: Backend{}, Members: Members{c}, Kind: "zookeeper",
-		Version: zkcluster.Version(ctx, zopts), Failover: Failover, Close: c.Close}, nil
+		Version: zkcluster.Version(ctx, zopts), Failover: Failover, PeerRelays: opts.PeerNetwork, Close: c.Close}, nil
 }
 
 // Refuses says why an ensemble cannot take fault, or nil: the faults of

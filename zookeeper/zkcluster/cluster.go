@@ -105,6 +105,11 @@ type Options struct {
 	Fsync bool
 	// StartWait bounds Start and Restart (default DefaultStartWait).
 	StartWait time.Duration
+	// NoPeerRelays starts the members talking to each other directly,
+	// not through lockbench's links (peers.go): every commit's quorum
+	// round then costs what it does outside lockbench, and Partition and
+	// Heal are refused.
+	NoPeerRelays bool
 }
 
 func (o *Options) defaults() error {
@@ -202,8 +207,10 @@ func startOnce(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if c.owner, err = owned.Claim(dir); err != nil {
 		return c, err
 	}
-	if c.links, err = newLinks(opts.Members); err != nil {
-		return c, err
+	if !opts.NoPeerRelays {
+		if c.links, err = newLinks(opts.Members); err != nil {
+			return c, err
+		}
 	}
 	ports, err := freePorts(3 * opts.Members)
 	if err != nil {
@@ -263,7 +270,7 @@ func (c *Cluster) prepare(m *member) error {
 	fmt.Fprintf(&b, "forceSync=%s\npreAllocSize=4096\n", forceSync)
 	for j, p := range c.members {
 		q, e := p.quorumPort, p.electionPort
-		if j != m.index {
+		if j != m.index && c.links != nil {
 			l := c.links[m.index][j]
 			q, e = l.quorum.port(), l.election.port()
 		}
@@ -434,6 +441,9 @@ func (c *Cluster) Partition(i int) error {
 	if _, err := c.member(i); err != nil {
 		return err
 	}
+	if c.links == nil {
+		return errNoPeerRelays
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.cut[i] = true
@@ -448,12 +458,19 @@ func (c *Cluster) Heal(i int) error {
 	if _, err := c.member(i); err != nil {
 		return err
 	}
+	if c.links == nil {
+		return errNoPeerRelays
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.cut[i] = false
 	c.setGates()
 	return nil
 }
+
+// errNoPeerRelays is Partition's and Heal's error on an ensemble started
+// with Options.NoPeerRelays.
+var errNoPeerRelays = errors.New("the ensemble was started without peer relays (Options.NoPeerRelays): its members cannot be cut from each other")
 
 // Partitioned says whether member i is cut from its peers.
 func (c *Cluster) Partitioned(i int) bool {

@@ -437,3 +437,27 @@ func TestMembersDieWithLockbench(t *testing.T) {
 		t.Errorf("%s still there after RemoveStale: %v", dir, err)
 	}
 }
+
+// TestNoPeerRelays: an ensemble started without peer relays names its
+// peers' real ports in every zoo.cfg, elects a leader and serves, and
+// refuses a partition, which it cannot make.
+func TestNoPeerRelays(t *testing.T) {
+	c := start(t, Options{NoPeerRelays: true})
+	if c.Leader() < 0 {
+		t.Fatal("no leader")
+	}
+	for _, m := range c.members {
+		cfg, err := os.ReadFile(filepath.Join(m.dir, "zoo.cfg"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range c.members {
+			if line := fmt.Sprintf("server.%d=127.0.0.1:%d:%d\n", p.id(), p.quorumPort, p.electionPort); !strings.Contains(string(cfg), line) {
+				t.Errorf("%s's zoo.cfg lacks %q", m, line)
+			}
+		}
+	}
+	if err := c.Partition(0); !errors.Is(err, errNoPeerRelays) {
+		t.Errorf("Partition: %v, want errNoPeerRelays", err)
+	}
+}
