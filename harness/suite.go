@@ -603,7 +603,7 @@ func judge(sum report.Summary, expect map[string]verdict.Verdict) report.Cell {
 	for _, name := range verdict.CheckNames {
 		if r, ok := sum.Checks[name]; ok && r.Verdict != verdict.Pass && name != verdict.Herd {
 			if _, judged := expect[name]; !judged {
-				diffs = append(diffs, fmt.Sprintf("%s: %s, not judged", name, r.Verdict))
+				diffs = append(diffs, fmt.Sprintf("%s: %s, not asserted", name, r.Verdict))
 			}
 		}
 	}

@@ -183,7 +183,7 @@ func runVerdictString(s Summary) string {
 }
 
 // cellVerdictString is runVerdictString with every failing check the
-// scenario does not judge marked "(not judged)", so that a failure is
+// scenario does not assert marked "(not asserted)", so that a failure is
 // never shown beside an expected "pass" as if it had been asserted.
 func cellVerdictString(c Cell) string {
 	s := c.Summary
@@ -194,7 +194,7 @@ func cellVerdictString(c Cell) string {
 	for _, n := range checkNames(s.Checks) {
 		if v := s.Checks[n].Verdict; v != verdict.Pass {
 			if _, judged := c.ExpectedChecks[n]; !judged {
-				n += " (not judged)"
+				n += " (not asserted)"
 			}
 			not = append(not, n)
 		}
