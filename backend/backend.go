@@ -109,6 +109,17 @@ type Observer interface {
 	LeaseAlive(ctx context.Context, lease int64) (bool, error)
 }
 
+// Claimer is an Admin that claims a run's prefix on a shared cluster at
+// once, so that of two runs started together on one prefix (both found it
+// empty) only one runs: Claim puts key under what Keep started unless it
+// exists, and returns ErrClaimed when it does.
+type Claimer interface {
+	Claim(ctx context.Context, key string) error
+}
+
+// ErrClaimed is Claim's error when another run holds the prefix.
+var ErrClaimed = errors.New("another run holds this prefix")
+
 // LeaseRevoker is an Admin that revokes a client's lease, as an operator
 // does (the revoke-lease fault).
 type LeaseRevoker interface {

@@ -173,6 +173,24 @@ func (a *Admin) Put(ctx context.Context, key string) (int64, error) {
 	return resp.Header.Revision, nil
 }
 
+// Claim puts key under the admin lease unless it exists
+// (backend.Claimer): one transaction, so that of two runs only one wins.
+func (a *Admin) Claim(ctx context.Context, key string) error {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	resp, err := a.Client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, "", clientv3.WithLease(a.lease))).
+		Commit()
+	switch {
+	case err != nil:
+		return fmt.Errorf("claim %s: %w", key, err)
+	case !resp.Succeeded:
+		return backend.ErrClaimed
+	}
+	return nil
+}
+
 // Count counts the keys under prefix.
 func (a *Admin) Count(ctx context.Context, prefix string) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)

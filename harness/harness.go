@@ -252,6 +252,11 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 		GrantDelay:  spec.InjectDelay, Worker: spec.Worker, ClockSkew: spec.ClockSkew,
 	})
 	sat := probe.stop()
+	if errors.Is(err, backend.ErrClaimed) {
+		// Another run took the prefix first: bad input, as a prefix that
+		// holds keys is, and nothing of this run was written.
+		return nil, inputErr("run %s: %v: two runs may not share a prefix; choose another (--prefix), or wait for the other run to end", runID, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", runID, err)
 	}

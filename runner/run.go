@@ -202,6 +202,9 @@ type runner struct {
 
 	// probes are a worker's probe writes, once the run has ended.
 	probes []clocks.Probe
+	// foreign is set when another run holds the prefix (its claim was
+	// refused): nothing under it is this run's to delete.
+	foreign bool
 	// startRev is the revision from which a worker watches the meeting
 	// place: worker 1's start, for worker 1 (every done comes after it);
 	// another worker's ready (worker 1's stop and finished come after it).
@@ -283,9 +286,20 @@ func (r *runner) connect(ctx context.Context) error {
 		}
 	}
 	counter := sc.Workload.Kind != scenarios.WorkloadHold
-	if counter || !r.cfg.Worker.whole() {
+	// On a cluster lockbench did not start (no Cluster), the prefix is
+	// claimed before any key of the run goes under it: another run may
+	// have found it empty at the same moment.
+	claimer, claims := r.admin.(backend.Claimer)
+	claims = claims && r.cfg.Cluster == nil && r.cfg.Worker.coordinates()
+	if counter || !r.cfg.Worker.whole() || claims {
 		if err := r.admin.Keep(ctx); err != nil {
 			return err
+		}
+	}
+	if claims {
+		if err := claimer.Claim(ctx, r.cfg.Prefix+ClaimKey); err != nil {
+			r.foreign = errors.Is(err, backend.ErrClaimed)
+			return fmt.Errorf("prefix %s: %w", r.cfg.Prefix, err)
 		}
 	}
 	return r.meet(ctx, func(ctx context.Context) error {
@@ -456,7 +470,8 @@ func (r *runner) finalRead() {
 // cluster nothing of the run may stay behind): the whole prefix, except
 // on a worker other than the first, whose own keys go with its admin
 // lease (the rest is the other workers', and worker 1 deletes it once
-// every worker is done).
+// every worker is done), and on a run that lost the prefix's claim to
+// another (foreign), whose keys are that run's.
 func (r *runner) close() {
 	for _, c := range r.clients {
 		if c != nil {
@@ -470,7 +485,7 @@ func (r *runner) close() {
 	if r.admin != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 		r.admin.Release(ctx)
-		if r.cfg.Prefix != "" && r.cfg.Worker.coordinates() {
+		if r.cfg.Prefix != "" && r.cfg.Worker.coordinates() && !r.foreign {
 			r.admin.Clean(ctx, r.cfg.Prefix)
 		}
 		cancel()

@@ -129,10 +129,16 @@ func (r *runner) storeQueue() []int {
 func (r *runner) elsewhere() int { return r.cfg.Scenario.Clients }
 
 // WorkerPrepKeys are where, under the run's prefix, workers write before
-// the run starts: their ready (meet) and, first, the harness's permission
-// pre-flight of each (PREFIX/workers/preflight/I). A worker's check that
-// the prefix is unused allows these, the other workers', and nothing else.
-var WorkerPrepKeys = []string{"workers/ready/", "workers/preflight/"}
+// the run starts: their ready (meet), the harness's permission pre-flight
+// of each (PREFIX/workers/preflight/I) and worker 1's claim. A worker's
+// check that the prefix is unused allows these, the other workers', and
+// nothing else.
+var WorkerPrepKeys = []string{"workers/ready/", "workers/preflight/", ClaimKey}
+
+// ClaimKey is the key, under the run's prefix, by which a run on a shared
+// cluster claims the prefix (backend.Claimer): worker 1 writes it before
+// the start.
+const ClaimKey = "claim"
 
 // workerKey is a key of the workers' meeting place in the run's prefix.
 func (r *runner) workerKey(what string) string {

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/lockbench/lockbench/backend"
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/etcd"
 	"github.com/lockbench/lockbench/scenarios"
@@ -127,5 +129,60 @@ func TestInterruptedCoordinatorStopsTheOthers(t *testing.T) {
 	resp, err := cli.Get(context.Background(), prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil || resp.Count != 0 {
 		t.Errorf("the run's prefix holds %v keys after both workers (%v): want none", resp, err)
+	}
+}
+
+// Two runs on one prefix of a shared cluster: the second, started while
+// the first runs, is refused (backend.ErrClaimed) before it writes a key,
+// and deletes nothing of the first's, which runs on unharmed.
+func TestSecondRunOnAPrefixIsRefused(t *testing.T) {
+	c := startCluster(t)
+	sc, err := scenarios.Lookup("contention")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Duration = scenarios.Duration(3 * time.Second)
+	prefix := "/lockbench/test-claim/"
+	cfg := Config{Backend: etcd.Backend{}, Scenario: sc, Lock: "queue", Seed: 1, Prefix: prefix, Endpoints: c.Endpoints()}
+	type result struct {
+		out *Outcome
+		err error
+	}
+	first := make(chan result, 1)
+	go func() {
+		out, err := Run(context.Background(), cfg)
+		first <- result{out, err}
+	}()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		resp, err := cli.Get(context.Background(), prefix+ClaimKey)
+		if err == nil && resp.Count == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the first run never claimed %s (%v)", prefix, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := Run(context.Background(), cfg); !errors.Is(err, backend.ErrClaimed) {
+		t.Errorf("second run: %v, want backend.ErrClaimed", err)
+	}
+	r := <-first
+	if r.err != nil || r.out.Stopped != "" {
+		t.Fatalf("first run: %v (stopped %q)", r.err, r.out.Stopped)
+	}
+	rep := check.Check(r.out.Events, check.Options{})
+	for _, name := range []string{verdict.Exclusion, verdict.Symmetry, verdict.Liveness} {
+		if res := rep.Checks[name]; res.Verdict != verdict.Pass {
+			t.Errorf("first run's %s: %s %v", name, res.Verdict, res.Violations)
+		}
+	}
+	resp, err := cli.Get(context.Background(), prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil || resp.Count != 0 {
+		t.Errorf("the prefix holds %v keys after the first run (%v): want none", resp, err)
 	}
 }
