@@ -45,6 +45,7 @@ type compareOptions struct {
 	alpha      float64
 	normalize  string
 	asJSON     bool
+	all        bool
 }
 
 // compareCommand is `lockbench compare BASE.json NEW.json`: each cell's
@@ -59,6 +60,7 @@ func compareCommand(ctx context.Context, e *env, args []string) error {
 	fs.Float64Var(&o.alpha, "alpha", report.DefaultAlpha, "significance level of the tests, after Holm's correction for their number")
 	fs.StringVar(&o.normalize, "normalize", report.NormalizeAuto, "divide figures by the commit floor: auto (when the hosts differ), always (each run by its own suite's floor), never")
 	fs.BoolVar(&o.asJSON, "json", false, "print the comparison as JSON")
+	fs.BoolVar(&o.all, "all", false, "print every compared figure, not only those that changed significantly")
 	pos, err := fs.parseInterspersed(args)
 	if err != nil {
 		return err
@@ -101,7 +103,7 @@ func runCompare(_ context.Context, e *env, o compareOptions) error {
 	if o.asJSON {
 		err = writeJSON(e.stdout, c)
 	} else {
-		err = report.WriteComparison(e.stdout, c)
+		err = report.WriteComparison(e.stdout, c, o.all)
 	}
 	if err != nil {
 		return fmt.Errorf("print the comparison: %w", err)

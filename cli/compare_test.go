@@ -74,7 +74,7 @@ func TestCompareCommand(t *testing.T) {
 		out []string
 	}{
 		{"identical", []string{base, same}, ExitPass, []string{"no regression in 1 compared cell (α 0.05", "min effect 20%"}},
-		{"one failure of a non-safety check is no evidence", []string{fairFile, unfairFile}, ExitPass, []string{"queue/contention", "fairness failures", "0 of 1", "1 of 1", "can race"}},
+		{"one failure of a non-safety check is no evidence", []string{"--all", fairFile, unfairFile}, ExitPass, []string{"queue/contention", "fairness failures", "0 of 1", "1 of 1", "can race"}},
 		{"a new safety failure with no expectations regresses", []string{base, worse}, ExitViolation, []string{"exclusion failures", "0 of 1", "1 of 1", "REGRESSION " + report.NoteUnassertedSafety}},
 		{"a safety failure in both sides is a rate", []string{bothFail, worse}, ExitPass, []string{"no regression"}},
 		{"checks missing", []string{base, noChecks}, ExitUsage, []string{"nochecks.json", `"checks" is missing`}},
@@ -83,8 +83,9 @@ func TestCompareCommand(t *testing.T) {
 		{"latency_ms null", []string{base, nullLatency}, ExitUsage, []string{"nulllatency.json", `"latency_ms" is missing or null`}},
 		{"a suite cell with null checks", []string{base, suiteNullChecks}, ExitUsage, []string{"suitenullchecks.json", "suite cell 0", `"checks"`}},
 		{"an asserted check fails", []string{assertedBase, assertedFail}, ExitViolation, []string{"exclusion verdict", "asserted", "REGRESSION"}},
-		{"2x acquire p99: a tail never gates", []string{base, slower}, ExitPass, []string{"acquire p99", "10.0 ms", "20.0 ms", "+100%", "tail, not gated"}},
-		{"summary against a suite", []string{base, suite}, ExitPass, []string{"acquire p99"}},
+		{"2x acquire p99: a tail never gates", []string{base, slower, "--all"}, ExitPass, []string{"acquire p99", "10.0 ms", "20.0 ms", "+100%", "tail, not gated"}},
+		{"only what changed, without --all", []string{base, slower}, ExitPass, []string{"without a significant change not shown (--all shows every row)", "no regression"}},
+		{"summary against a suite", []string{"--all", base, suite}, ExitPass, []string{"acquire p99"}},
 		{"a suite with a cell missing", []string{assertedBase, partial}, ExitViolation, []string{"MISSING from new: mutex/contention", "INCOMPLETE"}},
 		{"a higher threshold, flag last", []string{base, slower, "--threshold", "150%"}, ExitPass, []string{"min effect 150%"}},
 		{"flag first", []string{"--threshold=150", base, slower}, ExitPass, nil},

@@ -353,15 +353,35 @@ func settle(ps []pending, alpha float64) []Change {
 
 // WriteComparison prints what changed, one row per change, then what
 // could not be compared, then one line that says whether it regressed.
-func WriteComparison(w io.Writer, c Comparison) error {
-	if err := writeChanges(w, c.Changes); err != nil {
+//
+// Unless all, only the rows that changed something are printed (a
+// regression, a significant improvement), as benchstat shows only what
+// changed; one line says how many others there are.
+func WriteComparison(w io.Writer, c Comparison, all bool) error {
+	shown := c.Changes
+	if !all {
+		shown = nil
+		for _, ch := range c.Changes {
+			if ch.Regression || ch.Better {
+				shown = append(shown, ch)
+			}
+		}
+	}
+	if err := writeChanges(w, shown); err != nil {
 		return err
 	}
 	var lines []string
+	if hidden := len(c.Changes) - len(shown); hidden > 0 {
+		lines = append(lines, fmt.Sprintf("%d row%s without a significant change not shown (--all shows every row)", hidden, plural(hidden)))
+	}
 	lines = append(lines, c.Notes...)
-	if len(c.NoPower) > 0 {
+	if n := len(c.NoPower); n > 0 {
+		where := strings.Join(c.NoPower, ", ")
+		if n > 5 && !all {
+			where = fmt.Sprintf("%d cells (--all or --json names them)", n)
+		}
 		lines = append(lines, fmt.Sprintf("no power: fewer than %d samples a side in %s: timings shown, not gated (run the suites with --reps)",
-			c.MinSamples, strings.Join(c.NoPower, ", ")))
+			c.MinSamples, where))
 	}
 	for _, k := range c.Removed {
 		lines = append(lines, "MISSING from new: "+k)

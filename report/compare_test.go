@@ -190,7 +190,7 @@ func TestCompareIncomplete(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Compare(full, tc.next, CompareOptions{})
 			var b bytes.Buffer
-			if err := WriteComparison(&b, c); err != nil {
+			if err := WriteComparison(&b, c, true); err != nil {
 				t.Fatal(err)
 			}
 			if !c.Regressed() || !c.Incomplete() || !strings.Contains(b.String(), tc.want) || !strings.Contains(b.String(), "INCOMPLETE") {
@@ -238,7 +238,7 @@ func TestCompareNormalizesAcrossHosts(t *testing.T) {
 		Floor: &Floor{CommitsPerS: 1000, LatencyMS: Latency{P50: 1}}}
 	c := Compare(slow, fast, CompareOptions{})
 	var b bytes.Buffer
-	if err := WriteComparison(&b, c); err != nil {
+	if err := WriteComparison(&b, c, true); err != nil {
 		t.Fatal(err)
 	}
 	if !c.Normalized || c.Regressed() || strings.Contains(b.String(), "better") || !strings.Contains(b.String(), "different hosts") {
@@ -275,7 +275,7 @@ func TestCompareGolden(t *testing.T) {
 	m2 := samples(6, "mutex", 85, 200, 1)
 	c := Compare(Suite{Cells: append(slices.Clone(q), m...)}, Suite{Cells: append(slices.Clone(m2), q...)}, CompareOptions{})
 	var b bytes.Buffer
-	if err := WriteComparison(&b, c); err != nil {
+	if err := WriteComparison(&b, c, true); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "compare_suite.golden", b.Bytes())
