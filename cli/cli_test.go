@@ -424,3 +424,19 @@ func TestBadFlagValuesSayWhy(t *testing.T) {
 		}
 	}
 }
+
+func TestSuiteETA(t *testing.T) {
+	for _, tc := range []struct {
+		elapsed     time.Duration
+		done, total int
+		want        string
+	}{
+		{10 * time.Second, 2, 10, ""},
+		{30 * time.Second, 3, 10, ", ~1m10s left"},
+		{30 * time.Second, 10, 10, ""},
+	} {
+		if got := eta(tc.elapsed, tc.done, tc.total); got != tc.want {
+			t.Errorf("eta(%s, %d, %d) = %q, want %q", tc.elapsed, tc.done, tc.total, got, tc.want)
+		}
+	}
+}

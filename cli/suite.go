@@ -234,7 +234,8 @@ func runSuite(ctx context.Context, e *env, o *suiteOptions, spec harness.SuiteSp
 	progress := report.NewProgress(e.stderr, report.IsTerminal(os.Stderr) && e.stderr == io.Writer(os.Stderr), o.output.quiet)
 	start := time.Now()
 	spec.Progress = func(done, total int, cell string) {
-		progress.Update(fmt.Sprintf("cell %d/%d %s — %s elapsed", done+1, total, cell, time.Since(start).Round(time.Second)))
+		elapsed := time.Since(start)
+		progress.Update(fmt.Sprintf("cell %d/%d %s — %s elapsed%s", done+1, total, cell, elapsed.Round(time.Second), eta(elapsed, done, total)))
 	}
 	res, err := harness.Suite(ctx, spec)
 	progress.Done()
@@ -338,4 +339,15 @@ func writeJUnitFile(e *env, path string, res *harness.SuiteResult) error {
 	return writeOutput(e, "junit", path, func(w io.Writer) error {
 		return report.WriteJUnit(w, filepath.Base(res.Dir), res.Dir, res.Cells, res.Header.NotRun)
 	})
+}
+
+// eta is ", ~D left" for a suite that started done of total cells in
+// elapsed, at the pace so far; "" before three cells have started, when
+// a pace means little.
+func eta(elapsed time.Duration, done, total int) string {
+	if done < 3 || done >= total {
+		return ""
+	}
+	left := elapsed / time.Duration(done) * time.Duration(total-done)
+	return fmt.Sprintf(", ~%s left", left.Round(time.Second))
 }
