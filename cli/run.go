@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -229,6 +231,10 @@ func runRun(ctx context.Context, e *env, o *runOptions) error {
 	e.raiseFDLimit(o.cluster.verbose)
 	var res *harness.Result
 	var err error
+	progress := report.NewProgress(e.stderr, report.IsTerminal(os.Stderr) && e.stderr == io.Writer(os.Stderr), o.output.quiet)
+	spec.Progress = func(elapsed time.Duration, grants int64) {
+		progress.Update(fmt.Sprintf("%s × %s: %s of %s, %d grants", spec.Lock, sc.Name, elapsed.Round(time.Second), sc.Duration, grants))
+	}
 	if o.external != nil {
 		if err := probeEtcd(ctx, o.external); err != nil {
 			return err
@@ -254,6 +260,7 @@ func runRun(ctx context.Context, e *env, o *runOptions) error {
 		}
 		res, err = harness.Run(ctx, spec)
 	}
+	progress.Done()
 	if res == nil {
 		return harnessErr(ctx, err, runFlags)
 	}

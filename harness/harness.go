@@ -48,6 +48,9 @@ type RunSpec struct {
 	// Started, when set, is told once the cluster is up and the clients are
 	// about to connect.
 	Started func(endpoints []string)
+	// Progress, when set, is told about once a second how the run goes
+	// (runner.Config.Progress).
+	Progress func(elapsed time.Duration, grants int64)
 	// InjectDelay, test-only, delays every grant of this run's lock by
 	// that long (runner.Config.GrantDelay): a regression on demand.
 	InjectDelay time.Duration
@@ -249,7 +252,7 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 		Scenario: spec.Scenario, Lock: spec.Lock, Seed: spec.Seed, Prefix: cfg.Prefix,
 		Endpoints: t.endpoints, Cluster: members, Backend: b,
 		SharedConns: spec.SharedConns,
-		GrantDelay:  spec.InjectDelay, Worker: spec.Worker, ClockSkew: spec.ClockSkew,
+		GrantDelay:  spec.InjectDelay, Worker: spec.Worker, ClockSkew: spec.ClockSkew, Progress: spec.Progress,
 	})
 	sat := probe.stop()
 	if errors.Is(err, backend.ErrClaimed) {

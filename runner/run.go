@@ -73,6 +73,10 @@ type Config struct {
 	// returns it (see delayedLocker): a known regression on demand, to
 	// show that lockbench regress catches one.
 	GrantDelay time.Duration
+	// Progress, when set, is told about once a second while the clients
+	// run how long they have run and how many grants they got: a person
+	// watching a long run sees it move.
+	Progress func(elapsed time.Duration, grants int64)
 	// Worker, when set, is this process's share of a run that several
 	// drive together (workers.go); zero: the whole run.
 	Worker Worker
@@ -363,14 +367,41 @@ func (r *runner) run(ctx context.Context, plan []chaos.PlannedStep) error {
 	}
 	g.Go(func() error { return r.nemesis(gctx, plan) })
 	endWatch := r.watchStop(deadline)
+	endProgress := r.reportProgress(deadline)
 	err := g.Wait()
 	endWatch()
+	endProgress()
 	// The workers are not in the group (a failing client is data, not an
 	// error): wait for each, the one a restart started included.
 	r.waitWorkers()
 	stopProbes()
 	r.probes = probes.wait()
 	return err
+}
+
+// reportProgress tells Config.Progress, every second until ctx ends or
+// the function it returns is called (which waits for it), how the run
+// goes.
+func (r *runner) reportProgress(ctx context.Context) (end func()) {
+	if r.cfg.Progress == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				r.cfg.Progress(time.Duration(r.rec.Now()), r.acquisitions.Load())
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // stuckAfter is how long workers get to return once the run has ended:
