@@ -440,3 +440,11 @@ func TestSuiteETA(t *testing.T) {
 		}
 	}
 }
+
+// A bare run starts nothing: it says what run takes, exit 2.
+func TestBareRunShowsUsage(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "run")
+	if code != 2 || stdout != "" || !strings.Contains(stderr, "lockbench run --lock NAME --scenario NAME") {
+		t.Errorf("exit %d, stdout %q, stderr %q: want 2 and the usage", code, stdout, stderr)
+	}
+}

@@ -42,6 +42,11 @@ type runOptions struct {
 
 // runCommand is `lockbench run`: one strategy × one scenario.
 func runCommand(ctx context.Context, e *env, args []string) error {
+	if len(args) == 0 {
+		// A bare run says what it takes rather than start a run of
+		// defaults nobody chose.
+		return badInputf("say what to run: lockbench run --lock NAME --scenario NAME|FILE.yaml (lockbench list names both; lockbench run --help explains every flag; with only some flags, the others default to mutex × contention)")
+	}
 	fs := newFlags(e, "run", "run --lock NAME --scenario NAME [flags]")
 	o := runOptions{inject: injectDelayFlag{}}
 	fs.Var(o.inject, "inject-delay", injectUsage)
