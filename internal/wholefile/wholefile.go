@@ -50,12 +50,27 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s %s: %s; a %s must be a regular file of at most %s", e.Kind, e.Path, e.What, e.Kind, Size(e.Limit))
 }
 
+// missing is Check's error for a path with nothing there: it names the
+// file by its kind, without the system call that found it missing, and
+// unwraps to the *fs.PathError.
+type missing struct {
+	kind, path string
+	err        error
+}
+
+func (e *missing) Error() string { return fmt.Sprintf("%s %s: no such file", e.kind, e.path) }
+func (e *missing) Unwrap() error { return e.err }
+
 // Check refuses path unless it is a regular file (symbolic links
 // followed) of at most limit bytes; kind names it in the message. For
 // readers that stream the file themselves. A path that cannot be stat'd
-// returns the *fs.PathError.
+// returns the *fs.PathError (wrapped, for a missing one, in a message
+// that names the file by its kind).
 func Check(path, kind string, limit int64) error {
 	st, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &missing{kind: kind, path: path, err: err}
+	}
 	if err != nil {
 		return err
 	}

@@ -108,3 +108,12 @@ func TestSize(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckMissing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nope.jsonl")
+	err := Check(path, "history", 1<<20)
+	var pe *fs.PathError
+	if err == nil || err.Error() != "history "+path+": no such file" || !errors.Is(err, fs.ErrNotExist) || !errors.As(err, &pe) {
+		t.Errorf("Check of a missing file: %v", err)
+	}
+}
