@@ -448,3 +448,20 @@ func TestBareRunShowsUsage(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q: want 2 and the usage", code, stdout, stderr)
 	}
 }
+
+// An undefined flag a letter or two from one the command has is named.
+func TestDidYouMean(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--locks", "queue"}, "flag provided but not defined: --locks; did you mean --lock?"},
+		{[]string{"suite", "--lock", "queue"}, "flag provided but not defined: --lock; did you mean --locks?"},
+		{[]string{"suite", "--frobnicate", "1"}, "flag provided but not defined: --frobnicate (see"},
+	} {
+		code, _, stderr := runCLI(t, tc.args...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q: want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}

@@ -48,7 +48,51 @@ func (fs *flagSet) parse(args []string) error {
 		fs.printDefaults(fs.stdout)
 		return errHelpShown
 	}
-	return badInputf("%s (see lockbench %s --help)", doubleDash(fs.valueReason(err.Error())), fs.Name())
+	return badInputf("%s%s (see lockbench %s --help)", doubleDash(fs.valueReason(err.Error())), fs.didYouMean(err.Error()), fs.Name())
+}
+
+// undefinedFlag finds the name in the flag package's "not defined" error.
+var undefinedFlag = regexp.MustCompile(`^flag provided but not defined: -{1,2}(.+)$`)
+
+// didYouMean is "; did you mean --NAME?" when the flag given is not
+// defined but one of the command's is a letter or two away (run's --lock
+// typed as suite's --locks), else "".
+func (fs *flagSet) didYouMean(msg string) string {
+	m := undefinedFlag.FindStringSubmatch(msg)
+	if m == nil {
+		return ""
+	}
+	best, bestD := "", 3
+	fs.VisitAll(func(f *flag.Flag) {
+		if d := editDistance(m[1], f.Name); d < bestD {
+			best, bestD = f.Name, d
+		}
+	})
+	if best == "" {
+		return ""
+	}
+	return "; did you mean --" + best + "?"
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // badValue finds the value and the flag in the flag package's "invalid
