@@ -12,10 +12,18 @@ import (
 )
 
 // ExactLimit is the largest len(a)×len(b) for which MannWhitney computes
-// the exact null distribution (when there are no ties); past it, or with
-// ties, it uses the normal approximation with tie and continuity
-// corrections. Exact counts cost O(n1·n2·(n1+n2)); 400 keeps that small.
+// the exact null distribution; past it, it uses the normal approximation
+// with tie and continuity corrections. Exact counts cost
+// O(n1·n2·(n1+n2)); 400 keeps that small. With ties the exact
+// distribution is the permutation distribution of the observed mid-ranks
+// (as benchstat's, go-moremath's, is), for at most ExactTiedLimit values
+// in all.
 const ExactLimit = 400
+
+// ExactTiedLimit is the most values (len(a)+len(b)) for which
+// MannWhitney computes the exact distribution with ties: its cost grows
+// with the square of the count.
+const ExactTiedLimit = 60
 
 // Median is the middle of xs (the mean of the two middle values for an
 // even count); NaN for none. It does not modify xs.
@@ -63,7 +71,8 @@ func MedianStandardError(xs []float64) float64 {
 // from the same distribution: no assumption of normality, so a few slow
 // runs on a loaded machine do not dominate as they would a t-test. It
 // returns U of a (the number of pairs with a above b, ties counting ½) and
-// the p-value; p is 1 when either side is empty.
+// the p-value; p is 1 when either side is empty. Small samples get the
+// exact p-value, ties or not (ExactLimit, ExactTiedLimit).
 func MannWhitney(a, b []float64) (u, p float64) {
 	n1, n2 := len(a), len(b)
 	if n1 == 0 || n2 == 0 {
@@ -75,8 +84,11 @@ func MannWhitney(a, b []float64) (u, p float64) {
 		r1 += r
 	}
 	u = r1 - float64(n1*(n1+1))/2
-	if tieTerm == 0 && n1*n2 <= ExactLimit {
+	switch {
+	case tieTerm == 0 && n1*n2 <= ExactLimit:
 		return u, exactP(n1, n2, u)
+	case n1*n2 <= ExactLimit && n1+n2 <= ExactTiedLimit:
+		return u, exactTiedP(ranks, n1)
 	}
 	m, n := float64(n1), float64(n2)
 	mean := m * n / 2
@@ -136,6 +148,47 @@ func exactP(n1, n2 int, u float64) float64 {
 		}
 	}
 	return math.Min(1, 2*math.Min(lo, hi)/total)
+}
+
+// exactTiedP is the two-sided p-value of the rank sum of the first n1 of
+// ranks (mid-ranks, ties sharing theirs) under the permutation
+// distribution: every choice of n1 of the ranks as sample a is equally
+// likely. Twice the smaller tail, as exactP. Ranks are whole or halves, so
+// twice each is a whole number, and the counts are kept by that sum.
+func exactTiedP(ranks []float64, n1 int) float64 {
+	twice := make([]int, len(ranks))
+	total, obs := 0, 0
+	for i, r := range ranks {
+		twice[i] = int(math.Round(2 * r))
+		total += twice[i]
+		if i < n1 {
+			obs += twice[i]
+		}
+	}
+	// ways[k][s]: choices of k of the ranks seen so far summing to s.
+	ways := make([][]float64, n1+1)
+	for k := range ways {
+		ways[k] = make([]float64, total+1)
+	}
+	ways[0][0] = 1
+	for i, t := range twice {
+		for k := min(i+1, n1); k >= 1; k-- {
+			for sum := total; sum >= t; sum-- {
+				ways[k][sum] += ways[k-1][sum-t]
+			}
+		}
+	}
+	lo, hi, all := 0.0, 0.0, 0.0
+	for sum, c := range ways[n1] {
+		all += c
+		if sum <= obs {
+			lo += c
+		}
+		if sum >= obs {
+			hi += c
+		}
+	}
+	return math.Min(1, 2*math.Min(lo, hi)/all)
 }
 
 // uCounts[u] is how many of the C(n1+n2, n1) orderings give U = u, by the

@@ -2,6 +2,8 @@ package stats
 
 import (
 	"math"
+	"math/bits"
+	"slices"
 	"testing"
 )
 
@@ -64,13 +66,14 @@ func TestMannWhitneyKnownValues(t *testing.T) {
 }
 
 func TestMannWhitneyNormalApproximation(t *testing.T) {
-	// A tie forces the normal approximation with tie correction.
+	// Small samples with ties get the exact permutation p-value (before,
+	// the normal approximation's 0.1366582 with tie correction):
 	// a = 1,2,2,3; b = 2,3,4,5: ranks 1, 3,3,3, 5.5,5.5, 7, 8; R1 = 12.5,
-	// U = 2.5; tie term 24+6 = 30; var = 16/12·(9 − 30/56) = 11.2857;
-	// z = (5.5 − 0.5)/√var = 1.48835; p = erfc(z/√2) = 0.1366582.
+	// U = 2.5; 7 of the 70 splits have a rank sum ≤ 12.5: p = 2·7/70.
 	u, p := MannWhitney([]float64{1, 2, 2, 3}, []float64{2, 3, 4, 5})
 	near(t, "U ties", u, 2.5, 0)
-	near(t, "p ties", p, 0.1366582, 1e-6)
+	near(t, "p ties", p, 0.2, 1e-12)
+	near(t, "p ties, enumerated", p, bruteForceP([]float64{1, 2, 2, 3}, []float64{2, 3, 4, 5}), 1e-12)
 
 	// scipy's documented asymptotic p for the males/females example, from
 	// the same formula without ties.
@@ -146,4 +149,58 @@ func TestHolm(t *testing.T) {
 	if Holm([]float64{math.NaN()}, 0.05)[0] {
 		t.Error("NaN rejected")
 	}
+}
+
+// TestMannWhitneyExactWithTies: with ties, small samples get the exact
+// permutation p-value of their mid-ranks, which a brute-force enumeration
+// of every split confirms, not the normal approximation.
+func TestMannWhitneyExactWithTies(t *testing.T) {
+	for _, tc := range [][2][]float64{
+		{{1, 1, 1, 1}, {2, 2, 2, 2}},
+		{{1, 2, 2, 3}, {2, 4, 5, 6}},
+		{{5, 5, 6, 7, 7}, {5, 6, 6, 8}},
+		{{3, 3, 3}, {3, 3, 3}},
+	} {
+		a, b := tc[0], tc[1]
+		_, p := MannWhitney(a, b)
+		if want := bruteForceP(a, b); math.Abs(p-want) > 1e-12 {
+			t.Errorf("MannWhitney(%v, %v) p = %g, enumeration gives %g", a, b, p, want)
+		}
+	}
+	// Four against four, all apart by a tie-free gap or tied within: the
+	// smallest two-sided p of 4 vs 4 is 2/C(8,4).
+	if _, p := MannWhitney([]float64{1, 1, 1, 1}, []float64{2, 2, 2, 2}); math.Abs(p-2.0/70) > 1e-12 {
+		t.Errorf("p = %g, want 2/70", p)
+	}
+}
+
+// bruteForceP enumerates every choice of len(a) of the pooled values as
+// sample a and counts rank sums at or beyond the observed one, each tail.
+func bruteForceP(a, b []float64) float64 {
+	ranks, _ := rank(append(slices.Clone(a), b...))
+	n, n1 := len(ranks), len(a)
+	obs := 0.0
+	for _, r := range ranks[:n1] {
+		obs += r
+	}
+	lo, hi, all := 0.0, 0.0, 0.0
+	for mask := 0; mask < 1<<n; mask++ {
+		if bits.OnesCount(uint(mask)) != n1 {
+			continue
+		}
+		s := 0.0
+		for i := range n {
+			if mask&(1<<i) != 0 {
+				s += ranks[i]
+			}
+		}
+		all++
+		if s <= obs+1e-9 {
+			lo++
+		}
+		if s >= obs-1e-9 {
+			hi++
+		}
+	}
+	return math.Min(1, 2*math.Min(lo, hi)/all)
 }
