@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockbench/lockbench/chaos"
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/stats"
 	"github.com/lockbench/lockbench/verdict"
 )
 
@@ -92,7 +93,7 @@ func (p *prepared) cancel(opts Options) Result {
 	}
 	slices.Sort(returns)
 	res.metric("cancel_return_ms_max", ms(returns[len(returns)-1]))
-	res.metric("cancel_return_ms_p50", ms(Percentile(returns, 0.5)))
+	res.metric("cancel_return_ms_p50", ms(stats.NearestRank(returns, 0.5)))
 	return res
 }
 

@@ -2,9 +2,10 @@ package check
 
 import (
 	"fmt"
-	"github.com/lockbench/lockbench/internal/hugepage"
-	"math"
 	"slices"
+
+	"github.com/lockbench/lockbench/internal/hugepage"
+	"github.com/lockbench/lockbench/stats"
 
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/verdict"
@@ -382,19 +383,7 @@ func waitFigures(res *Result, waits []int64) {
 	}
 	slices.Sort(waits)
 	res.metric("mean_wait_ms", total/float64(len(waits))/1e6)
-	res.metric("p50_wait_ms", ms(Percentile(waits, 0.50)))
-	res.metric("p99_wait_ms", ms(Percentile(waits, 0.99)))
+	res.metric("p50_wait_ms", ms(stats.NearestRank(waits, 0.50)))
+	res.metric("p99_wait_ms", ms(stats.NearestRank(waits, 0.99)))
 	res.metric("max_wait_ms", ms(waits[len(waits)-1]))
-}
-
-// Percentile is the q-quantile (0 < q ≤ 1) of sorted xs by nearest rank:
-// an exact sample, never an interpolation, so a reported p99 is a wait
-// that happened. It is the one nearest-rank implementation (report's
-// distributions use HdrHistogram instead). 0 for no samples.
-func Percentile(xs []int64, q float64) int64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	r := int(math.Ceil(q*float64(len(xs)))) - 1
-	return xs[min(max(r, 0), len(xs)-1)]
 }

@@ -182,21 +182,3 @@ func TestFairnessPerProcess(t *testing.T) {
 		t.Errorf("grants per process = %v, want %v", got, want)
 	}
 }
-
-func TestPercentile(t *testing.T) {
-	xs := make([]int64, 100)
-	for i := range xs {
-		xs[i] = int64(i + 1)
-	}
-	for _, tc := range []struct {
-		q    float64
-		want int64
-	}{{0.5, 50}, {0.99, 99}, {1, 100}, {0, 1}} {
-		if got := Percentile(xs, tc.q); got != tc.want {
-			t.Errorf("Percentile(1..100, %v) = %d, want %d", tc.q, got, tc.want)
-		}
-	}
-	if got := Percentile([]int64{7}, 0.99); got != 7 {
-		t.Errorf("Percentile([7]) = %d", got)
-	}
-}

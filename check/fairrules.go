@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/lockbench/lockbench/stats"
 	"github.com/lockbench/lockbench/verdict"
 )
 
@@ -145,7 +146,7 @@ func (w *fairWalk) longWaitBounds(clients []int) (bound, gap []int64) {
 			gaps = append(gaps, gs[k].t-gs[k-1].t)
 		}
 		slices.Sort(gaps)
-		gap[l] = Percentile(gaps, 0.5)
+		gap[l] = stats.NearestRank(gaps, 0.5)
 		bound[l] = max(int64(MinLongWait), LongWaitCycles*int64(clients[l])*gap[l])
 	}
 	return bound, gap

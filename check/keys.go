@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/stats"
 	"github.com/lockbench/lockbench/verdict"
 )
 
@@ -249,7 +250,7 @@ func (p *prepared) lease(opts Options) Result {
 	if len(overruns) > 0 {
 		slices.Sort(overruns)
 		res.metric("belief_overrun_ms_max", ms(overruns[len(overruns)-1]))
-		res.metric("belief_overrun_ms_p50", ms(Percentile(overruns, 0.5)))
+		res.metric("belief_overrun_ms_p50", ms(stats.NearestRank(overruns, 0.5)))
 	}
 	return res
 }
@@ -340,7 +341,7 @@ func (p *prepared) waitingAfterLoss(res *Result) {
 	slices.Sort(took)
 	res.metric("waiter_lease_losses", float64(len(took)))
 	res.metric("waiting_after_lease_loss_ms_max", ms(took[len(took)-1]))
-	res.metric("waiting_after_lease_loss_ms_p50", ms(Percentile(took, 0.5)))
+	res.metric("waiting_after_lease_loss_ms_p50", ms(stats.NearestRank(took, 0.5)))
 }
 
 // acquiresByProcess lists each process's acquires, by invoke time.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/stats"
 	"github.com/lockbench/lockbench/verdict"
 )
 
@@ -443,7 +444,7 @@ func (p *prepared) measureReleases() (median, longest int64) {
 		return -1, 0
 	}
 	slices.Sort(lat)
-	return Percentile(lat, 0.5), lat[len(lat)-1]
+	return stats.NearestRank(lat, 0.5), lat[len(lat)-1]
 }
 
 func (p *prepared) stallViolation(l int32, lk *liveLock, slots []liveSlot, removed int32, t int64, line int32, dur int64, bound string) Violation {

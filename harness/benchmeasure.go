@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/stats"
 )
 
 // The benchmark's measurements: the commit floor, a recording run, the
@@ -99,10 +99,7 @@ func latencyOf(ds []time.Duration) report.Latency {
 	}
 	s := slices.Clone(ds)
 	slices.Sort(s)
-	q := func(p float64) float64 {
-		i := int(math.Ceil(p*float64(len(s)))) - 1
-		return round3(ms(s[min(max(i, 0), len(s)-1)]))
-	}
+	q := func(p float64) float64 { return round3(ms(stats.NearestRank(s, p))) }
 	var sum time.Duration
 	for _, d := range s {
 		sum += d

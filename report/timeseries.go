@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/stats"
 )
 
 // SeriesIntervals is about how many intervals a run's TimeSeries has: the
@@ -136,15 +137,9 @@ func perInterval(samples []timed, iv int64, n int) []IntervalLatency {
 			continue
 		}
 		slices.Sort(g)
-		out = append(out, IntervalLatency{I: i, N: len(g), P50: nsMS(nearestRank(g, 0.5)), P99: nsMS(nearestRank(g, 0.99)), Max: nsMS(g[len(g)-1])})
+		out = append(out, IntervalLatency{I: i, N: len(g), P50: nsMS(stats.NearestRank(g, 0.5)), P99: nsMS(stats.NearestRank(g, 0.99)), Max: nsMS(g[len(g)-1])})
 	}
 	return out
-}
-
-// nearestRank is the nearest-rank q-quantile of sorted xs (not empty).
-func nearestRank(xs []int64, q float64) int64 {
-	i := int(math.Ceil(q*float64(len(xs)))) - 1
-	return xs[min(max(i, 0), len(xs)-1)]
 }
 
 // nsMS is ns in ms, rounded to the µs.

@@ -8,6 +8,7 @@ import (
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/rundir"
+	"github.com/lockbench/lockbench/stats"
 )
 
 func TestSeriesFixture(t *testing.T) {
@@ -72,10 +73,10 @@ func TestSeriesEdges(t *testing.T) {
 			t.Errorf("seriesInterval(%d) = %d, want %d", c.end, got, c.want)
 		}
 	}
-	if got := nearestRank([]int64{1, 2, 3, 4}, 0.5); got != 2 {
+	if got := stats.NearestRank([]int64{1, 2, 3, 4}, 0.5); got != 2 {
 		t.Errorf("p50 of 1..4 = %d", got)
 	}
-	if got := nearestRank([]int64{1, 2, 3, 4}, 0.99); got != 4 {
+	if got := stats.NearestRank([]int64{1, 2, 3, 4}, 0.99); got != 4 {
 		t.Errorf("p99 of 1..4 = %d", got)
 	}
 }

@@ -6,6 +6,7 @@
 package stats
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"sort"
@@ -38,6 +39,19 @@ func Median(xs []float64) float64 {
 		return s[n/2]
 	}
 	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// NearestRank is the q-quantile (0 < q ≤ 1) of sorted xs by nearest
+// rank: an exact sample, never an interpolation, so a reported p99 is a
+// wait that happened. The one nearest-rank implementation (report's
+// distributions use HdrHistogram instead); the zero value for no samples.
+func NearestRank[T cmp.Ordered](xs []T, q float64) T {
+	if len(xs) == 0 {
+		var zero T
+		return zero
+	}
+	r := int(math.Ceil(q*float64(len(xs)))) - 1
+	return xs[min(max(r, 0), len(xs)-1)]
 }
 
 // StandardError is the standard error of xs's mean: the sample standard

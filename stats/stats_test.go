@@ -204,3 +204,21 @@ func bruteForceP(a, b []float64) float64 {
 	}
 	return math.Min(1, 2*math.Min(lo, hi)/all)
 }
+
+func TestNearestRank(t *testing.T) {
+	xs := make([]int64, 100)
+	for i := range xs {
+		xs[i] = int64(i + 1)
+	}
+	for _, tc := range []struct {
+		q    float64
+		want int64
+	}{{0.5, 50}, {0.99, 99}, {1, 100}, {0, 1}} {
+		if got := NearestRank(xs, tc.q); got != tc.want {
+			t.Errorf("NearestRank(1..100, %v) = %d, want %d", tc.q, got, tc.want)
+		}
+	}
+	if got := NearestRank([]int64{7}, 0.99); got != 7 {
+		t.Errorf("NearestRank([7]) = %d", got)
+	}
+}
