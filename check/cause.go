@@ -79,10 +79,10 @@ const causeWindow = 500_000_000 // 500ms
 //   - a's key was deleted during its hold, before b's grant: by its
 //     lease's end (a was not told in time), or by a client while its lease
 //     lived (not a's release);
-//   - else the latest key ahead of b to go, within causeWindow before b's
-//     grant, while a's key still stood: a crashed or lapsed client's, or
-//     one its holder released, or a waiter's that gave up. b took the lock when that key went,
-//     without checking that no older key remained.
+//   - else the latest other key to go within causeWindow before b's
+//     grant, while a's key still stood: a crashed or lapsed client's, one
+//     its holder released, or a waiter's that gave up. b took the lock on
+//     that deletion, not on a's release.
 func (d deletions) overlapCause(lock string, a, b Holder, released []Hold) string {
 	for _, k := range d.byToken[a.Token] {
 		if a.Token == 0 || k.time < a.From || k.time > b.From+causeSlack {
@@ -128,7 +128,7 @@ func (d deletions) overlapCause(lock string, a, b Holder, released []Hold) strin
 	if at < 0 {
 		return ""
 	}
-	return fmt.Sprintf("process %d was granted %s %s, while process %d's key (token %d) still stood: it took the lock when a key ahead of it went, without checking that no older key remained",
+	return fmt.Sprintf("process %d was granted %s %s, while process %d's key (token %d) still stood: it took the lock on that deletion, not on the holder's release",
 		b.Process, after(at, b.From), went, a.Process, a.Token)
 }
 
@@ -143,8 +143,9 @@ func (d deletions) crashedBefore(process int, t int64) (int64, bool) {
 	return at, ok
 }
 
-// before says how long before grant t a delete at at came ("just
-// before" or after, within the watch's slack).
+// before says how long before grant t a delete at at came, or how long
+// after it the harness recorded the delete (its watch answers a moment
+// after the client's).
 func before(at, t int64) string {
 	if at > t {
 		return fmt.Sprintf("recorded %s after", fmtNS(at-t))
@@ -160,8 +161,8 @@ func after(at, t int64) string {
 	return fmt.Sprintf("%s after", fmtNS(t-at))
 }
 
-// releasedByEnd are the holds of holds that ended in a release, by the
-// release's time.
+// releasedByEnd are the holds that ended in a release, by the release's
+// time.
 func releasedByEnd(holds []Hold) []Hold {
 	var out []Hold
 	for _, h := range holds {

@@ -38,7 +38,7 @@ func TestOverlapCause(t *testing.T) {
 		{"deleted by a non-holder", holds(deleted(sec(1)-msec(1), 10, history.CauseDelete)),
 			[]string{"process 0's key (token 10) was deleted at revision 110", "by a client while its lease was alive — not its holder's release — 1ms before process 1's grant"}},
 		{"a crashed waiter's key expired", holds(proc(msec(5), 2, info, history.FCrash), ownerGone),
-			[]string{"process 1 was granted 3ms after process 2's queue key was deleted by its lease's end at revision 40", "it crashed at 5ms", "while process 0's key (token 10) still stood"}},
+			[]string{"process 1 was granted 3ms after process 2's queue key was deleted by its lease's end at revision 40", "it crashed at 5ms", "while process 0's key (token 10) still stood: it took the lock on that deletion"}},
 		{"a waiter's lease ended while it waited", holds(waiterGone(sec(1)-msec(7), 3, history.CauseLease)),
 			[]string{"process 1 was granted 7ms after process 3's queue key was deleted", "its lease ended while it waited"}},
 		{"a waiter ahead gave up", holds(ev(msec(3), 3, inv, acq, 0), errEv(ev(sec(1)-msec(1), 3, fail, acq, 0), "context deadline exceeded")),
