@@ -158,7 +158,13 @@ func (r *runner) meet(ctx context.Context, setup func(context.Context) error) er
 	}
 	if !w.coordinates() {
 		r.startRev = ready
-		return r.awaitPuts(ctx, "start", ready, 1)
+		if err := r.awaitPuts(ctx, "start", ready, 1); err != nil {
+			return err
+		}
+		if _, err := r.putWorkerKey(ctx, "started/"+strconv.Itoa(w.Index)); err != nil {
+			return fmt.Errorf("worker %s: answer the start: %w", w, err)
+		}
+		return nil
 	}
 	if err := r.awaitReady(ctx); err != nil {
 		return err
@@ -171,8 +177,22 @@ func (r *runner) meet(ctx context.Context, setup func(context.Context) error) er
 		return fmt.Errorf("worker %s: say start: %w", w, err)
 	}
 	r.startRev = rev
+	// Every worker that said ready answers the start. A ready left by a
+	// worker killed since lives on with its lease (up to the admin
+	// lease's TTL) and gets no answer: the run must not go on without
+	// that worker's clients, so it stops, and so do the others.
+	actx, cancel := context.WithTimeout(ctx, min(w.wait(), startAnswerWait))
+	defer cancel()
+	if n, err := r.meeting().AwaitPuts(actx, r.workerKey("started/"), rev, w.Count-1); err != nil {
+		r.putWorkerKey(context.WithoutCancel(ctx), "stop")
+		return fmt.Errorf("worker %s: %d of the %d other workers that said ready answered the start within %s: one was killed since it said ready (its ready key outlives it until its lease expires)? start every worker again", w, n, w.Count-1, min(w.wait(), startAnswerWait))
+	}
 	return nil
 }
+
+// startAnswerWait bounds worker 1's wait for the others' answers to its
+// start: each answers as soon as it sees the start.
+const startAnswerWait = 10 * time.Second
 
 // putWorkerKey writes a key of the meeting place, under what the admin
 // keeps for the run, so that a killed run's keys expire, and returns the

@@ -186,3 +186,32 @@ func TestSecondRunOnAPrefixIsRefused(t *testing.T) {
 		t.Errorf("the prefix holds %v keys after the first run (%v): want none", resp, err)
 	}
 }
+
+// A ready left by a worker killed since (its key lives on with its
+// lease) does not let worker 1 start alone: the dead worker never answers
+// the start, and worker 1 stops, saying why.
+func TestStaleReadyDoesNotStartARun(t *testing.T) {
+	c := startCluster(t)
+	sc, err := scenarios.Lookup("contention")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := "/lockbench/test-stale-ready/"
+	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	lease, err := cli.Grant(context.Background(), 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Put(context.Background(), prefix+"workers/ready/2", "", clientv3.WithLease(lease.ID)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(context.Background(), Config{Backend: etcd.Backend{}, Scenario: sc, Lock: "queue", Seed: 1, Prefix: prefix, Endpoints: c.Endpoints(),
+		Worker: Worker{Index: 1, Count: 2, Wait: 3 * time.Second}})
+	if err == nil || !strings.Contains(err.Error(), "0 of the 1 other workers that said ready answered the start") {
+		t.Errorf("worker 1 with a dead worker 2's ready: %v, want it stopped before the run", err)
+	}
+}
