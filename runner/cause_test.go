@@ -52,7 +52,8 @@ func TestCrashedWaitersKeyIsRecorded(t *testing.T) {
 		// load the crashed waiter's key may go before its successor
 		// watches it. The cause is then untested here (check's
 		// literal histories test it).
-		t.Skipf("queue-naive passed exclusion this time (a loaded machine): the violation's cause is not tested")
+		t.Logf("queue-naive passed exclusion this time (a loaded machine): the violation's cause is not tested")
+		return
 	}
 	var causes []string
 	for _, v := range res.Violations {
