@@ -64,6 +64,7 @@ func init() {
 		// own lease: --keepalive does not apply.
 		OwnLease: true,
 		Hidden:   true,
+		Process:  true,
 		Expect:   pythonEtcd3Expect(),
 		Runtime:  PythonEtcd3.check,
 	}, PythonEtcd3.Factory())
@@ -73,6 +74,7 @@ func init() {
 		Origin:      "npm etcd3 1.1.2 on Debian's Node, adapters/node-etcd3",
 		OwnLease:    true,
 		Hidden:      true,
+		Process:     true,
 		Expect:      nodeEtcd3Expect(),
 		Runtime:     nodeEtcd3.ready,
 	}, nodeEtcd3.factory)
@@ -82,6 +84,7 @@ func init() {
 		Origin:      "etcdctl v3.7 built from the etcd module (make adapter-deps), adapters/etcdctl",
 		OwnLease:    true,
 		Hidden:      true,
+		Process:     true,
 		Expect:      etcdctlExpect(),
 		Runtime:     etcdctl37.ready,
 	}, etcdctl37.factory)
@@ -91,6 +94,7 @@ func init() {
 		Origin:      "Debian etcd-client 3.4.23 (/usr/bin/etcdctl), adapters/etcdctl",
 		OwnLease:    true,
 		Hidden:      true,
+		Process:     true,
 		Expect:      etcdctlExpect(),
 		Runtime:     etcdctl34.ready,
 	}, etcdctl34.factory)
@@ -101,6 +105,7 @@ func init() {
 		// The program keeps its own lease.
 		OwnLease: true,
 		Hidden:   true,
+		Process:  true,
 		Runtime:  commandSet,
 	}, fromEnv)
 }

@@ -105,7 +105,7 @@ func init() {
 }
 
 func registerZK(p *Program, s locks.Strategy) {
-	s.Backend, s.Hidden, s.OwnLease, s.Order = zklocks.Backend, true, true, verdict.FIFO
+	s.Backend, s.Hidden, s.OwnLease, s.Process, s.Order = zklocks.Backend, true, true, true, verdict.FIFO
 	s.Runtime = func(ctx context.Context) error {
 		if err := zkcluster.Available(zkcluster.Options{}); err != nil {
 			return err

@@ -867,3 +867,18 @@ func extShardPrefixes(t *testing.T, f *extFixture) {
 	}
 	f.unchanged(t, admin)
 }
+
+// A lock client that runs as a process gets only the endpoints: on a
+// cluster that needs a user or TLS it is refused before anything starts,
+// not run into a lock violation.
+func TestProcessLockRefusedWithCredentials(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "--endpoints", "http://127.0.0.1:1", "--user", "u", "--password", "p", "--lock", "python-etcd3", "--scenario", "contention"},
+		{"run", "--endpoints", "https://127.0.0.1:1", "--lock", "etcdctl", "--scenario", "contention"},
+	} {
+		code, _, stderr := runCLI(t, args...)
+		if code != 2 || !strings.Contains(stderr, "runs as a process of its own given only the endpoints") {
+			t.Errorf("%v: exit %d, stderr %q: want 2 and the refusal", args, code, stderr)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +19,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/runner"
 )
@@ -331,6 +333,22 @@ func (x External) grantOn() string { return cmp.Or(x.Prefix, x.Parent, DefaultCl
 // ready checks, before a suite makes its folder, what RunExternal checks
 // before each of its runs: the input, every endpoint, and the user's
 // permissions under the folder of the runs' prefixes.
+// refusesProcess says why lock, a strategy whose Lockers are processes
+// given only the members' addresses (locks.Strategy.Process), cannot run
+// on x, a cluster that needs credentials or TLS, or nil: its every
+// acquire would fail, and the run read as the lock's violation.
+func (x External) refusesProcess(lock string) error {
+	st, err := locks.Lookup(lock)
+	if err != nil || !st.Process {
+		return nil
+	}
+	tls := x.CACert != "" || x.Cert != "" || slices.ContainsFunc(x.Endpoints, func(ep string) bool { return strings.HasPrefix(ep, "https://") })
+	if x.User == "" && !tls {
+		return nil
+	}
+	return inputErr("lock %s runs as a process of its own given only the endpoints (docs/adapters.md), not the user, password or TLS files this cluster needs: run it on a cluster without them", lock)
+}
+
 func (x External) ready(ctx context.Context) error {
 	x, cc, err := x.prepared()
 	if err != nil {
@@ -350,6 +368,9 @@ func (x External) ready(ctx context.Context) error {
 func RunExternal(ctx context.Context, ext External, spec RunSpec) (*Result, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, &InputError{err}
+	}
+	if err := ext.refusesProcess(spec.Lock); err != nil {
+		return nil, err
 	}
 	if spec.Scenario.Needs().Members {
 		return nil, inputErr("scenario %s injects member faults (crash, partition), which need a cluster lockbench runs itself; an external cluster takes client faults only (pause, isolate, delay, crash a client)", spec.Scenario.Name)

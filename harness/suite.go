@@ -442,6 +442,11 @@ func (r *suiteRun) refused(b suiteBin, lock string, sc scenarios.Scenario) error
 	if r.spec.External != nil && sc.Needs().Members {
 		return fmt.Errorf("scenario %s injects member faults (crash, partition, the peer faults), which an external cluster cannot take", sc.Name)
 	}
+	if r.spec.External != nil {
+		if err := r.spec.External.refusesProcess(lock); err != nil {
+			return err
+		}
+	}
 	return refused(ClusterFor(b.opts, sc), sc)
 }
 

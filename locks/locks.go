@@ -175,6 +175,11 @@ type Strategy struct {
 	// list` shows every hidden strategy that has one, with its answer, so
 	// that the lock clients one can run are found without reading docs.
 	Runtime func(context.Context) error
+	// Process marks a strategy whose Lockers are processes of their own
+	// (an adapter) given only the members' addresses: no credentials, no
+	// TLS files. A harness refuses it on a cluster that needs either,
+	// before anything starts, rather than let every acquire fail.
+	Process bool
 	// OwnLease marks a strategy that keeps its lease or session itself
 	// (e.g. with etcd's concurrency.Session) instead of through its
 	// backend's keeper, so a backend's refresh policy does not apply to
