@@ -44,9 +44,10 @@ type Probe struct {
 	Revision int64 `json:"revision"`
 }
 
-// Offset is a worker's clock against the reference worker's (worker 0):
-// a time t on the worker's clock is t + Offset on the reference's, give
-// or take Uncertainty; the true offset lies in [Lo, Hi].
+// Offset is a worker's clock against the reference worker's (the first,
+// workers[0], worker 1 in messages): a time t on the worker's clock is
+// t + Offset on the reference's, give or take Uncertainty; the true
+// offset lies in [Lo, Hi].
 type Offset struct {
 	Offset, Uncertainty time.Duration
 	Lo, Hi              time.Duration
@@ -57,8 +58,8 @@ type Offset struct {
 // its offset is unbounded there.
 var ErrNoOverlap = errors.New("probes do not interleave")
 
-// Align estimates each worker's offset to worker 0 from their probes
-// (workers[w] in any order). Worker 0's offset is 0 with no uncertainty.
+// Align estimates each worker's offset to the first from their probes
+// (workers[w] in any order). The first's offset is 0 with no uncertainty.
 // It fails when a worker's offset is unbounded on a side (ErrNoOverlap),
 // when the bounds contradict each other (a clock that jumped or drifted
 // more than the probes' round trips, or a probe recorded wrong), or on a
@@ -71,7 +72,7 @@ func Align(workers [][]Probe) ([]Offset, error) {
 	for w, ps := range workers {
 		for _, p := range ps {
 			if p.Received < p.Sent {
-				return nil, fmt.Errorf("worker %d: probe at revision %d received (%d) before it was sent (%d)", w, p.Revision, p.Received, p.Sent)
+				return nil, fmt.Errorf("worker %d: probe at revision %d received (%d) before it was sent (%d)", w+1, p.Revision, p.Received, p.Sent)
 			}
 		}
 	}
@@ -105,14 +106,14 @@ func Align(workers [][]Probe) ([]Offset, error) {
 	out := make([]Offset, n)
 	for w := 1; w < n; w++ {
 		if up[w][w] < 0 {
-			return nil, fmt.Errorf("worker %d: its clock's bounds contradict each other by %s (a clock that jumped, or drifted more than the probes' round trips)", w, time.Duration(-up[w][w]))
+			return nil, fmt.Errorf("worker %d: its clock's bounds contradict each other by %s (a clock that jumped, or drifted more than the probes' round trips)", w+1, time.Duration(-up[w][w]))
 		}
 		hi, lo := up[w][0], -up[0][w]
 		if math.IsInf(hi, 1) || math.IsInf(lo, -1) {
-			return nil, fmt.Errorf("worker %d against worker 0: %w (each needs probes committed both before and after some of the other's)", w, ErrNoOverlap)
+			return nil, fmt.Errorf("worker %d against worker 1: %w (each needs probes committed both before and after some of the other's)", w+1, ErrNoOverlap)
 		}
 		if lo > hi {
-			return nil, fmt.Errorf("worker %d: offset at least %s and at most %s (a clock that jumped, or drifted more than the probes' round trips)", w, time.Duration(lo), time.Duration(hi))
+			return nil, fmt.Errorf("worker %d: offset at least %s and at most %s (a clock that jumped, or drifted more than the probes' round trips)", w+1, time.Duration(lo), time.Duration(hi))
 		}
 		out[w] = Offset{Offset: time.Duration((lo + hi) / 2), Uncertainty: time.Duration((hi - lo) / 2), Lo: time.Duration(lo), Hi: time.Duration(hi)}
 	}

@@ -100,7 +100,12 @@ func WriteMergedRun(parent string, ws []*rundir.Folder) (*MergedRun, error) {
 	}
 	offsets, err := clocks.Align(probes)
 	if err != nil {
-		return nil, fmt.Errorf("align the workers' clocks: %w", err)
+		return nil, inputErr("align the workers' clocks: %v", err)
+	}
+	for w, o := range offsets {
+		if d := time.Duration(o.Offset); d > maxWorkerOffset || d < -maxWorkerOffset {
+			return nil, inputErr("%s: worker %d's clock is %s off worker 1's by its probes, more than the %s workers may start apart: its %s is not of this run", ws[w].Dir, w+1, d.Round(time.Millisecond), maxWorkerOffset, rundir.ProbesFile)
+		}
 	}
 	m := &MergedRun{Clocks: workerClocks(offsets, sc.Clients)}
 	events, base := mergeEvents(ws, offsets, m.Clocks)
@@ -130,6 +135,12 @@ func WriteMergedRun(parent string, ws []*rundir.Folder) (*MergedRun, error) {
 	m.Result = res
 	return m, nil
 }
+
+// maxWorkerOffset bounds the offset between two workers' clocks: each
+// counts from its own start, and workers start within --worker-wait of
+// each other (5 min by default), so an hour apart is a folder of another
+// run or an edited probes.jsonl.
+const maxWorkerOffset = time.Hour
 
 // workerClocks are the clock events' values: worker w's offset and the
 // clients it drove (runner.Worker's share).

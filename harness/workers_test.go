@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockbench/lockbench/clocks"
 	"github.com/lockbench/lockbench/etcd/cluster"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/runner"
@@ -184,5 +186,42 @@ func TestLoadWorkersRefuses(t *testing.T) {
 	}
 	if _, err := LoadWorkers([]string{three, one, two}); err != nil {
 		t.Errorf("the three workers in any order: %v", err)
+	}
+}
+
+// A merge refuses workers whose probes put their clocks an hour or more
+// apart (a probes.jsonl of another run, or edited: 31 years was taken),
+// naming the folder.
+func TestMergeRefusesAClockYearsOff(t *testing.T) {
+	dir := t.TempDir()
+	sc, err := json.Marshal(scenarios.Scenario{Name: "contention", Clients: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const years = int64(31 * 365 * 24 * time.Hour)
+	write := func(name string, w int, probes []clocks.Probe) *rundir.Folder {
+		cfg := rundir.Config{Run: rundir.Run{RunID: name, Lock: "queue", Seed: 1}, Prefix: "/p/", Scenario: sc, Worker: &rundir.Worker{Index: w, Count: 2}}
+		d, err := rundir.Write(dir, name, rundir.JSONFile(rundir.ConfigFile, cfg),
+			rundir.File{Name: rundir.HistoryFile, Render: func(w io.Writer) error {
+				_, err := io.WriteString(w, `{"time":1,"process":0,"type":"invoke","f":"acquire"}`+"\n")
+				return err
+			}},
+			rundir.JSONFile(rundir.SummaryFile, map[string]any{}),
+			rundir.File{Name: rundir.ProbesFile, Render: rundir.ProbesRender(probes)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := rundir.Load(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	one := write("w1", 1, []clocks.Probe{{Sent: 0, Received: 10, Revision: 1}, {Sent: 100, Received: 110, Revision: 3}})
+	two := write("w2", 2, []clocks.Probe{{Sent: years + 50, Received: years + 60, Revision: 2}, {Sent: years + 150, Received: years + 160, Revision: 4}})
+	_, err = WriteMergedRun(t.TempDir(), []*rundir.Folder{one, two})
+	var ie *InputError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "w2: worker 2's clock is") || !strings.Contains(err.Error(), "is not of this run") {
+		t.Errorf("merge of a worker 31 years off: %v, want an input error naming it", err)
 	}
 }
