@@ -131,10 +131,11 @@ type LeaseRevoker interface {
 // they meet, align their clocks by probe writes, and read the lock's
 // queue from it.
 type Meeting interface {
-	// Put writes key (under what Keep started) and returns its revision.
-	Put(ctx context.Context, key string) (int64, error)
-	// Count counts the keys under prefix.
-	Count(ctx context.Context, prefix string) (int64, error)
+	// Put writes value at key (under what Keep started) and returns its
+	// revision.
+	Put(ctx context.Context, key, value string) (int64, error)
+	// Values are the values of the keys under prefix, by key.
+	Values(ctx context.Context, prefix string) (map[string]string, error)
 	// AwaitPuts waits until n distinct keys have been put at key (or
 	// under it, when it ends in "/") since revision from, and says how
 	// many it saw when ctx ended first.

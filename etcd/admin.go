@@ -159,14 +159,14 @@ func (a *Admin) Compact(ctx context.Context, physical bool) error {
 
 // Put writes key, empty, under the admin lease when there is one, and
 // returns the revision it was written at.
-func (a *Admin) Put(ctx context.Context, key string) (int64, error) {
+func (a *Admin) Put(ctx context.Context, key, value string) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	var opts []clientv3.OpOption
 	if a.lease != 0 {
 		opts = append(opts, clientv3.WithLease(a.lease))
 	}
-	resp, err := a.Client.Put(ctx, key, "", opts...)
+	resp, err := a.Client.Put(ctx, key, value, opts...)
 	if err != nil {
 		return 0, err
 	}
@@ -191,15 +191,19 @@ func (a *Admin) Claim(ctx context.Context, key string) error {
 	return nil
 }
 
-// Count counts the keys under prefix.
-func (a *Admin) Count(ctx context.Context, prefix string) (int64, error) {
+// Values are the values of the keys under prefix, by key.
+func (a *Admin) Values(ctx context.Context, prefix string) (map[string]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	resp, err := a.Client.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	resp, err := a.Client.Get(ctx, prefix, clientv3.WithPrefix())
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return resp.Count, nil
+	out := make(map[string]string, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		out[string(kv.Key)] = string(kv.Value)
+	}
+	return out, nil
 }
 
 // AwaitPuts watches from revision from: it sees each put even if the key

@@ -4,8 +4,11 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lockbench/lockbench/backend"
@@ -161,12 +164,18 @@ func (r *runner) meet(ctx context.Context, setup func(context.Context) error) er
 		if err := r.awaitPuts(ctx, "start", ready, 1); err != nil {
 			return err
 		}
+		if err := r.sameRun(ctx, "start"); err != nil {
+			return err
+		}
 		if _, err := r.putWorkerKey(ctx, "started/"+strconv.Itoa(w.Index)); err != nil {
 			return fmt.Errorf("worker %s: answer the start: %w", w, err)
 		}
 		return nil
 	}
 	if err := r.awaitReady(ctx); err != nil {
+		return err
+	}
+	if err := r.sameRun(ctx, "ready/"); err != nil {
 		return err
 	}
 	if err := setup(ctx); err != nil {
@@ -198,7 +207,33 @@ const startAnswerWait = 10 * time.Second
 // keeps for the run, so that a killed run's keys expire, and returns the
 // revision it was written at.
 func (r *runner) putWorkerKey(ctx context.Context, what string) (int64, error) {
-	return r.meeting().Put(ctx, r.workerKey(what))
+	return r.meeting().Put(ctx, r.workerKey(what), r.identity())
+}
+
+// identity is what every worker of one run runs, as its meeting keys'
+// value: workers that differ in it are not one run, and must not meet.
+func (r *runner) identity() string {
+	sc := r.cfg.Scenario
+	return fmt.Sprintf("lock %s, scenario %s (%.19s), seed %d, %d workers", r.cfg.Lock, sc.Name, sc.Hash(), r.cfg.Seed, r.cfg.Worker.Count)
+}
+
+// sameRun says why the meeting keys under what (a key, or a prefix
+// ending in "/") are not all of this worker's run, or nil.
+func (r *runner) sameRun(ctx context.Context, what string) error {
+	vs, err := r.meeting().Values(ctx, r.workerKey(what))
+	if err != nil {
+		return fmt.Errorf("worker %s: read %s: %w", r.cfg.Worker, what, err)
+	}
+	mine := r.identity()
+	for _, k := range slices.Sorted(maps.Keys(vs)) {
+		if !strings.HasSuffix(what, "/") && k != r.workerKey(what) {
+			continue // a longer key the prefix read also found
+		}
+		if vs[k] != mine {
+			return fmt.Errorf("worker %s: %s was written by a worker of another run (%s), not of this one (%s): give every worker the same --lock, --scenario, --seed and worker count, or another --prefix", r.cfg.Worker, strings.TrimPrefix(k, r.cfg.Prefix), vs[k], mine)
+		}
+	}
+	return nil
 }
 
 // meeting is the admin connection as the workers' meeting place; connect
@@ -218,7 +253,8 @@ func (r *runner) awaitReady(ctx context.Context) error {
 	n := int64(r.cfg.Worker.Count)
 	deadline := time.Now().Add(r.cfg.Worker.wait())
 	for {
-		got, err := r.meeting().Count(ctx, r.workerKey("ready/"))
+		vs, err := r.meeting().Values(ctx, r.workerKey("ready/"))
+		got := int64(len(vs))
 		if err == nil && got >= n {
 			return nil
 		}

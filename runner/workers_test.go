@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -206,12 +208,45 @@ func TestStaleReadyDoesNotStartARun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cli.Put(context.Background(), prefix+"workers/ready/2", "", clientv3.WithLease(lease.ID)); err != nil {
+	// As worker 2 of this very run wrote it before it was killed.
+	same := fmt.Sprintf("lock %s, scenario %s (%.19s), seed %d, %d workers", "queue", sc.Name, sc.Hash(), 1, 2)
+	if _, err := cli.Put(context.Background(), prefix+"workers/ready/2", same, clientv3.WithLease(lease.ID)); err != nil {
 		t.Fatal(err)
 	}
 	_, err = Run(context.Background(), Config{Backend: etcd.Backend{}, Scenario: sc, Lock: "queue", Seed: 1, Prefix: prefix, Endpoints: c.Endpoints(),
 		Worker: Worker{Index: 1, Count: 2, Wait: 3 * time.Second}})
 	if err == nil || !strings.Contains(err.Error(), "0 of the 1 other workers that said ready answered the start") {
 		t.Errorf("worker 1 with a dead worker 2's ready: %v, want it stopped before the run", err)
+	}
+}
+
+// Workers that run different locks on one prefix are not one run: worker
+// 1 finds the other's ready written by another run and stops before the
+// start, saying which.
+func TestWorkersOfDifferentRunsDoNotMeet(t *testing.T) {
+	c := startCluster(t)
+	sc, err := scenarios.Lookup("contention")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := "/lockbench/test-other-run/"
+	errs := make(chan error, 2)
+	for i, lock := range []string{"queue", "mutex"} {
+		go func() {
+			_, err := Run(context.Background(), Config{Backend: etcd.Backend{}, Scenario: sc, Lock: lock, Seed: 1, Prefix: prefix, Endpoints: c.Endpoints(),
+				Worker: Worker{Index: i + 1, Count: 2, Wait: 5 * time.Second}})
+			errs <- err
+		}()
+	}
+	var msgs []string
+	for range 2 {
+		if err := <-errs; err != nil {
+			msgs = append(msgs, err.Error())
+		}
+	}
+	if !slices.ContainsFunc(msgs, func(m string) bool {
+		return strings.Contains(m, "worker 1/2: workers/ready/2 was written by a worker of another run (lock mutex")
+	}) {
+		t.Errorf("errors %q: want worker 1 to name worker 2's ready as another run's", msgs)
 	}
 }
