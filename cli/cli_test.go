@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
@@ -462,6 +463,18 @@ func TestDidYouMean(t *testing.T) {
 		code, _, stderr := runCLI(t, tc.args...)
 		if code != 2 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q: want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+// Every --help fits a terminal: no line over 100 columns.
+func TestHelpLinesFit(t *testing.T) {
+	for _, cmd := range []string{"run", "suite", "bench", "check", "report", "compare", "merge", "regress", "cluster", "clean", "redis", "list"} {
+		_, stdout, _ := runCLI(t, cmd, "--help")
+		for line := range strings.Lines(stdout) {
+			if n := utf8.RuneCountInString(strings.TrimRight(line, "\n")); n > 100 {
+				t.Errorf("%s --help: a line of %d characters: %q", cmd, n, line)
+			}
 		}
 	}
 }

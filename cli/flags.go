@@ -44,7 +44,7 @@ func (fs *flagSet) parse(args []string) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, flag.ErrHelp):
-		fmt.Fprintf(fs.stdout, "Usage: lockbench %s\n\nFlags:\n", fs.synopsis)
+		fmt.Fprintf(fs.stdout, "%s\n\nFlags:\n", fitLines("Usage: lockbench "+fs.synopsis, helpWidth))
 		fs.printDefaults(fs.stdout)
 		return errHelpShown
 	}
@@ -159,8 +159,77 @@ func (fs *flagSet) printDefaults(w io.Writer) {
 		if strings.HasPrefix(line, "  -") {
 			line = "  --" + line[len("  -"):]
 		}
+		if rest, ok := strings.CutPrefix(line, usageIndent); ok {
+			line = usageIndent + wrap(strings.TrimSuffix(rest, "\n"), usageWidth, "\n"+usageIndent) + "\n"
+		}
 		io.WriteString(w, line)
 	}
+}
+
+// usageIndent starts each line of a flag's usage in PrintDefaults'
+// output, and usageWidth is how long such a line may run after it.
+const (
+	usageIndent = "    \t"
+	usageWidth  = 88
+)
+
+// helpWidth is the longest line --help prints.
+const helpWidth = 100
+
+// fitLines wraps each line of text longer than width, its continuation
+// lines indented as it is (by four more spaces when it is not indented),
+// or, for a row of a two-column list (a name, two spaces or more, its
+// text), under its text.
+func fitLines(text string, width int) string {
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		if len(l) <= width {
+			continue
+		}
+		rest := strings.TrimLeft(l, " ")
+		head := l[:len(l)-len(rest)]
+		if j := strings.Index(rest, "  "); j > 0 && len(head) > 0 {
+			k := j + len(rest[j:]) - len(strings.TrimLeft(rest[j:], " "))
+			head, rest = head+rest[:k], rest[k:]
+		}
+		cont := strings.Repeat(" ", len(head))
+		if head == "" {
+			cont = "    "
+		}
+		lines[i] = head + wrap(rest, width-len(cont), "\n"+cont)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// wrap breaks s at spaces into lines of at most width bytes, joined by
+// sep; a longer word is broken after its commas (a list of names), else
+// stays whole.
+func wrap(s string, width int, sep string) string {
+	var words []string
+	for _, w := range strings.Fields(s) {
+		for len(w) > width {
+			i := strings.LastIndex(w[:width], ",")
+			if i < 0 {
+				break
+			}
+			words, w = append(words, w[:i+1]), w[i+1:]
+		}
+		words = append(words, w)
+	}
+	var b strings.Builder
+	n := 0
+	for i, word := range words {
+		if i > 0 && n+1+len(word) > width {
+			b.WriteString(sep)
+			n = 0
+		} else if i > 0 {
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(word)
+		n += len(word)
+	}
+	return b.String()
 }
 
 // parseFlagsOnly parses args of a command that takes no positional

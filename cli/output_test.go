@@ -99,7 +99,8 @@ func TestOutMeaningIsSaid(t *testing.T) {
 		"suite": "parent folder: the suite is written to OUT/suite-<time>/ (as run's --out; bench's --out is the bench folder itself)",
 		"bench": "the bench folder itself, unlike run's and suite's --out (a parent folder)",
 	} {
-		if _, stdout, _ := runCLI(t, cmd, "--help"); !strings.Contains(stdout, want) {
+		// Help lines are wrapped: read the words.
+		if _, stdout, _ := runCLI(t, cmd, "--help"); !strings.Contains(strings.Join(strings.Fields(stdout), " "), want) {
 			t.Errorf("%s --help does not say %q", cmd, want)
 		}
 	}
