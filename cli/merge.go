@@ -124,7 +124,7 @@ func mergeWorkers(e *env, dirs []string, out string) error {
 	}
 	m, err := harness.WriteMergedRun(out, ws)
 	if err != nil {
-		return err
+		return harnessErr(context.Background(), err, nil)
 	}
 	for _, c := range m.Clocks {
 		fmt.Fprintf(e.stdout, "worker %s: clock offset %+.3f ms ± %.3f ms against worker 1's, clients %s\n",
