@@ -22,6 +22,8 @@ func mergeCommand(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "merge", "merge SHARD_DIR... | WORKER_RUN_DIR... [--out DIR] [--junit FILE]")
 	out := fs.String("out", harness.DefaultOut, "parent folder: merged shards are written to OUT/suite-<time>-merged/ (its cells' run folders stay in the shards' folders), merged workers to OUT/<run-id>-merged/")
 	junit := fs.String("junit", "", "also write the merged suite as JUnit XML to this file, - for stdout (as suite's --junit)")
+	var output outputFlags
+	output.register(fs, "the merged suite.json (shards) or summary.json (workers)", false)
 	pos, err := fs.parseInterspersed(args)
 	if err != nil {
 		return err
@@ -45,30 +47,34 @@ func mergeCommand(ctx context.Context, e *env, args []string) error {
 		if *junit != "" {
 			return badInputf("--junit is for merged shards (a suite); a merged run's verdict is its run folder's")
 		}
-		return mergeWorkers(e, pos, *out)
+		return mergeWorkers(e, pos, *out, output.json)
 	}
 	shards, err := harness.LoadShards(pos)
 	if err != nil {
 		return badInput(err)
 	}
-	return runMerge(ctx, e, shards, *out, *junit)
+	return runMerge(ctx, e, shards, *out, *junit, output.json)
 }
 
 // runMerge writes the merged suite and prints it. A shard missing or one
 // that stopped early exits 1: the merged suite is incomplete, as compare
 // would find it.
-func runMerge(_ context.Context, e *env, shards []harness.ShardFolder, out, junit string) error {
+func runMerge(_ context.Context, e *env, shards []harness.ShardFolder, out, junit string, asJSON bool) error {
 	dir, m, err := harness.WriteMerged(out, shards)
 	if err != nil {
 		return err
 	}
-	if len(m.Cells) > 0 {
+	if asJSON {
+		if err := printFile(e, filepath.Join(dir, rundir.SuiteFile)); err != nil {
+			return err
+		}
+	} else if len(m.Cells) > 0 {
 		if err := report.SuiteTable(e.stdout, m.Cells); err != nil {
 			return fmt.Errorf("print the suite's table: %w", err)
 		}
 	}
 	n := shards[0].Suite.Shard.Count
-	fmt.Fprintf(e.stdout, "suite folder: %s (%d cells, %d not as expected%s; %d of %d shards, wall time %s longest shard, %s summed)\n",
+	fmt.Fprintf(textOut(e, asJSON), "suite folder: %s (%d cells, %d not as expected%s; %d of %d shards, wall time %s longest shard, %s summed)\n",
 		dir, len(m.Cells), m.Mismatches, saturatedCount(m.Saturated), len(shards), n,
 		m.LongestWall.Round(time.Second), m.SumWall.Round(time.Second))
 	if junit != "" {
@@ -84,6 +90,15 @@ func runMerge(_ context.Context, e *env, shards []harness.ShardFolder, out, juni
 		return errViolation
 	}
 	return suiteOutcome(m.Mismatches, m.Saturated)
+}
+
+// textOut is where a command's text lines go: stdout, or stderr when
+// stdout carries --json's record.
+func textOut(e *env, asJSON bool) io.Writer {
+	if asJSON {
+		return e.stderr
+	}
+	return e.stdout
 }
 
 // interruptedNote is what the incomplete line adds for a shard a signal
@@ -117,7 +132,7 @@ func workerFolders(first string) (bool, error) {
 // mergeWorkers is `lockbench merge` of the workers' run folders: one run
 // folder on worker 1's clock, each worker's offset printed with its
 // uncertainty, and the run's outcome as run's.
-func mergeWorkers(e *env, dirs []string, out string) error {
+func mergeWorkers(e *env, dirs []string, out string, asJSON bool) error {
 	ws, err := harness.LoadWorkers(dirs)
 	if err != nil {
 		return badInput(err)
@@ -125,6 +140,12 @@ func mergeWorkers(e *env, dirs []string, out string) error {
 	m, err := harness.WriteMergedRun(out, ws)
 	if err != nil {
 		return harnessErr(context.Background(), err, nil)
+	}
+	if asJSON {
+		if err := printFile(e, filepath.Join(m.Result.Dir, rundir.SummaryFile)); err != nil {
+			return err
+		}
+		return runOutcome(m.Summary, nil)
 	}
 	for _, c := range m.Clocks {
 		fmt.Fprintf(e.stdout, "worker %s: clock offset %+.3f ms ± %.3f ms against worker 1's, clients %s\n",

@@ -226,3 +226,20 @@ func TestMergeJoinsWorkers(t *testing.T) {
 		t.Errorf("a refused merge wrote %v", left)
 	}
 }
+
+// merge --json prints the merged suite.json on stdout, its text line on
+// stderr.
+func TestMergeJSON(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, stderr := runCLI(t, "merge", "--json", "--out", out, mergeData("shard2of2"), mergeData("shard1of2"))
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %s", code, stderr)
+	}
+	s, err := report.ParseSuite([]byte(stdout))
+	if err != nil || len(s.Cells) != 4 || len(s.Shards) != 2 {
+		t.Errorf("stdout is not the merged suite.json (%v): %.200s", err, stdout)
+	}
+	if !strings.Contains(stderr, "2 of 2 shards") {
+		t.Errorf("stderr %q: want the suite folder line", stderr)
+	}
+}
