@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/internal/wholefile"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/scenarios"
 	"github.com/lockbench/lockbench/verdict"
@@ -112,11 +113,29 @@ func readHistory(e *env, path string) ([]history.Event, error) {
 		defer holdCollector(path)()
 		return history.ReadFile(path)
 	}
-	events, err := history.Read(e.stdin)
+	events, err := history.Read(&capped{r: e.stdin, left: wholefile.HistoryLimit})
 	if err != nil {
 		return nil, fmt.Errorf("standard input: %w", err)
 	}
 	return events, nil
+}
+
+// capped reads r until left bytes have been read, then fails: standard
+// input is held to the limit a history file is (wholefile.HistoryLimit),
+// rather than grow the events without bound.
+type capped struct {
+	r    io.Reader
+	left int64
+}
+
+func (c *capped) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, fmt.Errorf("more than %s: a history is at most that", wholefile.Size(wholefile.HistoryLimit))
+	}
+	p = p[:min(int64(len(p)), c.left)]
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
 }
 
 // holdCollector holds the garbage collector off while the history at

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -219,5 +220,14 @@ func TestHoldCollectorPutsItBack(t *testing.T) {
 	}
 	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
 		t.Errorf("released: memory limit %d, want none", got)
+	}
+}
+
+// Standard input is held to a history file's limit.
+func TestCappedStdin(t *testing.T) {
+	c := &capped{r: strings.NewReader("0123456789"), left: 4}
+	b, err := io.ReadAll(c)
+	if string(b) != "0123" || err == nil || !strings.Contains(err.Error(), "a history is at most") {
+		t.Errorf("read %q, %v: want 4 bytes, then the limit's error", b, err)
 	}
 }
