@@ -17,6 +17,7 @@ import (
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/wholefile"
 	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/scenarios"
 	"github.com/lockbench/lockbench/verdict"
 )
@@ -99,7 +100,9 @@ func runCheck(_ context.Context, e *env, o checkOptions) error {
 		if name == "-" {
 			name = "standard input"
 		}
-		printReport(e.stdout, name, len(events), rep)
+		if err := printReport(e.stdout, name, len(events), rep); err != nil {
+			return err
+		}
 	}
 	return verdictOutcome(rep.Verdict)
 }
@@ -189,20 +192,19 @@ var held struct {
 	limit, bytes int64
 }
 
-// printReport prints a check report as text.
-func printReport(w io.Writer, file string, n int, rep check.Report) {
+// printReport prints a check report as text: the checks' table as run
+// and report draw it, then each check's first violations.
+func printReport(w io.Writer, file string, n int, rep check.Report) error {
 	fmt.Fprintf(w, "%s: %d events, verdict %s\n", file, n, rep.Verdict)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	for _, name := range slices.Sorted(maps.Keys(rep.Checks)) {
-		r := rep.Checks[name]
-		fmt.Fprintf(tw, "  %s\t%s\t%d violations\t%s\n", name, r.Outcome(), r.Count, r.Note)
+	if err := report.ChecksTable(w, report.Summary{Checks: rep.Checks}); err != nil {
+		return fmt.Errorf("print the checks' table: %w", err)
 	}
-	tw.Flush()
 	for _, name := range slices.Sorted(maps.Keys(rep.Checks)) {
 		for _, v := range firstN(rep.Checks[name].Violations, 5) {
-			fmt.Fprintf(w, "  %s: %s\n", name, v.Explained())
+			fmt.Fprintf(w, "violation: %s\n", v.Explained())
 		}
 	}
+	return nil
 }
 
 // listCommand is `lockbench list`: every registered strategy (a program
