@@ -2,9 +2,12 @@ package zklocks_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/lockbench/lockbench/backend"
 	"github.com/lockbench/lockbench/locks"
@@ -64,6 +67,7 @@ var goZKKnown = map[string]struct{ says, why string }{
 // known checks (goZKKnown), for their known reasons, and pass the rest.
 func TestConformance(t *testing.T) {
 	dep := deploy(t)
+	t.Run("Keys", func(t *testing.T) { testKeys(t, dep) })
 	t.Run(zklocks.QueueName, func(t *testing.T) {
 		locktest.Run(t, conformance(t, dep, zklocks.QueueName))
 	})
@@ -91,4 +95,62 @@ func TestConformance(t *testing.T) {
 			t.Logf("skipped %s", f)
 		}
 	})
+}
+
+// testKeys: the admin lists what the suite reads of a lock: the nodes
+// whose path begins with the prefix as a string, each once, an ephemeral
+// node with its session and a persistent one as durable.
+func testKeys(t *testing.T, dep *backend.Deployment) {
+	ctx := context.Background()
+	admin, err := dep.Backend.Admin(ctx, dep.Members.Endpoints())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	conn, err := dep.Backend.Dial(ctx, dep.Members.Endpoints(), backend.DialOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	sess, err := conn.NewSession(ctx, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zc := sess.Conn().(*zklocks.Conn).ZK
+	for _, p := range []string{"/keys/locks/lock/a", "/keys/locks/lock0", "/keys/locks/lockx/b", "/keys/other"} {
+		if err := zklocks.EnsurePath(zc, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := zc.Create("/keys/locks/lock/e", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Clean(ctx, "/keys/")
+	lister := admin.(backend.KeyLister)
+	for _, tc := range []struct {
+		prefix string
+		want   []string
+	}{
+		{"/keys/locks/lock", []string{"/keys/locks/lock", "/keys/locks/lock/a", "/keys/locks/lock/e", "/keys/locks/lock0", "/keys/locks/lockx", "/keys/locks/lockx/b"}},
+		{"/keys/locks/lock/", []string{"/keys/locks/lock/a", "/keys/locks/lock/e"}},
+		{"/keys/locks/lock/e", []string{"/keys/locks/lock/e"}},
+		{"/keys/none/", nil},
+	} {
+		keys, err := lister.Keys(ctx, tc.prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, k := range keys {
+			got = append(got, k.Name)
+			if eph := k.Name == "/keys/locks/lock/e"; k.Ephemeral != eph || (k.Owner == sess.Lease()) != eph || k.Created == 0 {
+				t.Errorf("%s: ephemeral %v, owner %x (session %x), created %d", k.Name, k.Ephemeral, k.Owner, sess.Lease(), k.Created)
+			}
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("Keys(%q) = %v, want %v", tc.prefix, got, tc.want)
+		}
+	}
+	sess.Close(ctx)
 }
