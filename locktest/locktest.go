@@ -5,8 +5,7 @@
 // package runs it from its tests on a deployment of its backend:
 //
 //	func TestConformance(t *testing.T) {
-//		st, _ := locks.Lookup("zk-queue")
-//		locktest.Run(t, locktest.Env{Backend: zkbackend.Backend{}, Endpoints: members.Endpoints(), Factory: st.New})
+//		locktest.Run(t, locktest.Env{Backend: zkbackend.Backend{}, Endpoints: members.Endpoints(), Strategy: "zk-queue"})
 //	}
 //
 // What it checks, each in its own subtest and namespace (Options.Prefix,
@@ -53,6 +52,7 @@ package locktest
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -67,9 +67,11 @@ type Env struct {
 	Backend backend.Backend
 	// Endpoints are the members' client endpoints (required).
 	Endpoints []string
-	// Factory makes the strategy's Lockers (required): a registered
-	// strategy's is locks.Lookup(name)'s New.
-	Factory locks.Factory
+	// Factory makes the strategy's Lockers; or Strategy names a
+	// registered one, whose backend must be Backend's (one of the two is
+	// required).
+	Factory  locks.Factory
+	Strategy string
 	// Root is the key prefix under which each subtest makes its own
 	// namespace, Root + <random id> + "/" (default "/locktest/").
 	Root string
@@ -107,17 +109,28 @@ func (e Env) withDefaults() Env {
 	return e
 }
 
-// validate says what a caller left out.
-func (e Env) validate() error {
+// resolve says what a caller left out or got wrong, and fills Factory
+// from Strategy.
+func (e Env) resolve() (Env, error) {
 	switch {
 	case e.Backend == nil:
-		return errors.New("locktest: Env.Backend is nil: give the backend the strategy runs on (etcd.Backend, redisbackend.Backend, zkbackend.Backend)")
+		return e, errors.New("locktest: Env.Backend is nil: give the backend the strategy runs on (etcd.Backend, redisbackend.Backend, zkbackend.Backend)")
 	case len(e.Endpoints) == 0:
-		return errors.New("locktest: Env.Endpoints is empty: give the members' client endpoints")
-	case e.Factory == nil:
-		return errors.New("locktest: Env.Factory is nil: give the strategy's factory (locks.Lookup(name)'s New)")
+		return e, errors.New("locktest: Env.Endpoints is empty: give the members' client endpoints")
+	case e.Factory != nil:
+		return e, nil
+	case e.Strategy == "":
+		return e, errors.New("locktest: Env.Factory is nil and Env.Strategy empty: give the strategy's factory or its registered name")
 	}
-	return nil
+	st, err := locks.Lookup(e.Strategy)
+	if err != nil {
+		return e, fmt.Errorf("locktest: Env.Strategy: %w", err)
+	}
+	if st.Backend != e.Backend.Name() {
+		return e, fmt.Errorf("locktest: strategy %s runs on %s, not on Env.Backend's %s", st.Name, st.Backend, e.Backend.Name())
+	}
+	e.Factory = st.New
+	return e, nil
 }
 
 // Subtest is one check of the suite, by name: a backend's own suite
@@ -144,7 +157,8 @@ func Subtests() []Subtest {
 // Run runs the whole suite under go test, each check a subtest.
 func Run(t *testing.T, env Env) {
 	t.Helper()
-	if err := env.validate(); err != nil {
+	env, err := env.resolve()
+	if err != nil {
 		t.Fatal(err)
 	}
 	for _, st := range Subtests() {
@@ -157,7 +171,8 @@ func Run(t *testing.T, env Env) {
 // locks that must each be caught) and for tests that assert a strategy's
 // known failures rather than fail on them.
 func Check(env Env) Result {
-	if err := env.validate(); err != nil {
+	env, err := env.resolve()
+	if err != nil {
 		return Result{Failures: []Failure{{Subtest: "setup", Message: err.Error()}}}
 	}
 	var out Result

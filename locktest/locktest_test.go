@@ -1,6 +1,8 @@
 package locktest
 
 import (
+	"context"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -9,9 +11,20 @@ import (
 	"github.com/lockbench/lockbench/locks"
 )
 
-// named is a backend.Backend of which validation reads nothing but that
-// it is there.
-type named struct{ backend.Backend }
+// named is a backend.Backend of which validation reads only its name.
+type named struct {
+	backend.Backend
+	name string
+}
+
+func (n named) Name() string { return n.name }
+
+func init() {
+	locks.Register(locks.Strategy{Name: "registered-on-etcd", Backend: "etcd", Hidden: true,
+		New: func(context.Context, locks.Conn, locks.Options) (locks.Locker, error) {
+			return nil, errors.New("not made")
+		}})
+}
 
 // TestEnvSaysWhatIsMissing: Check refuses an incomplete Env with one
 // setup failure naming the field and what to give.
@@ -22,7 +35,9 @@ func TestEnvSaysWhatIsMissing(t *testing.T) {
 	}{
 		{Env{Endpoints: []string{"x"}}, "Env.Backend is nil"},
 		{Env{Backend: named{}}, "Env.Endpoints is empty"},
-		{Env{Backend: named{}, Endpoints: []string{"x"}}, "Env.Factory is nil"},
+		{Env{Backend: named{}, Endpoints: []string{"x"}}, "Env.Factory is nil and Env.Strategy empty"},
+		{Env{Backend: named{}, Endpoints: []string{"x"}, Strategy: "no-such-lock"}, `unknown lock "no-such-lock"`},
+		{Env{Backend: named{name: "zookeeper"}, Endpoints: []string{"x"}, Strategy: "registered-on-etcd"}, "strategy registered-on-etcd runs on etcd, not on Env.Backend's zookeeper"},
 	} {
 		r := Check(tc.env)
 		if len(r.Failures) != 1 || r.Failures[0].Subtest != "setup" || !strings.Contains(r.Failures[0].Message, tc.want) {

@@ -31,6 +31,8 @@ type Suite struct {
 	admin   backend.Admin
 	lister  backend.KeyLister
 	revoker backend.LeaseRevoker
+	// wakeups counts the Lockers' OnWakeup calls: the hook is set, as a
+	// run sets it.
 	wakeups atomic.Int64
 
 	mu      sync.Mutex
@@ -51,8 +53,8 @@ type Suite struct {
 // cleanups run.
 func NewSuite(t T, env Env) *Suite {
 	t.Helper()
-	env = env.withDefaults()
-	if err := env.validate(); err != nil {
+	env, err := env.withDefaults().resolve()
+	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), env.Timeout)

@@ -10,7 +10,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/lockbench/lockbench/backend"
-	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/locktest"
 	"github.com/lockbench/lockbench/zookeeper/zkbackend"
 	"github.com/lockbench/lockbench/zookeeper/zkcluster/zktest"
@@ -38,13 +37,8 @@ func deploy(t *testing.T) *backend.Deployment {
 
 // conformance is the suite's environment for the strategy name on dep,
 // under a root of its own.
-func conformance(t *testing.T, dep *backend.Deployment, name string) locktest.Env {
-	t.Helper()
-	st, err := locks.Lookup(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return locktest.Env{Backend: dep.Backend, Endpoints: dep.Members.Endpoints(), Factory: st.New, Root: "/locktest-" + name + "/"}
+func conformance(dep *backend.Deployment, name string) locktest.Env {
+	return locktest.Env{Backend: dep.Backend, Endpoints: dep.Members.Endpoints(), Strategy: name, Root: "/locktest-" + name + "/"}
 }
 
 // goZKKnown are the checks go-zookeeper's zk.Lock is known to fail, each
@@ -69,10 +63,10 @@ func TestConformance(t *testing.T) {
 	dep := deploy(t)
 	t.Run("Keys", func(t *testing.T) { testKeys(t, dep) })
 	t.Run(zklocks.QueueName, func(t *testing.T) {
-		locktest.Run(t, conformance(t, dep, zklocks.QueueName))
+		locktest.Run(t, conformance(dep, zklocks.QueueName))
 	})
 	t.Run(zklocks.GoZKName, func(t *testing.T) {
-		r := locktest.Check(conformance(t, dep, zklocks.GoZKName))
+		r := locktest.Check(conformance(dep, zklocks.GoZKName))
 		failed := map[string]bool{}
 		for _, f := range r.Failures {
 			known, ok := goZKKnown[f.Subtest]
