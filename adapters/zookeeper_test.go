@@ -14,9 +14,11 @@ import (
 	"github.com/lockbench/lockbench/adapters"
 	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/locks"
+	"github.com/lockbench/lockbench/locktest"
 	"github.com/lockbench/lockbench/relay"
 	"github.com/lockbench/lockbench/scenarios"
 	"github.com/lockbench/lockbench/verdict"
+	"github.com/lockbench/lockbench/zookeeper/zkbackend"
 	"github.com/lockbench/lockbench/zookeeper/zkcluster"
 	"github.com/lockbench/lockbench/zookeeper/zkcluster/zktest"
 	"github.com/lockbench/lockbench/zookeeper/zklocks"
@@ -298,5 +300,21 @@ func testZooKeeperAdapter(t *testing.T, p *adapters.Program, ens *zkcluster.Clus
 	}
 	if err := cut.Unlock(ctx, r.g); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestZooKeeperAdapterConformance runs the conformance suite (package
+// locktest) on each ZooKeeper adapter, on the package's ensemble: a
+// grant is lost by cutting its process's relays until the ensemble
+// expires its session (ZooKeeper has no session to revoke).
+func TestZooKeeperAdapterConformance(t *testing.T) {
+	for _, p := range []*adapters.Program{adapters.Curator, adapters.Kazoo} {
+		t.Run(p.Name, func(t *testing.T) {
+			ens := ensemble(t)
+			needs(t, checked(p))
+			noneLeft(t)
+			locktest.Run(t, locktest.Env{Backend: zkbackend.Backend{}, Endpoints: zkbackend.Members{Cluster: ens}.Endpoints(),
+				Factory: p.ZooKeeperFactory(), Root: "/locktest-" + p.Name + "/"})
+		})
 	}
 }

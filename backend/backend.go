@@ -126,6 +126,33 @@ type LeaseRevoker interface {
 	RevokeLease(ctx context.Context, lease int64) error
 }
 
+// KeyLister is an Admin that lists the keys under a prefix as they are
+// now: the conformance suite (package locktest) reads from it what a
+// strategy left on the backend (a waiter's key after a cancelled Lock, a
+// holder's after its release), the same way on every backend.
+type KeyLister interface {
+	// Keys lists every key whose name begins with prefix, in no order.
+	Keys(ctx context.Context, prefix string) ([]Key, error)
+}
+
+// Key is one key a KeyLister found.
+type Key struct {
+	// Name is the key (etcd, Redis) or the node's path (ZooKeeper).
+	Name string
+	// Created orders the keys' creations (etcd: the create revision;
+	// ZooKeeper: the creation zxid), 0 where the backend has no such
+	// order (Redis): a key deleted and made again has a new one.
+	Created int64
+	// Owner is the lease or session the key lives and dies with, 0 when
+	// none.
+	Owner int64
+	// Ephemeral says that the key goes by itself once its client is gone:
+	// it lives with a lease or session, or carries an expiry (Redis). A
+	// holder's or a waiter's key is; one that is not stays until deleted
+	// (a queue's parent node, a token counter).
+	Ephemeral bool
+}
+
 // Meeting is an Admin of a store whose writes are ordered by revision,
 // through which several worker processes drive one run (runner.Worker):
 // they meet, align their clocks by probe writes, and read the lock's

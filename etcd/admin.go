@@ -41,6 +41,7 @@ var (
 	_ backend.Observer     = (*Admin)(nil)
 	_ backend.LeaseRevoker = (*Admin)(nil)
 	_ backend.Meeting      = (*Admin)(nil)
+	_ backend.KeyLister    = (*Admin)(nil)
 )
 
 // Keep grants the admin lease, kept alive until Release.
@@ -92,6 +93,23 @@ func (a *Admin) Release(ctx context.Context) error {
 func (a *Admin) Clean(ctx context.Context, prefix string) error {
 	_, err := a.Client.Delete(ctx, prefix, clientv3.WithPrefix())
 	return err
+}
+
+// Keys lists the keys under prefix, with each one's create revision and
+// lease (a key under a lease is ephemeral). Not keys-only: etcd answers
+// that from its index, without leases.
+func (a *Admin) Keys(ctx context.Context, prefix string) ([]backend.Key, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	resp, err := a.Client.Get(ctx, prefix, clientv3.WithPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("list keys under %s: %w", prefix, err)
+	}
+	out := make([]backend.Key, len(resp.Kvs))
+	for i, kv := range resp.Kvs {
+		out[i] = backend.Key{Name: string(kv.Key), Created: kv.CreateRevision, Owner: kv.Lease, Ephemeral: kv.Lease != 0}
+	}
+	return out, nil
 }
 
 // Revision is the store's revision now.

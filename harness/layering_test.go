@@ -37,16 +37,16 @@ func TestLayering(t *testing.T) {
 // TestStagesNameNoBackend: the stages every backend shares import no
 // backend's client (docs/design.md §2), so that a new backend plugs in
 // without them changing. A strategy's backend lives in its own package
-// (etcd/etcdlocks, redislocks).
+// (etcd/etcdlocks, redislocks, zklocks).
 func TestStagesNameNoBackend(t *testing.T) {
 	const mod = "github.com/lockbench/lockbench/"
-	for _, pkg := range []string{"backend", "locks", "runner", "relay", "check", "report", "scenarios", "chaos", "rundir", "history", "verdict", "stats", "clocks"} {
+	for _, pkg := range []string{"backend", "locks", "locktest", "runner", "relay", "check", "report", "scenarios", "chaos", "rundir", "history", "verdict", "stats", "clocks"} {
 		out, err := exec.Command("go", "list", "-deps", mod+pkg).Output()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v", pkg, err)
 		}
 		for _, d := range strings.Fields(string(out)) {
-			if strings.HasPrefix(d, "go.etcd.io/") || strings.HasPrefix(d, "github.com/redis/") {
+			if strings.HasPrefix(d, "go.etcd.io/") || strings.HasPrefix(d, "github.com/redis/") || strings.HasPrefix(d, "github.com/go-zookeeper/") {
 				t.Errorf("%s depends on %s, a backend's client", pkg, d)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockbench/lockbench/etcd/cluster"
 	"github.com/lockbench/lockbench/locks"
+	conformance "github.com/lockbench/lockbench/locktest"
 )
 
 // TestCancelCutOff runs the CancelCutOff subtest on a real cluster: queue,
@@ -33,11 +34,10 @@ func TestCancelCutOff(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := &recorder{name: "CancelCutOff"}
 			env := Env{Endpoints: c.Endpoints(), CutOff: true}.withDefaults()
-			r.run(func() { newSuite(r, st.New, env).cancelCutOff() })
+			r := conformance.Record("CancelCutOff", func(t T) { newSuite(t, st.New, env).cancelCutOff() })
 			var cut []string
-			for _, f := range r.failures {
+			for _, f := range r.Failures {
 				t.Logf("%s", f)
 				if strings.Contains(f.Message, "cancelled while cut off") {
 					cut = append(cut, f.Message)
@@ -46,8 +46,8 @@ func TestCancelCutOff(t *testing.T) {
 			switch {
 			case tc.fail && len(cut) == 0:
 				t.Errorf("%s passed CancelCutOff: its cancelled Lock returned in time while cut off", tc.lock)
-			case !tc.fail && len(r.failures) > 0:
-				t.Errorf("%s failed CancelCutOff: %v", tc.lock, r.failures)
+			case !tc.fail && len(r.Failures) > 0:
+				t.Errorf("%s failed CancelCutOff: %v", tc.lock, r.Failures)
 			}
 		})
 	}

@@ -17,26 +17,26 @@ import (
 // may ignore Options.Lease) is not asked that.
 func (s *suite) sharedLease() {
 	t := s.t
-	cli := s.dial(s.wire)
+	cli := s.Client().Conn().(ownLeases).Client
 	share, err := etcdlocks.NewClientLease(cli, s.opts)
 	if err != nil {
 		t.Fatalf("NewClientLease: %v", err)
 	}
 	defer share.Close(context.WithoutCancel(s.ctx))
-	opts := s.opts
-	opts.Lease = share
-	a := s.lockerWith(cli, opts)
+	conn := &etcdlocks.Conn{Client: cli, KeepAlive: s.opts.KeepAlive, Lease: share}
+	a := s.LockerOn(conn, s.opts.Options)
 	// The other name's Locker is closed here, once: the suite's end closes
 	// only its own.
+	opts := s.opts.Options
 	opts.Name = s.opts.Name + "0"
-	b, err := s.newLocker(cli, opts)
+	b, err := s.NewLocker(conn, opts)
 	if err != nil {
 		t.Fatalf("new locker for %q: %v", opts.Name, err)
 	}
-	ga := s.mustLock(a)
-	s.unchanged(ga, "the first name's", func() {
-		gb := s.mustLock(b)
-		s.mustUnlock(b, gb)
+	ga := s.MustLock(a)
+	s.Unchanged(ga, "the first name's", func() {
+		gb := s.MustLock(b)
+		s.MustUnlock(b, gb)
 		ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
 		defer cancel()
 		if err := b.Close(ctx); err != nil {

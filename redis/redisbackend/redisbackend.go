@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -291,3 +292,44 @@ func (m Members) Partition(i int) error {
 
 // Heal is refused as Partition is.
 func (m Members) Heal(i int) error { return m.Partition(i) }
+
+var _ backend.KeyLister = (*Admin)(nil)
+
+// Keys lists the keys under prefix on every node the admin reaches (a
+// key on any of Redlock's primaries counts), each once; a key with an
+// expiry is ephemeral. Redis keeps no creation order (Created is 0).
+func (a *Admin) Keys(ctx context.Context, prefix string) ([]backend.Key, error) {
+	seen := map[string]bool{}
+	var out []backend.Key
+	for _, cli := range a.clis {
+		iter := cli.Scan(ctx, 0, globEscape(prefix)+"*", 100).Iterator()
+		for iter.Next(ctx) {
+			k := iter.Val()
+			ttl, err := cli.PTTL(ctx, k).Result()
+			if err != nil {
+				return nil, fmt.Errorf("list keys under %s: ttl of %s: %w", prefix, k, err)
+			}
+			if ttl == -2 || seen[k] { // expired since the scan saw it, or seen on another node
+				continue
+			}
+			seen[k] = true
+			out = append(out, backend.Key{Name: k, Ephemeral: ttl >= 0})
+		}
+		if err := iter.Err(); err != nil {
+			return nil, fmt.Errorf("list keys under %s: %w", prefix, err)
+		}
+	}
+	return out, nil
+}
+
+// globEscape escapes the characters SCAN's MATCH pattern gives a meaning.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockbench/lockbench/locks"
 )
 
 // Defaults of Options.
@@ -65,8 +67,10 @@ func (o *Options) defaults() error {
 	return nil
 }
 
-// Key is the lock's Redis key.
-func (o Options) Key() string { return o.Prefix + "lockbench:lock:" + o.Name }
+// Key is the lock's Redis key: locks.Options.Key() of the same name and
+// prefix, the key every backend's strategies derive theirs from (the
+// conformance suite looks for a lock's keys there).
+func (o Options) Key() string { return locks.Options{Name: o.Name, Prefix: o.Prefix}.Key() }
 
 // TokenKey is the counter beside Key that the acquire script INCRs for a
 // grant's token: a server whose counter is below a grant's token has not

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/lockbench/lockbench/backend"
 	"github.com/lockbench/lockbench/zookeeper/zklocks"
 )
 
@@ -67,6 +68,58 @@ func deleteTree(zc *zk.Conn, p string) error {
 	}
 	if err := zc.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrNotEmpty) {
 		return fmt.Errorf("clean %s: %w", p, err)
+	}
+	return nil
+}
+
+var _ backend.KeyLister = (*Admin)(nil)
+
+// Keys lists the nodes whose path begins with prefix (as a string: "/a/b"
+// names /a/b, /a/b/c and /a/bc), each with its creation zxid and its
+// ephemeral owner's session.
+func (a *Admin) Keys(ctx context.Context, prefix string) ([]backend.Key, error) {
+	zc, err := a.zk(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The walk starts at the deepest node every match is under.
+	start := path.Dir(prefix)
+	if strings.HasSuffix(prefix, "/") {
+		start = path.Clean(prefix)
+	}
+	var out []backend.Key
+	if err := listTree(zc, start, prefix, &out); err != nil {
+		return nil, fmt.Errorf("list nodes under %s: %w", prefix, err)
+	}
+	return out, nil
+}
+
+// listTree adds p's descendants whose path begins with prefix to out; a
+// node gone meanwhile is skipped.
+func listTree(zc *zk.Conn, p, prefix string, out *[]backend.Key) error {
+	children, _, err := zc.Children(p)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, c := range children {
+		child := path.Join(p, c)
+		if !strings.HasPrefix(child, prefix) {
+			continue
+		}
+		ok, st, err := zc.Exists(child)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		*out = append(*out, backend.Key{Name: child, Created: st.Czxid, Owner: st.EphemeralOwner, Ephemeral: st.EphemeralOwner != 0})
+		if err := listTree(zc, child, prefix, out); err != nil {
+			return err
+		}
 	}
 	return nil
 }

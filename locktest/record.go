@@ -4,11 +4,10 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
-
-	"github.com/lockbench/lockbench/locks"
 )
 
-// Failure is one thing the suite found wrong, under the subtest's name.
+// Failure is one thing the suite found wrong (or, in Result.Skipped, why
+// a check was not made), under the subtest's name.
 type Failure struct {
 	Subtest string
 	Message string
@@ -16,22 +15,25 @@ type Failure struct {
 
 func (f Failure) String() string { return f.Subtest + ": " + f.Message }
 
-// Check runs the whole suite against factory outside go test and returns
-// what failed (nil when the strategy conforms). It is Run for programs —
-// a catalogue of mutants that must each be caught, or a CLI — that need
-// the verdict as a value rather than a failed test.
-func Check(factory locks.Factory, env Env) []Failure {
-	env = env.withDefaults()
-	if len(env.Endpoints) == 0 {
-		return []Failure{{Subtest: "setup", Message: "Env.Endpoints is empty"}}
-	}
-	var out []Failure
-	for _, tc := range subtests {
-		r := &recorder{name: tc.name}
-		r.run(func() { tc.f(newSuite(r, factory, env)) })
-		out = append(out, r.failures...)
-	}
-	return out
+// Result is what Check found: the failures, and the subtests that judged
+// nothing, each with its reason (a skipped check is not a pass).
+type Result struct {
+	Failures []Failure
+	Skipped  []Failure
+}
+
+func (r *Result) add(o Result) {
+	r.Failures = append(r.Failures, o.Failures...)
+	r.Skipped = append(r.Skipped, o.Skipped...)
+}
+
+// Record runs f, one subtest called name, on a T that collects its
+// failures and its skip instead of failing a test; f's cleanups run
+// after it, as go test runs them.
+func Record(name string, f func(T)) Result {
+	r := &recorder{name: name}
+	r.run(func() { f(r) })
+	return Result{Failures: r.failures, Skipped: r.skipped}
 }
 
 // recorder is a T that collects failures. Fatal ends the subtest's
@@ -42,6 +44,7 @@ type recorder struct {
 	name     string
 	mu       sync.Mutex
 	failures []Failure
+	skipped  []Failure
 	cleanups []func()
 }
 
@@ -82,9 +85,14 @@ func (r *recorder) Fatal(args ...any) {
 
 func (r *recorder) Logf(string, ...any) {}
 
-// Skip ends the subtest without a failure (e.g. TryLock for a strategy
-// that is not a TryLocker).
-func (r *recorder) Skip(...any) { runtime.Goexit() }
+// Skip ends the subtest without a failure, its reason kept (e.g. TryLock
+// for a strategy that is not a TryLocker).
+func (r *recorder) Skip(args ...any) {
+	r.mu.Lock()
+	r.skipped = append(r.skipped, Failure{Subtest: r.name, Message: fmt.Sprint(args...)})
+	r.mu.Unlock()
+	runtime.Goexit()
+}
 
 func (r *recorder) Failed() bool {
 	r.mu.Lock()
