@@ -9,7 +9,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # and installs them, then node-etcd3's npm package and bin/etcdctl).
 ADAPTER_DEPS := python3-etcd3 nodejs npm etcd-client etcd-server
 
-.PHONY: adapter-deps redis-deps zk-deps repro-go-zookeeper-unlock repro-zookeeper-1262 build run run-one test test-short verify mutants bench regress regress-baseline baseline repro-etcd-20716 repro-etcd-11456 repro-election-split-brain repro-etcd-21128 repro-etcd-19597 measure-etcd-20273 repro-etcd-18082 measure-etcd-19597 vet fmt clean
+.PHONY: adapter-deps redis-deps zk-deps repro-go-zookeeper-unlock repro-zookeeper-1262 build run run-one test test-short verify mutants bench regress regress-baseline baseline repro-etcd-20716 repro-etcd-11456 repro-election-split-brain repro-etcd-21128 repro-etcd-19597 repro-etcd-21126 measure-etcd-20273 repro-etcd-18082 measure-etcd-19597 vet fmt clean
 
 # The binary names its commit (lockbench version, every run's
 # lockbench_version) also where GOFLAGS turns VCS stamping off.
@@ -299,6 +299,36 @@ repro-etcd-19597: build
 		if [ -z "$$bug" ] || [ $$bug -le 1500 ] || [ -z "$$ctl" ] || [ $$ctl -ge 1000 ]; then ok=0; fi; \
 	done; \
 	if [ $$ok = 1 ]; then echo "Successful reproduction of etcd #19597: etcd's Mutex kept a waiter whose lease was gone waiting for its predecessor; queue stopped within its keeper's refresh on the same seeds"; \
+	else echo "Failed to reproduce"; exit 1; fi
+
+# etcd PR #21126 (open; v3.7.3's client): on a leader loss the client
+# closes every KeepAlive channel whose context requires a leader
+# (WithRequireLeader) but goes on renewing the lease while that context
+# lives. examples/etcd-21126.yaml cuts two of three members from their
+# peers for 3 s while client 0 holds (TTL 6 s, 20 s run).
+# keepalive-requireleader (KeepAlive over the program's require-leader
+# context) is told its lease is lost and drops the lock, and its key
+# stays: "Successful reproduction" only when, in every seed, it recorded
+# the lost lease, failed liveness and the lock stood free while others
+# waited for more than 2 × TTL (12 s; a lease nobody renews goes a TTL
+# and an election after a leader is back), while mutex-requireleader (a
+# Session, which ends its own context) stood free under 2 × TTL and
+# mutex passed. docs/leases.md.
+REPRO_21126 = ./$(BIN) run --scenario examples/etcd-21126.yaml --out $(OUT)
+repro-etcd-21126: build
+	@ok=1; stall() { sed -n 's/.*"max_stall_ms": *\([0-9]*\).*/\1/p' "$$1/summary.json"; }; \
+	for s in $(REPRO_SEEDS); do \
+		out=$$($(REPRO_21126) --lock keepalive-requireleader --seed $$s 2>&1); rc=$$?; dir=$$(echo "$$out" | sed -n 's/^run folder: //p'); \
+		lost=$$(grep -c '"f":"lease-lost"' "$$dir/history.jsonl"); free=$$(echo "$$out" | grep -c '^violation: lock "lock" was free for'); bug=$$(stall "$$dir"); \
+		line="seed $$s: keepalive-requireleader: exit $$rc, $$lost lease(s) lost, $$free liveness violation(s), longest stall $${bug} ms"; \
+		if [ $$rc != 1 ] || [ $$lost = 0 ] || [ $$free = 0 ] || [ -z "$$bug" ] || [ $$bug -le 12000 ]; then ok=0; fi; \
+		for l in mutex-requireleader mutex; do \
+			out=$$($(REPRO_21126) --lock $$l --seed $$s 2>&1); rc=$$?; dir=$$(echo "$$out" | sed -n 's/^run folder: //p'); st=$$(stall "$$dir"); \
+			line="$$line; $$l: exit $$rc, longest stall $${st} ms"; \
+			if [ -z "$$st" ] || [ $$st -ge 12000 ] || { [ $$l = mutex ] && [ $$rc != 0 ]; }; then ok=0; fi; \
+		done; echo "$$line"; \
+	done; \
+	if [ $$ok = 1 ]; then echo "Successful reproduction of etcd PR #21126: a client told by a closed require-leader KeepAlive channel that its lease was lost went on renewing it, so the dropped lock's key stayed and the waiters starved; mutex-requireleader's Session (which ends its context) and mutex moved on the same seeds"; \
 	else echo "Failed to reproduce"; exit 1; fi
 
 # etcd #19597: a waiter whose lease ended goes on waiting until its
