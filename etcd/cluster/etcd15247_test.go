@@ -211,26 +211,21 @@ func TestEtcd15247(t *testing.T) {
 	if _, err := exec.LookPath("strace"); err != nil {
 		t.Skip("no strace (apt-get install strace)")
 	}
-	const n = 5
-	for _, bin := range []string{EtcdBinSelf, "/usr/bin/etcd"} {
-		t.Run(strings.TrimPrefix(bin, "/usr/bin/"), func(t *testing.T) {
-			pc := startBin(t, bin)
-			r := leasesLostAfterLeaderFault(t, pc, slowFsync, n, 6*time.Second, 9*time.Second, 4*time.Second)
-			t.Logf("etcd %s: leader %d's fdatasync stalled 9 s (TTL 6 s), leader %d after: %d of %d leases kept alive through the followers lost their key (%d KeepAlive channels closed before it); the old leader logged %d \"Ignore the lease revoking request\"",
-				pc.Version(), r.before, r.after, r.lost, n, r.told, r.ignored)
-			fixed := fixed15247(pc.bin.Version)
-			switch {
-			case r.told > 0:
-				t.Errorf("the client gave up %d leases: the test's premise (leases kept alive through the followers) failed", r.told)
-			case fixed && r.lost > 0:
-				t.Errorf("etcd %s (fixed) revoked %d leases its client kept alive", pc.Version(), r.lost)
-			case !fixed && r.lost == 0:
-				t.Errorf("etcd %s: no lease revoked; expected #15247", pc.Version())
-			case !fixed:
-				t.Logf("Successful reproduction of etcd #15247 on etcd %s: %d of %d leases revoked after the leader's disk stalled, while their client kept them alive", pc.Version(), r.lost, n)
-			}
-		})
-	}
+	onEachVersion(t, slowFsync, func(t *testing.T, pc *ProcessCluster, r leaseLoss) {
+		t.Logf("etcd %s: leader %d's fdatasync stalled 9 s (TTL 6 s), leader %d after: %d of %d leases kept alive through the followers lost their key (%d KeepAlive channels closed before it); the old leader logged %d \"Ignore the lease revoking request\"",
+			pc.Version(), r.before, r.after, r.lost, keptLeases, r.told, r.ignored)
+		fixed := fixed15247(pc.bin.Version)
+		switch {
+		case r.told > 0:
+			t.Errorf("the client gave up %d leases: the test's premise (leases kept alive through the followers) failed", r.told)
+		case fixed && r.lost > 0:
+			t.Errorf("etcd %s (fixed) revoked %d leases its client kept alive", pc.Version(), r.lost)
+		case !fixed && r.lost == 0:
+			t.Errorf("etcd %s: no lease revoked; expected #15247", pc.Version())
+		case !fixed:
+			t.Logf("Successful reproduction of etcd #15247 on etcd %s: %d of %d leases revoked after the leader's disk stalled, while their client kept them alive", pc.Version(), r.lost, keptLeases)
+		}
+	})
 }
 
 // fixed15247 says whether etcd v has #15247's fix: 3.4.31, 3.5.13, 3.6.0
@@ -266,16 +261,26 @@ func TestFixed15247(t *testing.T) {
 // it races the raft loop. A measurement, printed with -v: it asserts only
 // the premise, that the client kept every lease alive.
 func TestEtcd15247Freeze(t *testing.T) {
-	const n = 5
+	onEachVersion(t, freeze, func(t *testing.T, pc *ProcessCluster, r leaseLoss) {
+		t.Logf("etcd %s: leader %d frozen 9 s (TTL 6 s), leader %d after: %d of %d leases kept alive through the followers lost their key; the old leader logged %d \"Ignore the lease revoking request\"",
+			pc.Version(), r.before, r.after, r.lost, keptLeases, r.ignored)
+		if r.told > 0 {
+			t.Errorf("the client gave up %d leases: the test's premise (leases kept alive through the followers) failed", r.told)
+		}
+	})
+}
+
+// keptLeases is how many leases the #15247 tests keep.
+const keptLeases = 5
+
+// onEachVersion runs leasesLostAfterLeaderFault with fault, for 9 s past
+// a 6 s TTL, on 3.7.3 (self) and on /usr/bin/etcd, and hands judge what
+// it saw.
+func onEachVersion(t *testing.T, fault leaderFault, judge func(t *testing.T, pc *ProcessCluster, r leaseLoss)) {
 	for _, bin := range []string{EtcdBinSelf, "/usr/bin/etcd"} {
 		t.Run(strings.TrimPrefix(bin, "/usr/bin/"), func(t *testing.T) {
 			pc := startBin(t, bin)
-			r := leasesLostAfterLeaderFault(t, pc, freeze, n, 6*time.Second, 9*time.Second, 4*time.Second)
-			t.Logf("etcd %s: leader %d frozen 9 s (TTL 6 s), leader %d after: %d of %d leases kept alive through the followers lost their key; the old leader logged %d \"Ignore the lease revoking request\"",
-				pc.Version(), r.before, r.after, r.lost, n, r.ignored)
-			if r.told > 0 {
-				t.Errorf("the client gave up %d leases: the test's premise (leases kept alive through the followers) failed", r.told)
-			}
+			judge(t, pc, leasesLostAfterLeaderFault(t, pc, fault, keptLeases, 6*time.Second, 9*time.Second, 4*time.Second))
 		})
 	}
 }
