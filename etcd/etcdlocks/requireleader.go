@@ -121,7 +121,7 @@ func (l *requireLeaderLocker) session(ctx context.Context) (*concurrency.Session
 	// leader; a closed channel is the lost lease.
 	ch, err := l.cli.KeepAlive(l.program, resp.ID)
 	if err != nil {
-		return nil, fmt.Errorf("keep lease alive: %w", err)
+		return nil, l.revoke(ctx, resp.ID, fmt.Errorf("keep lease alive: %w", err))
 	}
 	lost := make(chan struct{})
 	go func() {
@@ -133,7 +133,9 @@ func (l *requireLeaderLocker) session(ctx context.Context) (*concurrency.Session
 	// once so that only the program's keepalive refreshes the lease.
 	s, err := concurrency.NewSession(l.cli, concurrency.WithLease(resp.ID), concurrency.WithContext(l.cli.Ctx()))
 	if err != nil {
-		return nil, fmt.Errorf("new session: %w", err)
+		// The revoke ends the keepalive too: its next answer says the
+		// lease is gone.
+		return nil, l.revoke(ctx, resp.ID, fmt.Errorf("new session: %w", err))
 	}
 	s.Orphan()
 	l.sess, l.lost = s, lost
@@ -211,10 +213,16 @@ func (l *requireLeaderLocker) Close(ctx context.Context) error {
 	if s == nil {
 		return nil
 	}
+	return l.revoke(ctx, s.Lease(), nil)
+}
+
+// revoke revokes lease id, a cleanup after cause (nil: none): it returns
+// cause, or the revoke's error with it.
+func (l *requireLeaderLocker) revoke(ctx context.Context, id clientv3.LeaseID, cause error) error {
 	rctx, cancel := cleanupCtx(ctx)
 	defer cancel()
-	if _, err := l.cli.Revoke(rctx, s.Lease()); err != nil && !isLeaseNotFound(err) {
-		return fmt.Errorf("revoke lease %x: %w", int64(s.Lease()), err)
+	if _, err := l.cli.Revoke(rctx, id); err != nil && !isLeaseNotFound(err) {
+		return errors.Join(cause, fmt.Errorf("revoke lease %x: %w", int64(id), err))
 	}
-	return nil
+	return cause
 }
