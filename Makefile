@@ -9,7 +9,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # and installs them, then node-etcd3's npm package and bin/etcdctl).
 ADAPTER_DEPS := python3-etcd3 nodejs npm etcd-client etcd-server
 
-.PHONY: adapter-deps redis-deps zk-deps repro-go-zookeeper-unlock repro-zookeeper-1262 build run run-one test test-short verify mutants bench regress regress-baseline baseline repro-etcd-20716 repro-etcd-11456 repro-election-split-brain repro-etcd-21128 repro-etcd-19597 measure-etcd-20273 repro-etcd-18082 measure-etcd-19597 vet fmt clean
+.PHONY: adapter-deps redis-deps zk-deps repro-go-zookeeper-unlock repro-zookeeper-1262 build run run-one test test-short verify mutants bench regress regress-baseline baseline repro-etcd-20716 repro-etcd-11456 repro-election-split-brain repro-etcd-21128 repro-etcd-19597 repro-etcd-21126 repro-etcd-15247 measure-etcd-15247-freeze measure-etcd-20273 repro-etcd-18082 measure-etcd-19597 vet fmt clean
 
 # The binary names its commit (lockbench version, every run's
 # lockbench_version) also where GOFLAGS turns VCS stamping off.
@@ -300,6 +300,61 @@ repro-etcd-19597: build
 	done; \
 	if [ $$ok = 1 ]; then echo "Successful reproduction of etcd #19597: etcd's Mutex kept a waiter whose lease was gone waiting for its predecessor; queue stopped within its keeper's refresh on the same seeds"; \
 	else echo "Failed to reproduce"; exit 1; fi
+
+# etcd PR #21126 (open; v3.7.3's client): on a leader loss the client
+# closes every KeepAlive channel whose context requires a leader
+# (WithRequireLeader) but goes on renewing the lease while that context
+# lives. examples/etcd-21126.yaml cuts two of three members from their
+# peers for 3 s while client 0 holds (TTL 6 s, 20 s run).
+# keepalive-requireleader (KeepAlive over the program's require-leader
+# context) is told its lease is lost and drops the lock, and its key
+# stays: "Successful reproduction" only when, in every seed, it recorded
+# the lost lease, failed liveness and the lock stood free while others
+# waited for more than 2 × TTL (12 s; a lease nobody renews goes a TTL
+# and an election after a leader is back), while mutex-requireleader (a
+# Session, which ends its own context) stood free under 2 × TTL and
+# mutex passed. docs/leases.md.
+REPRO_21126 = ./$(BIN) run --scenario examples/etcd-21126.yaml --out $(OUT)
+repro-etcd-21126: build
+	@ok=1; stall() { sed -n 's/.*"max_stall_ms": *\([0-9]*\).*/\1/p' "$$1/summary.json"; }; \
+	for s in $(REPRO_SEEDS); do \
+		out=$$($(REPRO_21126) --lock keepalive-requireleader --seed $$s 2>&1); rc=$$?; dir=$$(echo "$$out" | sed -n 's/^run folder: //p'); \
+		lost=$$(grep -c '"f":"lease-lost"' "$$dir/history.jsonl"); free=$$(echo "$$out" | grep -c '^violation: lock "lock" was free for'); bug=$$(stall "$$dir"); \
+		line="seed $$s: keepalive-requireleader: exit $$rc, $$lost lease(s) lost, $$free liveness violation(s), longest stall $${bug} ms"; \
+		if [ $$rc != 1 ] || [ $$lost = 0 ] || [ $$free = 0 ] || [ -z "$$bug" ] || [ $$bug -le 12000 ]; then ok=0; fi; \
+		for l in mutex-requireleader mutex; do \
+			out=$$($(REPRO_21126) --lock $$l --seed $$s 2>&1); rc=$$?; dir=$$(echo "$$out" | sed -n 's/^run folder: //p'); st=$$(stall "$$dir"); \
+			line="$$line; $$l: exit $$rc, longest stall $${st} ms"; \
+			if [ -z "$$st" ] || [ $$st -ge 12000 ] || { [ $$l = mutex ] && [ $$rc != 0 ]; }; then ok=0; fi; \
+		done; echo "$$line"; \
+	done; \
+	if [ $$ok = 1 ]; then echo "Successful reproduction of etcd PR #21126: a client told by a closed require-leader KeepAlive channel that its lease was lost went on renewing it, so the dropped lock's key stayed and the waiters starved; mutex-requireleader's Session (which ends its context) and mutex moved on the same seeds"; \
+	else echo "Failed to reproduce"; exit 1; fi
+
+# etcd #15247 (fixed in 3.4.31, 3.5.13): a leader whose raft loop is stuck
+# on a slow disk revokes every lease it saw expire meanwhile, though a new
+# leader kept them alive. TestEtcd15247 stalls the leader's fdatasync 9 s
+# (strace --inject, past a 6 s TTL) while five leases are kept alive
+# through the followers, on Debian's 3.4.23 (/usr/bin/etcd) and on 3.7.3
+# (--etcd-bin self), REPRO_15247_COUNT times each. "Successful
+# reproduction" only when every 3.4.23 trial lost keys whose client kept
+# their lease and no 3.7.3 trial did (the test asserts both).
+# docs/processes.md.
+REPRO_15247_COUNT ?= 3
+repro-etcd-15247:
+	@[ -x /usr/bin/etcd ] || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null; } || { echo "needs /usr/bin/etcd 3.4: apt-get install etcd-server"; exit 1; }
+	@command -v strace >/dev/null || { [ "$$(id -u)" = 0 ] && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq strace >/dev/null; } || { echo "needs strace: apt-get install strace"; exit 1; }
+	@out=$$($(GO) test -count=$(REPRO_15247_COUNT) -run 'TestEtcd15247$$' -v ./etcd/cluster 2>&1); rc=$$?; \
+	echo "$$out" | grep -E "fdatasync stalled|Error|premise|^(ok|FAIL)" | sed 's/^ *etcd15247_test.go:[0-9]*: //'; \
+	n=$$(echo "$$out" | grep -c 'Successful reproduction of etcd #15247'); \
+	if [ $$rc = 0 ] && [ $$n = $(REPRO_15247_COUNT) ]; then echo "Successful reproduction of etcd #15247: in $$n of $$n trials etcd 3.4.23 revoked leases kept alive through the followers after its leader's disk stalled; 3.7.3 revoked none"; \
+	else echo "Failed to reproduce (go test exit $$rc, $$n reproductions of $(REPRO_15247_COUNT))"; exit 1; fi
+
+# The same with the whole leader frozen (SIGSTOP, pause-member) instead of
+# its disk: its lessor stops too and races its raft loop on SIGCONT. A
+# measurement (no verdict): keys lost per trial on each version.
+measure-etcd-15247-freeze:
+	@$(GO) test -count=$(REPRO_15247_COUNT) -run 'TestEtcd15247Freeze$$' -v ./etcd/cluster 2>&1 | grep -E "frozen 9 s|premise|^(ok|FAIL)" | sed 's/^ *etcd15247_test.go:[0-9]*: //'
 
 # etcd #19597: a waiter whose lease ended goes on waiting until its
 # predecessor releases. Prints, per strategy, "waiting after lease loss"

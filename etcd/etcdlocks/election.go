@@ -141,10 +141,17 @@ func (l *electionLocker) dropSession(ctx context.Context, cause error) error {
 	if s == nil {
 		return cause
 	}
+	return endSession(ctx, l.cli, s, cause)
+}
+
+// endSession orphans s and revokes its lease, and with it any key left
+// under it; the error wraps locks.ErrNotAcquired when the revoke is
+// confirmed.
+func endSession(ctx context.Context, cli *clientv3.Client, s *concurrency.Session, cause error) error {
 	s.Orphan()
 	rctx, cancel := cleanupCtx(ctx)
 	defer cancel()
-	if _, err := l.cli.Revoke(rctx, s.Lease()); err != nil && !isLeaseNotFound(err) {
+	if _, err := cli.Revoke(rctx, s.Lease()); err != nil && !isLeaseNotFound(err) {
 		return fmt.Errorf("%w (outcome unknown: revoke: %v)", cause, err)
 	}
 	return notAcquired(cause)
