@@ -354,7 +354,7 @@ repro-etcd-15247:
 # its disk: its lessor stops too and races its raft loop on SIGCONT. A
 # measurement (no verdict): keys lost per trial on each version.
 measure-etcd-15247-freeze:
-	@$(GO) test -count=$(REPRO_15247_COUNT) -run 'TestEtcd15247Freeze$$' -v ./etcd/cluster 2>&1 | grep -E "frozen 9 s|premise|^(ok|FAIL)" | sed 's/^ *etcd15247_test.go:[0-9]*: //'
+	@LOCKBENCH_MEASURE=15247-freeze $(GO) test -count=$(REPRO_15247_COUNT) -run 'TestEtcd15247Freeze$$' -v ./etcd/cluster 2>&1 | grep -E "frozen 9 s|premise|^(ok|FAIL)" | sed 's/^ *etcd15247_test.go:[0-9]*: //'
 
 # etcd #19597: a waiter whose lease ended goes on waiting until its
 # predecessor releases. Prints, per strategy, "waiting after lease loss"
