@@ -85,6 +85,11 @@ type Needs struct {
 	// replace a member — which etcd has; a backend whose Admin offers
 	// none of it (ZooKeeper, Redis) refuses the fault.
 	OperatorAPI bool
+	// EmptyRestart: members that keep no data across a restart (Redis
+	// without persistence), so that a member started again is empty
+	// (restart-empty); etcd's and ZooKeeper's members restart on their
+	// own data and refuse the fault.
+	EmptyRestart bool
 	// Arg names the step field that sets the fault's parameter (ArgDelay),
 	// "" when the fault takes none.
 	Arg string

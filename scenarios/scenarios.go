@@ -437,6 +437,7 @@ func (s Scenario) Needs() chaos.Needs {
 		n.AsyncReplication = n.AsyncReplication || f.AsyncReplication
 		n.OperatorAPI = n.OperatorAPI || f.OperatorAPI
 		n.PeerNetwork = n.PeerNetwork || f.PeerNetwork
+		n.EmptyRestart = n.EmptyRestart || f.EmptyRestart
 	}
 	return n
 }

@@ -94,6 +94,9 @@ func TestRefuses(t *testing.T) {
 		{Options{}, "snapshot-catchup", "--snapshot-count"},
 		{Options{SnapshotCount: MaxCatchUpSnapshotCount + 1}, "snapshot-catchup", "--snapshot-count 1..1000"},
 		{Options{EtcdBin: "self", SnapshotCount: 100}, "snapshot-catchup", KindProcess},
+		{Options{}, "cut-replication", "asynchronous replication"},
+		{Options{EtcdBin: "self"}, "restart-empty", "own data"},
+		{Options{}, "restart-empty", "replace-member"},
 	} {
 		if err := Refuses(bad.o, fault(bad.f)); err == nil || !strings.Contains(err.Error(), bad.says) {
 			t.Errorf("%+v %s: %v, want a refusal naming %q", bad.o, bad.f, err, bad.says)

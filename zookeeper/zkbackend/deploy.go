@@ -44,7 +44,7 @@ func (Deployer) Deploy(ctx context.Context, _ string, opts backend.DeployOptions
 // Refuses says why an ensemble cannot take fault, or nil: the faults of
 // etcd's peer relays, snapshots and operator API (ZooKeeper has no call
 // that revokes a session, compacts or hands the leadership over), and
-// Redis's asynchronous replication.
+// Redis's asynchronous replication and empty restarts.
 func (Deployer) Refuses(fault chaos.Fault) error {
 	switch n := fault.Needs(); {
 	case n.OperatorAPI:
@@ -53,6 +53,8 @@ func (Deployer) Refuses(fault chaos.Fault) error {
 		return fmt.Errorf("fault %s acts on etcd's peer relays or snapshots, which a ZooKeeper ensemble lockbench starts has not", fault.Name())
 	case n.AsyncReplication:
 		return fmt.Errorf("fault %s: ZooKeeper commits only what a quorum has: it has no asynchronous replication link to cut (the fault is Redis's)", fault.Name())
+	case n.EmptyRestart:
+		return fmt.Errorf("fault %s: a ZooKeeper member restarts on its own data (its snapshot and log): it cannot come back empty (the fault is Redis's, whose nodes persist nothing)", fault.Name())
 	}
 	return nil
 }
