@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,9 +46,24 @@ type suiteOptions struct {
 // suiteCommand is `lockbench suite`: the strategy × scenario × seed
 // matrix on one cluster.
 func suiteCommand(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "suite", "suite [--locks a,b] [--scenarios x,y] [--extended] [--seeds N] [--etcd-bin self,PATH] [flags]")
+	return suiteAs(ctx, e, "suite", "suite [--locks a,b] [--scenarios x,y] [--extended] [--seeds N] [--etcd-bin self,PATH] [flags]", nil, args)
+}
+
+// suiteAs is a suite under another command's name and synopsis, with
+// other defaults for some of its flags (flag name → value, shown as the
+// default by --help): a command that is a suite of its own cells
+// (`lockbench redis`) takes every suite flag.
+func suiteAs(ctx context.Context, e *env, name, synopsis string, defaults map[string]string, args []string) error {
+	fs := newFlags(e, name, synopsis)
 	o := suiteOptions{inject: injectDelayFlag{}}
 	o.register(fs)
+	for _, n := range slices.Sorted(maps.Keys(defaults)) {
+		f := fs.Lookup(n)
+		if err := f.Value.Set(defaults[n]); err != nil {
+			return fmt.Errorf("%s's default --%s %q: %w", name, n, defaults[n], err)
+		}
+		f.DefValue = defaults[n]
+	}
 	if err := fs.parseFlagsOnly(args); err != nil {
 		return err
 	}

@@ -118,7 +118,7 @@ func deployerRefuses(d backend.Deployer, lock string, sc scenarios.Scenario) err
 	if sr, ok := d.(backend.StepRefuser); ok {
 		for i, st := range sc.Faults() {
 			if err := sr.RefusesStep(lock, st); err != nil {
-				return inputErr("scenario %s: step %d (%s %s): %v", sc.Name, i+1, st.Fault.Name(), st.Target, err)
+				return inputErr("scenario %s: step %d (%s): %v", sc.Name, i+1, strings.TrimSpace(st.Fault.Name()+" "+st.Target.String()), err)
 			}
 		}
 	}
