@@ -83,7 +83,7 @@ func (o *suiteOptions) register(fs *flagSet) {
 	fs.Var(o.inject, "inject-delay", injectUsage)
 	fs.StringVar(&o.locks, "locks", strings.Join(locks.Names(), ","), "comma-separated lock strategies")
 	fs.StringVar(&o.scenarios, "scenarios", strings.Join(scenarios.Names(), ","), "comma-separated scenarios (built-in names, of the default or the extended set, or .yaml paths)")
-	fs.BoolVar(&o.extended, "extended", false, "run the extended set too: the default scenarios, then "+strings.Join(scenarios.ExtendedNames(), ", ")+" (etcd's peer faults, 4–14 s a cell, each cell on a cluster with what its faults need); with --scenarios, those alone (extended ones are found by name either way)")
+	fs.BoolVar(&o.extended, "extended", false, "run the extended set too: the default scenarios, then "+strings.Join(scenarios.ExtendedNames(), ", ")+" (etcd's peer faults, 4–14 s a cell, each cell on a cluster with what its faults need; the redis-* ones are for Redis's locks only, lockbench redis); with --scenarios, those alone (extended ones are found by name either way)")
 	fs.IntVar(&o.seeds, "seeds", 1, "run every cell with N seeds, from --first-seed on")
 	fs.Int64Var(&o.firstSeed, "first-seed", 1, "the first of the --seeds seeds (e.g. --seeds 10 --first-seed 11: seeds 11..20)")
 	fs.StringVar(&o.out, "out", harness.DefaultOut, "parent folder: the suite is written to OUT/suite-<time>/ (as run's --out; bench's --out is the bench folder itself)")
