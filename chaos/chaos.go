@@ -90,6 +90,11 @@ type Needs struct {
 	// lose-create-reply), "" for a fault that acts on bytes. Only a
 	// backend whose clients speak it takes the fault.
 	Protocol string
+	// EmptyRestart: members that keep no data across a restart (Redis
+	// without persistence), so that a member started again is empty
+	// (restart-empty); etcd's and ZooKeeper's members restart on their
+	// own data and refuse the fault.
+	EmptyRestart bool
 	// Arg names the step field that sets the fault's parameter (ArgDelay),
 	// "" when the fault takes none.
 	Arg string

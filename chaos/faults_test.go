@@ -94,6 +94,7 @@ func TestFaultActions(t *testing.T) {
 		{"drop-peers", 0, "ShapePeers 1 0s 0s 0.5", "ShapePeers 1 0s 0s 0"},
 		{"snapshot-catchup", 0, "CatchUpBySnapshot 1", ""},
 		{"cut-replication", 0, "CutReplication true", "CutReplication false"},
+		{"restart-empty", 0, "CrashMember 1;RestartMember 1", ""},
 	} {
 		t.Run(tc.fault, func(t *testing.T) {
 			f, err := Lookup(tc.fault)

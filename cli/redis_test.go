@@ -12,17 +12,35 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/etcd/cluster"
-	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/redis/rediscluster/redistest"
-	"github.com/lockbench/lockbench/redis/redisrun"
+	"github.com/lockbench/lockbench/scenarios"
 )
 
-// TestRedisHelpNamesEveryFault: the help's fault list is written by hand,
-// so a fault added to redisrun must be added to it.
-func TestRedisHelpNamesEveryFault(t *testing.T) {
-	for _, f := range redisrun.FaultNames() {
-		if !strings.Contains(redisSynopsis, "\n  "+f+" ") {
-			t.Errorf("lockbench redis --help does not describe fault %q", f)
+// TestRedisIsTheSuite: `lockbench redis --help` says it is the suite over
+// the Redis scenarios, with its own defaults, and offers suite's flags;
+// its scenarios are every built-in one for Redis, which are for Redis
+// only, and etcd's counterpart.
+func TestRedisIsTheSuite(t *testing.T) {
+	code, stdout, _ := runCLI(t, "redis", "--help")
+	if code != ExitPass {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{"`lockbench suite` over the Redis scenarios", "--locks redis-setnx,redlock,queue", "--seeds 10", "--shard", "redis-bare-majority-restart", "leader-kill-long-hold"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("redis --help lacks %q:\n%s", want, stdout)
+		}
+	}
+	names := redisStudyScenarios()
+	if len(names) < 8 || names[len(names)-1] != redisEtcdScenario {
+		t.Fatalf("study scenarios %v", names)
+	}
+	for _, n := range names[:len(names)-1] {
+		sc, err := scenarios.Lookup(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sc.For("redis") || sc.For("etcd") || sc.For("zookeeper") {
+			t.Errorf("%s is for %v, want redis only", n, sc.Backends)
 		}
 	}
 }
@@ -61,43 +79,33 @@ func alive(pids []int) []int {
 	return out
 }
 
-// TestRedisStudyRuns runs `lockbench redis` on one short cell per lock and
-// checks its table, its folder and that no Redis process or folder is
-// left.
+// TestRedisStudyRuns runs `lockbench redis` on one short cell per Redis
+// lock and checks that it writes a normal suite folder, and that no Redis
+// process or folder is left.
 func TestRedisStudyRuns(t *testing.T) {
 	redistest.Need(t)
 	tmp, out := t.TempDir(), t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	code, stdout, stderr := runCLI(t, "redis", "--faults", "none", "--seeds", "1", "--etcd-lock", "none",
-		"--duration", "2s", "--hold", "50ms", "--out", out)
+	code, stdout, stderr := runCLI(t, "redis", "--locks", "redis-setnx,redlock", "--scenarios", "redis-steady", "--seeds", "1", "--out", out)
 	if code != ExitPass {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	for _, want := range []string{"redis    redis-setnx  none", "redis    redlock      none", "0 of 1", "as expected"} {
-		if !strings.Contains(stdout, want) {
-			t.Errorf("table lacks %q:\n%s", want, stdout)
+	for _, want := range []string{"redis-setnx", "redlock", "redis-steady", "2 cells, 0 not as expected"} {
+		if !strings.Contains(stdout+stderr, want) {
+			t.Errorf("output lacks %q:\n%s\n%s", want, stdout, stderr)
 		}
 	}
-	studies, _ := filepath.Glob(filepath.Join(out, "redis-*"))
-	if len(studies) != 1 {
-		t.Fatalf("study folders %v", studies)
-	}
-	for _, f := range []string{harness.StudyFile, "redis-setnx-none-s0/history.jsonl", "redlock-none-s0/check.json"} {
-		if _, err := os.Stat(filepath.Join(studies[0], f)); err != nil {
-			t.Error(err)
-		}
-	}
-	// lockbench check re-checks a history of the study.
-	if code, _, stderr := runCLI(t, "check", filepath.Join(studies[0], "redis-setnx-none-s0/history.jsonl")); code != ExitPass {
-		t.Errorf("check of the study's history: exit %d\n%s", code, stderr)
+	suites, _ := filepath.Glob(filepath.Join(out, "suite-*", "suite.json"))
+	if len(suites) != 1 {
+		t.Fatalf("suite folders %v", suites)
 	}
 	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
 		t.Errorf("left in TMPDIR: %v", ents)
 	}
 }
 
-// TestRedisStudySignals: SIGINT stops `lockbench redis` with exit 130 and
-// nothing left; after SIGKILL its Redis processes die with it (their
+// TestRedisStudySignals: SIGINT stops `lockbench redis` with exit 130, its
+// suite marked interrupted, and nothing left; after SIGKILL its Redis processes die with it (their
 // death signal) and the next lockbench removes the data folder it left.
 func TestRedisStudySignals(t *testing.T) {
 	redistest.Need(t)
@@ -107,7 +115,7 @@ func TestRedisStudySignals(t *testing.T) {
 			tmp, out := t.TempDir(), t.TempDir()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, bin, "redis", "--locks", "redis-setnx", "--faults", "none", "--seeds", "3", "--etcd-lock", "none", "--duration", "30s", "--out", out)
+			cmd := exec.CommandContext(ctx, bin, "redis", "--locks", "redis-setnx", "--scenarios", "redis-primary-crash", "--seeds", "3", "--out", out)
 			cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 			var stderr syncBuffer
 			cmd.Stderr = &stderr
@@ -129,14 +137,14 @@ func TestRedisStudySignals(t *testing.T) {
 				if code := cmd.ProcessState.ExitCode(); code != ExitInterrupted {
 					t.Errorf("exit %d, want %d\n%s", code, ExitInterrupted, stderr.String())
 				}
-				var st harness.Study
-				tables, _ := filepath.Glob(filepath.Join(out, "redis-*", harness.StudyFile))
+				var st struct{ Interrupted bool }
+				tables, _ := filepath.Glob(filepath.Join(out, "suite-*", "suite.json"))
 				if len(tables) != 1 {
-					t.Fatalf("study tables %v", tables)
+					t.Fatalf("suite tables %v", tables)
 				}
 				readJSON(t, tables[0], &st)
-				if !st.Interrupted || len(st.Cells) != 1 || st.Cells[0].Seeds != 0 {
-					t.Errorf("the study is not marked interrupted with no seed counted: %+v", st)
+				if !st.Interrupted {
+					t.Errorf("the suite is not marked interrupted")
 				}
 			}
 			deadline = time.Now().Add(10 * time.Second)

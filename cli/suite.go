@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/lockbench/lockbench/etcd/cluster"
+	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
@@ -43,9 +46,24 @@ type suiteOptions struct {
 // suiteCommand is `lockbench suite`: the strategy × scenario × seed
 // matrix on one cluster.
 func suiteCommand(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "suite", "suite [--locks a,b] [--scenarios x,y] [--extended] [--seeds N] [--etcd-bin self,PATH] [flags]")
+	return suiteAs(ctx, e, "suite", "suite [--locks a,b] [--scenarios x,y] [--extended] [--seeds N] [--etcd-bin self,PATH] [flags]", nil, args)
+}
+
+// suiteAs is a suite under another command's name and synopsis, with
+// other defaults for some of its flags (flag name → value, shown as the
+// default by --help): a command that is a suite of its own cells
+// (`lockbench redis`) takes every suite flag.
+func suiteAs(ctx context.Context, e *env, name, synopsis string, defaults map[string]string, args []string) error {
+	fs := newFlags(e, name, synopsis)
 	o := suiteOptions{inject: injectDelayFlag{}}
 	o.register(fs)
+	for _, n := range slices.Sorted(maps.Keys(defaults)) {
+		f := fs.Lookup(n)
+		if err := f.Value.Set(defaults[n]); err != nil {
+			return fmt.Errorf("%s's default --%s %q: %w", name, n, defaults[n], err)
+		}
+		f.DefValue = defaults[n]
+	}
 	if err := fs.parseFlagsOnly(args); err != nil {
 		return err
 	}
@@ -65,7 +83,7 @@ func (o *suiteOptions) register(fs *flagSet) {
 	fs.Var(o.inject, "inject-delay", injectUsage)
 	fs.StringVar(&o.locks, "locks", strings.Join(locks.Names(), ","), "comma-separated lock strategies")
 	fs.StringVar(&o.scenarios, "scenarios", strings.Join(scenarios.Names(), ","), "comma-separated scenarios (built-in names, of the default or the extended set, or .yaml paths)")
-	fs.BoolVar(&o.extended, "extended", false, "run the extended set too: the default scenarios, then "+strings.Join(scenarios.ExtendedNames(), ", ")+" (etcd's peer faults, 4–14 s a cell, each cell on a cluster with what its faults need); with --scenarios, those alone (extended ones are found by name either way)")
+	fs.BoolVar(&o.extended, "extended", false, "run the extended set too: the default scenarios, then "+strings.Join(scenarios.ExtendedNames(), ", ")+" (etcd's peer faults, 4–14 s a cell, each cell on a cluster with what its faults need; the redis-* ones are for Redis's locks only, lockbench redis); with --scenarios, those alone (extended ones are found by name either way)")
 	fs.IntVar(&o.seeds, "seeds", 1, "run every cell with N seeds, from --first-seed on")
 	fs.Int64Var(&o.firstSeed, "first-seed", 1, "the first of the --seeds seeds (e.g. --seeds 10 --first-seed 11: seeds 11..20)")
 	fs.StringVar(&o.out, "out", harness.DefaultOut, "parent folder: the suite is written to OUT/suite-<time>/ (as run's --out; bench's --out is the bench folder itself)")
@@ -205,7 +223,9 @@ func (o *suiteOptions) scenarioList(names []string, external bool, members int) 
 		if o.set["lease-ttl"] {
 			sc.LeaseTTL = scenarios.Duration(o.client.leaseTTL)
 		}
-		if err := sc.CheckMembers(members); err != nil {
+		// Only etcd's cluster has --members; another backend's deployment
+		// says which members it has before each of its cells.
+		if err := sc.CheckMembers(members); err != nil && sc.For(etcdlocks.Backend) {
 			return nil, badInput(err)
 		}
 		out = append(out, sc)

@@ -93,7 +93,7 @@ func (s RunSpec) refused() error {
 		return err
 	}
 	if d := deployerOf(s.Lock); d != nil {
-		return deployerRefuses(d, s.Scenario)
+		return deployerRefuses(d, s.Lock, s.Scenario)
 	}
 	return refused(ClusterFor(s.Cluster, s.Scenario), s.Scenario)
 }
@@ -106,12 +106,20 @@ func notFor(lock string, sc scenarios.Scenario) error {
 	return nil
 }
 
-// deployerRefuses says why d's deployment cannot run sc's faults, as
+// deployerRefuses says why d's deployment for lock cannot run sc's
+// faults (and, when d's deployment differs by lock, its steps), as
 // refused says it of etcd's cluster.
-func deployerRefuses(d backend.Deployer, sc scenarios.Scenario) error {
+func deployerRefuses(d backend.Deployer, lock string, sc scenarios.Scenario) error {
 	for _, f := range sc.FaultKinds() {
 		if err := d.Refuses(f); err != nil {
 			return inputErr("scenario %s: %v", sc.Name, err)
+		}
+	}
+	if sr, ok := d.(backend.StepRefuser); ok {
+		for i, st := range sc.Faults() {
+			if err := sr.RefusesStep(lock, st); err != nil {
+				return inputErr("scenario %s: step %d (%s): %v", sc.Name, i+1, strings.TrimSpace(st.Fault.Name()+" "+st.Target.String()), err)
+			}
 		}
 	}
 	return nil

@@ -437,7 +437,7 @@ type cellOutcome struct {
 // refuses.
 func (r *suiteRun) refused(b suiteBin, lock string, sc scenarios.Scenario) error {
 	if d := deployerOf(lock); d != nil {
-		return deployerRefuses(d, sc)
+		return deployerRefuses(d, lock, sc)
 	}
 	if r.spec.External != nil && sc.Needs().Members {
 		return fmt.Errorf("scenario %s injects member faults (crash, partition, the peer faults), which an external cluster cannot take", sc.Name)

@@ -440,6 +440,7 @@ func (s Scenario) Needs() chaos.Needs {
 		if f.Protocol != "" {
 			n.Protocol = f.Protocol
 		}
+		n.EmptyRestart = n.EmptyRestart || f.EmptyRestart
 	}
 	return n
 }

@@ -122,6 +122,8 @@ func Refuses(opts Options, fault chaos.Fault) error {
 		return fmt.Errorf("fault %s reads %s's client protocol at the client's relays; etcd's clients speak gRPC, which the relays do not read: run it with a %s lock", fault.Name(), needs.Protocol, needs.Protocol)
 	case needs.AsyncReplication:
 		return fmt.Errorf("fault %s: etcd commits only what a majority of its members has: it has no asynchronous replication link to cut (the fault is Redis's)", fault.Name())
+	case needs.EmptyRestart:
+		return fmt.Errorf("fault %s: an etcd member restarts on its own data; a member with empty data is replace-member (restart-empty is Redis's, whose nodes persist nothing)", fault.Name())
 	case needs.SnapshotCount && (opts.SnapshotCount == 0 || opts.SnapshotCount > MaxCatchUpSnapshotCount):
 		return fmt.Errorf("fault %s: the follower must fall 3 × the snapshot count behind, through writes of the fault's own, so the cluster needs --snapshot-count 1..%d (etcd's default is %d); run with e.g. --snapshot-count 100", fault.Name(), MaxCatchUpSnapshotCount, etcdserver.DefaultSnapshotCount)
 	}

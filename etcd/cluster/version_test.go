@@ -96,6 +96,9 @@ func TestRefuses(t *testing.T) {
 		{Options{EtcdBin: "self", SnapshotCount: 100}, "snapshot-catchup", KindProcess},
 		{Options{}, "lose-create-reply", "gRPC"},
 		{Options{EtcdBin: "self"}, "lose-create-replies", "gRPC"},
+		{Options{}, "cut-replication", "asynchronous replication"},
+		{Options{EtcdBin: "self"}, "restart-empty", "own data"},
+		{Options{}, "restart-empty", "replace-member"},
 	} {
 		if err := Refuses(bad.o, fault(bad.f)); err == nil || !strings.Contains(err.Error(), bad.says) {
 			t.Errorf("%+v %s: %v, want a refusal naming %q", bad.o, bad.f, err, bad.says)

@@ -86,6 +86,31 @@ func (Deployer) Refuses(fault chaos.Fault) error {
 	return nil
 }
 
+var _ backend.StepRefuser = Deployer{}
+
+// RefusesStep says why lock's deployment cannot take step, or nil:
+// Redlock's independent primaries have no replication link to cut and
+// no leader (no Sentinels name one), and a numbered member must be one
+// of the deployment's nodes (three for redis-setnx, five for Redlock),
+// so that a scenario of one strategy's faults is refused for the other
+// rather than run with a fault that can only fail.
+func (Deployer) RefusesStep(lock string, step chaos.Step) error {
+	opts, sentinel := Deployment(lock, rediscluster.Options{})
+	nodes := opts.Instances
+	if sentinel {
+		nodes = 1 + rediscluster.DefaultReplicas
+	}
+	switch {
+	case !sentinel && step.Fault.Needs().AsyncReplication:
+		return fmt.Errorf("%s runs on %d independent primaries, with no replica whose link %s could cut", lock, nodes, step.Fault.Name())
+	case !sentinel && step.Target.Kind == chaos.TLeader:
+		return fmt.Errorf("%s's %d primaries are equals: no Sentinel names a leader (target member:N or random)", lock, nodes)
+	case step.Target.Kind == chaos.TMember && step.Target.N >= nodes:
+		return fmt.Errorf("%s's deployment has nodes member:0..%d", lock, nodes-1)
+	}
+	return nil
+}
+
 // versionRE finds the release in `redis-server --version`.
 var versionRE = regexp.MustCompile(`v=([0-9][0-9.]*)`)
 

@@ -44,9 +44,9 @@ func (Deployer) Deploy(ctx context.Context, _ string, opts backend.DeployOptions
 // Refuses says why an ensemble cannot take fault, or nil: the faults of
 // etcd's peer relays, snapshots and operator API (ZooKeeper has no call
 // that revokes a session, compacts or hands the leadership over),
-// Redis's asynchronous replication, and a fault that reads another
-// system's client protocol. The faults that read ZooKeeper's
-// (lose-create-reply) are its own.
+// Redis's asynchronous replication and empty restarts, and a fault that
+// reads another system's client protocol. The faults that read
+// ZooKeeper's (lose-create-reply) are its own.
 func (Deployer) Refuses(fault chaos.Fault) error {
 	switch n := fault.Needs(); {
 	case n.OperatorAPI:
@@ -57,6 +57,8 @@ func (Deployer) Refuses(fault chaos.Fault) error {
 		return fmt.Errorf("fault %s: ZooKeeper commits only what a quorum has: it has no asynchronous replication link to cut (the fault is Redis's)", fault.Name())
 	case n.Protocol != "" && n.Protocol != chaos.ProtocolZooKeeper:
 		return fmt.Errorf("fault %s reads %s's client protocol at the client's relays; ZooKeeper's clients speak their own", fault.Name(), n.Protocol)
+	case n.EmptyRestart:
+		return fmt.Errorf("fault %s: a ZooKeeper member restarts on its own data (its snapshot and log): it cannot come back empty (the fault is Redis's, whose nodes persist nothing)", fault.Name())
 	}
 	return nil
 }

@@ -89,6 +89,7 @@ func TestRefuses(t *testing.T) {
 		"delay-peers":      "peer relays",
 		"snapshot-catchup": "snapshots",
 		"cut-replication":  "asynchronous replication",
+		"restart-empty":    "own data",
 		"crash-member":     "",
 		"partition-member": "",
 		"pause-member":     "",
