@@ -20,6 +20,12 @@ func (c *client) startProxies() error {
 	for _, ep := range c.r.cfg.Endpoints {
 		p, _, err := StartProxy(ep)
 		if err != nil {
+			// The client is not the runner's yet (close would not reach
+			// these): close the relays it has.
+			for _, started := range c.conn.proxies {
+				started.Close()
+			}
+			c.conn.proxies = nil
 			return fmt.Errorf("client %d: %w", c.id, err)
 		}
 		if c.conn.loser != nil {
