@@ -860,7 +860,7 @@ func extShardPrefixes(t *testing.T, f *extFixture) {
 	code, _, stderr = runCLI(t, append([]string{"clean", "--shard", "1/2", "--prefix", "/lockbench/", "--yes"}, f.tlsArgs...)...)
 	wantUsage(t, code, stderr, []string{"--shard 1/2 and --prefix /lockbench/", "give one"})
 	code, _, stderr = runCLI(t, append([]string{"clean", "--shard", "3/2"}, f.tlsArgs...)...)
-	wantUsage(t, code, stderr, []string{"--shard", "I must be 1..2"})
+	wantUsage(t, code, stderr, []string{"--shard", "the index I must be 1..2"})
 	code, _, stderr = runCLI(t, append([]string{"clean", "--shard", "2/2", "--yes"}, f.tlsArgs...)...)
 	if code != ExitPass || !strings.Contains(stderr, "deleted 2 keys under /lockbench/shard2of2/") {
 		t.Errorf("clean --shard 2/2: exit %d\n%s", code, stderr)

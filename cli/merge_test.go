@@ -101,9 +101,9 @@ func TestMergeBoundsShardCounts(t *testing.T) {
 		index, count int
 		want         string
 	}{
-		{2, 2_000_000_000, "shard 2/2000000000: N must be 1..10000"},
-		{2, -1, "shard 2/-1: N must be 1..10000"},
-		{0, 2, "shard 0/2: I must be 1..2"},
+		{2, 2_000_000_000, "shard 2/2000000000: the count N must be 1..10000"},
+		{2, -1, "shard 2/-1: the count N must be 1..10000"},
+		{0, 2, "shard 0/2: the index I must be 1..2"},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
 			b, err := os.ReadFile(filepath.Join(mergeData("shard2of2"), rundir.SuiteFile))

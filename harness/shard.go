@@ -60,9 +60,9 @@ const maxParts = 10_000
 func checkIndexOf(i, n int) error {
 	switch {
 	case n < 1 || n > maxParts:
-		return fmt.Errorf("N must be 1..%d, not %d", maxParts, n)
+		return fmt.Errorf("the count N must be 1..%d, not %d", maxParts, n)
 	case i < 1 || i > n:
-		return fmt.Errorf("I must be 1..%d, not %d", n, i)
+		return fmt.Errorf("the index I must be 1..%d, not %d", n, i)
 	}
 	return nil
 }

@@ -170,9 +170,9 @@ func TestLoadWorkersRefuses(t *testing.T) {
 		dirs []string
 		want string
 	}{
-		{[]string{huge, one}, "huge/config.json: worker 1/2000000000: N must be 1..10000"},
-		{[]string{negative}, "negative/config.json: worker 1/-1: N must be 1..10000"},
-		{[]string{one, beyond}, "beyond/config.json: worker 4/3: I must be 1..3"},
+		{[]string{huge, one}, "huge/config.json: worker 1/2000000000: the count N must be 1..10000"},
+		{[]string{negative}, "negative/config.json: worker 1/-1: the count N must be 1..10000"},
+		{[]string{one, beyond}, "beyond/config.json: worker 4/3: the index I must be 1..3"},
 		{[]string{one, two}, "missing worker 3/3"},
 		{[]string{one, two, two}, "worker 2/3 given twice"},
 		{[]string{one, two, otherSeed}, "are not workers of one run"},
