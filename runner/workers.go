@@ -149,7 +149,9 @@ func (r *runner) workerKey(what string) string {
 }
 
 // meet says this worker is ready and waits for the start: worker 1 waits
-// for every worker's ready, sets up the counter (setup), then says start.
+// for every worker's ready (each of its own run: sameRun), sets up the
+// counter (setup), says start and waits for every other worker's answer;
+// another worker waits for the start (of its run) and answers it.
 func (r *runner) meet(ctx context.Context, setup func(context.Context) error) error {
 	w := r.cfg.Worker
 	if w.whole() {
