@@ -386,10 +386,7 @@ func (r *runner) reportProgress(ctx context.Context) (end func()) {
 	if r.cfg.Progress == nil {
 		return func() {}
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	return background(ctx, func(ctx context.Context) {
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
 		for {
@@ -400,6 +397,17 @@ func (r *runner) reportProgress(ctx context.Context) (end func()) {
 				r.cfg.Progress(time.Duration(r.rec.Now()), r.acquisitions.Load())
 			}
 		}
+	})
+}
+
+// background runs f in a goroutine until ctx ends or the function it
+// returns is called, which cancels f's context and waits for f.
+func background(ctx context.Context, f func(context.Context)) (end func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f(ctx)
 	}()
 	return func() { cancel(); <-done }
 }

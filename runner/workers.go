@@ -166,7 +166,11 @@ func (r *runner) meet(ctx context.Context, setup func(context.Context) error) er
 		if err := r.awaitPuts(ctx, "start", ready, 1); err != nil {
 			return err
 		}
-		if err := r.sameRun(ctx, "start"); err != nil {
+		vs, err := r.meeting().Values(ctx, r.workerKey("start"))
+		if err != nil {
+			return fmt.Errorf("worker %s: read start: %w", w, err)
+		}
+		if err := r.sameRun("start", vs); err != nil {
 			return err
 		}
 		if _, err := r.putWorkerKey(ctx, "started/"+strconv.Itoa(w.Index)); err != nil {
@@ -175,9 +179,6 @@ func (r *runner) meet(ctx context.Context, setup func(context.Context) error) er
 		return nil
 	}
 	if err := r.awaitReady(ctx); err != nil {
-		return err
-	}
-	if err := r.sameRun(ctx, "ready/"); err != nil {
 		return err
 	}
 	if err := setup(ctx); err != nil {
@@ -219,13 +220,9 @@ func (r *runner) identity() string {
 	return fmt.Sprintf("lock %s, scenario %s (%.19s), seed %d, %d workers", r.cfg.Lock, sc.Name, sc.Hash(), r.cfg.Seed, r.cfg.Worker.Count)
 }
 
-// sameRun says why the meeting keys under what (a key, or a prefix
-// ending in "/") are not all of this worker's run, or nil.
-func (r *runner) sameRun(ctx context.Context, what string) error {
-	vs, err := r.meeting().Values(ctx, r.workerKey(what))
-	if err != nil {
-		return fmt.Errorf("worker %s: read %s: %w", r.cfg.Worker, what, err)
-	}
+// sameRun says why the meeting keys in vs (read under what: a key, or a
+// prefix ending in "/") are not all of this worker's run, or nil.
+func (r *runner) sameRun(what string, vs map[string]string) error {
 	mine := r.identity()
 	for _, k := range slices.Sorted(maps.Keys(vs)) {
 		if !strings.HasSuffix(what, "/") && k != r.workerKey(what) {
@@ -250,7 +247,8 @@ func (r *runner) meeting() backend.Meeting {
 
 // awaitReady waits, up to the worker's wait, until the meeting place
 // holds every worker's ready: read, since some may have been put before
-// this worker's watch could start, and none goes before the start.
+// this worker's watch could start, and none goes before the start; then
+// checks that every ready is of this run (sameRun).
 func (r *runner) awaitReady(ctx context.Context) error {
 	n := int64(r.cfg.Worker.Count)
 	deadline := time.Now().Add(r.cfg.Worker.wait())
@@ -258,7 +256,7 @@ func (r *runner) awaitReady(ctx context.Context) error {
 		vs, err := r.meeting().Values(ctx, r.workerKey("ready/"))
 		got := int64(len(vs))
 		if err == nil && got >= n {
-			return nil
+			return r.sameRun("ready/", vs)
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -343,16 +341,12 @@ func (r *runner) watchStop(ctx context.Context) (end func()) {
 	if w.coordinates() {
 		return func() {}
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	return background(ctx, func(ctx context.Context) {
 		if n, _ := r.meeting().AwaitPuts(ctx, r.workerKey("stop"), r.startRev, 1); n == 1 {
 			r.stop(fmt.Sprintf("worker %s: worker 1 was interrupted, which ends every worker's run", w))
 			r.stopRun()
 		}
-	}()
-	return func() { cancel(); <-done }
+	})
 }
 
 // stop records why the run ended early, unless a reason is recorded.
