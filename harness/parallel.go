@@ -28,10 +28,14 @@ func (r *suiteRun) runBinary(ctx context.Context, b suiteBin) (runErr, closeErr 
 	workers := make([]*suiteWorker, min(max(r.spec.Parallel, 1), len(jobs)))
 	next, stop := make(chan int), make(chan struct{})
 	var stopOnce sync.Once
-	floor := newGate(r.res.Header.Floor != nil || r.spec.FloorDuration < 0 || r.spec.External != nil)
+	// A suite whose cells all run on deployments of their own (Redis,
+	// ZooKeeper) starts no etcd cluster to measure the floor on: its
+	// workers start together.
+	etcdCells := slices.ContainsFunc(jobs, func(j suiteJob) bool { return deployerOf(j.lock) == nil })
+	floor := newGate(r.res.Header.Floor != nil || r.spec.FloorDuration < 0 || r.spec.External != nil || !etcdCells)
 	var wg sync.WaitGroup
 	for i := range workers {
-		w := &suiteWorker{r: r, measures: i == 0, floor: floor}
+		w := &suiteWorker{r: r, measures: i == 0 && etcdCells, floor: floor}
 		workers[i] = w
 		wg.Add(1)
 		go func() {
@@ -197,10 +201,16 @@ const freshClusterWhy = "etcd holds its log for 30 s after it sends a snapshot (
 // when there is none, the last cell left it unhealthy, it was started
 // with other options, or the cell catches a member up by snapshot. The
 // measuring worker's first start measures the suite's commit floor, on
-// a cluster of b's own options. A nil result with a nil error is a
-// cluster start that ctx cut short.
+// a cluster of b's own options, before its first cell of any backend, so
+// that the other workers wait only for the floor. A nil result with a nil
+// error is a cluster start that ctx cut short.
 func (w *suiteWorker) run(ctx context.Context, b suiteBin, spec RunSpec) (*Result, error) {
 	r := w.r
+	if w.floorDue() && r.spec.External == nil {
+		if ok, err := w.start(ctx, b, b.opts); !ok {
+			return nil, err
+		}
+	}
 	if d := deployerOf(spec.Lock); d != nil {
 		return runDeployed(ctx, d, spec) // a deployment of its own, every cell
 	}
@@ -214,13 +224,6 @@ func (w *suiteWorker) run(ctx context.Context, b suiteBin, spec RunSpec) (*Resul
 		w.closeCluster()
 	}
 	if w.c == nil {
-		if w.floorDue() && !sameFaultOptions(spec.Cluster, b.opts) {
-			// The floor is the plain cluster's, whatever cell comes first.
-			if ok, err := w.start(ctx, b, b.opts); !ok {
-				return nil, err
-			}
-			w.closeCluster()
-		}
 		if ok, err := w.start(ctx, b, spec.Cluster); !ok {
 			return nil, err
 		}
