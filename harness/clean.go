@@ -49,13 +49,9 @@ type CleanResult struct {
 // answer and a user without permission on the prefix included (as for
 // RunExternal), are *InputError.
 func Clean(ctx context.Context, ext External, prefix string, delete bool) (*CleanResult, error) {
-	if prefix == "" || prefix == "/" || !strings.HasPrefix(prefix, "/") {
-		return nil, inputErr("prefix %q: must start with / and not be / or empty (a clean deletes everything under it)", prefix)
-	}
-	// A prefix is a folder, as run's is: /lockbench/c1 cleans
-	// /lockbench/c1/…, never /lockbench/c10/… nor the key /lockbench/c1.
-	if !strings.HasSuffix(prefix, "/") {
-		prefix += "/"
+	prefix, err := cleanPrefix(prefix)
+	if err != nil {
+		return nil, err
 	}
 	ext.Prefix = ""
 	x, cc, err := ext.prepared()
@@ -118,6 +114,21 @@ func Clean(ctx context.Context, ext External, prefix string, delete bool) (*Clea
 	}
 	slices.Sort(res.Kept)
 	return res, nil
+}
+
+// cleanPrefix is the folder Clean works under: prefix with a trailing
+// "/", so that /lockbench/c1 cleans /lockbench/c1/…, never
+// /lockbench/c10/… nor the key /lockbench/c1 (as run's prefix). It must
+// start with "/" and not be "/": a clean never touches the whole
+// keyspace.
+func cleanPrefix(prefix string) (string, error) {
+	if prefix == "/" || !strings.HasPrefix(prefix, "/") {
+		return "", inputErr("prefix %q: must start with / and not be / or empty (a clean deletes everything under it)", prefix)
+	}
+	if !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	return prefix, nil
 }
 
 // revoke revokes lease id, whose keys under the prefix are deleted,

@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,4 +88,38 @@ func count(t *testing.T, cli *clientv3.Client, prefix string) int64 {
 		t.Fatal(err)
 	}
 	return resp.Count
+}
+
+// FuzzCleanPrefix: a prefix clean accepts is a folder below the root, and
+// every key under it is the prefix's own folder's, never a sibling's
+// (/lockbench/c10/… under /lockbench/c1) nor the whole keyspace.
+func FuzzCleanPrefix(f *testing.F) {
+	for _, p := range []string{"/lockbench/", "/lockbench/c1", "/", "", "lockbench", "//", "/a/b"} {
+		f.Add(p, p+"0/k")
+	}
+	f.Fuzz(func(t *testing.T, prefix, key string) {
+		got, err := cleanPrefix(prefix)
+		if err != nil {
+			var ie *InputError
+			if !errors.As(err, &ie) {
+				t.Fatalf("cleanPrefix(%q): %v, want an InputError", prefix, err)
+			}
+			if prefix != "/" && strings.HasPrefix(prefix, "/") {
+				t.Fatalf("cleanPrefix(%q) refused a folder below the root: %v", prefix, err)
+			}
+			return
+		}
+		switch {
+		case got == "/" || !strings.HasPrefix(got, "/") || !strings.HasSuffix(got, "/"):
+			t.Fatalf("cleanPrefix(%q) = %q: not a folder below the root", prefix, got)
+		case got != prefix && got != prefix+"/":
+			t.Fatalf("cleanPrefix(%q) = %q: not the prefix as a folder", prefix, got)
+		}
+		if strings.HasPrefix(key, got) {
+			rest := strings.TrimPrefix(key, strings.TrimSuffix(prefix, "/"))
+			if !strings.HasPrefix(rest, "/") {
+				t.Fatalf("cleanPrefix(%q) = %q covers %q, outside the folder", prefix, got, key)
+			}
+		}
+	})
 }
