@@ -64,12 +64,19 @@ func MeasureIdeal(ctx context.Context, base clientv3.Config, prefix string, n in
 		}
 		ch.clis = append(ch.clis, cli)
 	}
-	rctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	watches, err := ch.watch(rctx)
+	// The chain runs for d once every watch is created: on a loaded
+	// machine creating them can take most of a short slice, which then
+	// had no step at all. Its end cancels the watches, ending the clients.
+	wctx, cancelWatches := context.WithCancel(ctx)
+	defer cancelWatches()
+	watches, err := ch.watch(wctx, DefaultDialTimeout)
 	if err != nil {
 		return nil, err
 	}
+	rctx, cancel := context.WithTimeout(wctx, d)
+	defer cancel()
+	stop := context.AfterFunc(rctx, cancelWatches)
+	defer stop()
 	el, err := ch.run(rctx, watches)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
@@ -80,9 +87,12 @@ func MeasureIdeal(ctx context.Context, base clientv3.Config, prefix string, n in
 	return ch.result(el)
 }
 
-// watch opens every client's watch on its turn key and waits until each
-// is created (synced: events reach it at once, not on a resync tick).
-func (ch *idealChain) watch(ctx context.Context) ([]clientv3.WatchChan, error) {
+// watch opens every client's watch on its turn key, each living as long
+// as ctx, and waits up to within until each is created (synced: events
+// reach it at once, not on a resync tick).
+func (ch *idealChain) watch(ctx context.Context, within time.Duration) ([]clientv3.WatchChan, error) {
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
 	var out []clientv3.WatchChan
 	for i, cli := range ch.clis {
 		wch := cli.Watch(ctx, ch.turnKey(i), clientv3.WithCreatedNotify(), clientv3.WithFilterDelete())
@@ -91,6 +101,8 @@ func (ch *idealChain) watch(ctx context.Context) ([]clientv3.WatchChan, error) {
 			if !ok || !wr.Created {
 				return nil, fmt.Errorf("ideal handoff: watch of client %d not created: %v", i, wr.Err())
 			}
+		case <-deadline.C:
+			return nil, fmt.Errorf("ideal handoff: watch of client %d not created within %s", i, within)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
