@@ -72,6 +72,7 @@ func TestClusterFor(t *testing.T) {
 // one, past the cell's end), the commit floor is the plain
 // cluster's, and the notes say which cells had a cluster of their own.
 func TestSuiteGivesEachCellItsCluster(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts etcd clusters")
 	}
@@ -148,6 +149,7 @@ func TestSuiteGivesEachCellItsCluster(t *testing.T) {
 // starts the cluster a peer-fault scenario needs, says so through
 // Notice, and the fault strikes and ends ok.
 func TestRunGivesTheScenarioItsCluster(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts an etcd cluster")
 	}

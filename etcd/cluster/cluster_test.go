@@ -54,6 +54,7 @@ func client(t *testing.T, endpoints ...string) *clientv3.Client {
 }
 
 func TestCrashLeaderRestartRejoins(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -111,6 +112,7 @@ func TestCrashLeaderRestartRejoins(t *testing.T) {
 }
 
 func TestPartitionLeaderElectsNewLeader(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

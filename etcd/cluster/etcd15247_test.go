@@ -208,6 +208,7 @@ func waitProcLeader(ctx context.Context, t *testing.T, pc *ProcessCluster) int {
 // member still leads (ensureLeadership) and logs "Ignore the lease
 // revoking request". Needs strace (apt-get install strace).
 func TestEtcd15247(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("strace"); err != nil {
 		t.Skip("no strace (apt-get install strace)")
 	}

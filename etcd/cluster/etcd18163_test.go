@@ -108,6 +108,7 @@ func TestJudgeObserved(t *testing.T) {
 // revision). Printed with -v; asserted: the order, which is what the issue
 // says breaks, and that every answer named the leader of its revision.
 func TestEtcd18163(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	cli := client(t, c.Endpoints()...)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -80,6 +80,7 @@ func leaseOverrun(t *testing.T, checkpoint bool, ttl, wait time.Duration) time.D
 // with -v (make measure-etcd-20273); it asserts only that the lease did
 // outlive its TTL by more than half the wait, either way.
 func TestEtcd20273(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts etcd clusters")
 	}

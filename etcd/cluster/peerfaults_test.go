@@ -16,6 +16,7 @@ import (
 // writes, and the fresh member, started on empty data, serves what was
 // written before it came.
 func TestReplaceMember(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -108,6 +109,7 @@ func median(ds []time.Duration) time.Duration {
 // unshaped cluster adds); dropping half of its chunks raises the mean, and
 // every acknowledged write is there once the shaping ends.
 func TestShapePeers(t *testing.T) {
+	t.Parallel()
 	c := startClusterWith(t, Options{UnsafeNoFsync: true, PeerRelays: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -185,6 +187,7 @@ func TestShapePeersNeedsRelays(t *testing.T) {
 // sent a snapshot. A cut that ends before the threshold sends none, so
 // the metric can tell the two apart.
 func TestCatchUpBySnapshot(t *testing.T) {
+	t.Parallel()
 	c := startClusterWith(t, Options{UnsafeNoFsync: true, SnapshotCount: 100, Verbose: os.Getenv("LB_VERBOSE") != ""})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -229,6 +232,7 @@ func TestCatchUpBySnapshot(t *testing.T) {
 // relays raises the median commit latency by at least the delay, and
 // dropping half of it loses no acknowledged write.
 func TestProcessPeerFaults(t *testing.T) {
+	t.Parallel()
 	pc := startSelf(t, EtcdBinSelf)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

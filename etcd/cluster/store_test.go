@@ -96,6 +96,7 @@ func TestMoveLeader(t *testing.T) {
 // database file to what is in use (after a compaction has freed pages),
 // and the cluster serves writes after.
 func TestDefragment(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
