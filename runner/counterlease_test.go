@@ -18,6 +18,7 @@ import (
 // close, no prefix delete) leaves nothing behind once the lease ends; and
 // a run that closes leaves no key.
 func TestCounterUnderLease(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := startCluster(t)
 	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})

@@ -14,6 +14,7 @@ import (
 // own listeners when no fault needs the front doors, the front doors for
 // every scenario with a member fault, and what the caller gave otherwise.
 func TestDataPath(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	front, direct := c.Endpoints(), c.DirectEndpoints()
 	if slices.Equal(front, direct) {

@@ -100,6 +100,7 @@ func TestNamePicker(t *testing.T) {
 // revoked holder's key, when the revoke beats its release) names its key's
 // name.
 func TestManyLockNames(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	sc, err := scenarios.Parse("many.yaml", strings.NewReader(`
 name: many

@@ -17,6 +17,7 @@ import (
 // long as the extended set's replace-member: a replacement takes up to 12 s
 // (see cluster.replaceMember; under CI's load it outlasted a 4 s run).
 func TestReplaceMemberUnderQueue(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	sc, err := scenarios.Parse("replace.yaml", strings.NewReader(`
 name: replace

@@ -72,6 +72,7 @@ func TestLeaderKillHandsOverBeforeEtcdGivesUp(t *testing.T) {
 // the lock still excludes, and the RPCs of a shared connection are shared
 // out so that the per-process counts add up to what was sent.
 func TestSharedConns(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := startCluster(t)
 	sc, err := scenarios.Lookup("contention")
@@ -208,6 +209,7 @@ steps:
 // key-deleted event naming the waiter (cause lease), once, and the lease
 // check measures how long its acquire went on.
 func TestWaiterLeaseLossRecorded(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	sc, err := scenarios.Parse("waiter-lease.yaml", strings.NewReader(`
 name: waiter-lease
@@ -254,6 +256,7 @@ steps:
 // same process and takes the lock again. It covers the workload, the
 // proxies and the restart path.
 func TestClientFaults(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	for _, tc := range []struct {
 		scenario string

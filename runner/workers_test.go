@@ -25,6 +25,7 @@ import (
 // mid-run (worker 2, here) waits for no one: it is back while worker 1
 // still runs, and worker 1, not interrupted, still finishes its run.
 func TestWorkersShareARun(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	sc, err := scenarios.Lookup("contention")
 	if err != nil {
@@ -138,6 +139,7 @@ func TestInterruptedCoordinatorStopsTheOthers(t *testing.T) {
 // the first runs, is refused (backend.ErrClaimed) before it writes a key,
 // and deletes nothing of the first's, which runs on unharmed.
 func TestSecondRunOnAPrefixIsRefused(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	sc, err := scenarios.Lookup("contention")
 	if err != nil {
@@ -224,6 +226,7 @@ func TestStaleReadyDoesNotStartARun(t *testing.T) {
 // 1 finds the other's ready written by another run and stops before the
 // start, saying which.
 func TestWorkersOfDifferentRunsDoNotMeet(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	sc, err := scenarios.Lookup("contention")
 	if err != nil {
