@@ -114,10 +114,20 @@ func withMarker(marker string) []string {
 }
 
 // noneLeft fails t, at its end, if an adapter process remains.
-func noneLeft(t *testing.T) {
+func noneLeft(t *testing.T) { noneLeftOf(t, "") }
+
+// noneLeftOf is noneLeft for the children whose command line holds
+// name: a test running in parallel with others checks only its own.
+func noneLeftOf(t *testing.T, name string) {
 	t.Cleanup(func() {
-		if kids := children(); len(kids) > 0 {
-			t.Errorf("adapter processes left behind: %v", kids)
+		var left []string
+		for _, kid := range children() {
+			if strings.Contains(kid, name) {
+				left = append(left, kid)
+			}
+		}
+		if len(left) > 0 {
+			t.Errorf("adapter processes left behind: %v", left)
 		}
 	})
 }

@@ -153,9 +153,12 @@ func TestZooKeeperAdaptersRegistered(t *testing.T) {
 func TestZooKeeperAdapters(t *testing.T) {
 	for _, p := range []*adapters.Program{adapters.Curator, adapters.Kazoo} {
 		t.Run(p.Name, func(t *testing.T) {
+			// Each on its own root; the two run at once (about a minute
+			// each, mostly waiting out leases).
+			t.Parallel()
 			ens := ensemble(t)
 			needs(t, checked(p))
-			noneLeft(t)
+			noneLeftOf(t, p.Name)
 			testZooKeeperAdapter(t, p, ens)
 		})
 	}
@@ -310,9 +313,12 @@ func testZooKeeperAdapter(t *testing.T, p *adapters.Program, ens *zkcluster.Clus
 func TestZooKeeperAdapterConformance(t *testing.T) {
 	for _, p := range []*adapters.Program{adapters.Curator, adapters.Kazoo} {
 		t.Run(p.Name, func(t *testing.T) {
+			// Each on its own root; the two run at once (about a minute
+			// each, mostly waiting out leases).
+			t.Parallel()
 			ens := ensemble(t)
 			needs(t, checked(p))
-			noneLeft(t)
+			noneLeftOf(t, p.Name)
 			locktest.Run(t, locktest.Env{Backend: zkbackend.Backend{}, Endpoints: zkbackend.Members{Cluster: ens}.Endpoints(),
 				Factory: p.ZooKeeperFactory(), Root: "/locktest-" + p.Name + "/"})
 		})
