@@ -21,7 +21,7 @@ import (
 	"github.com/lockbench/lockbench/adapters"
 	"github.com/lockbench/lockbench/check"
 	"github.com/lockbench/lockbench/etcd"
-	"github.com/lockbench/lockbench/etcd/cluster"
+	"github.com/lockbench/lockbench/etcd/cluster/clustertest"
 	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/etcd/locktest"
 	"github.com/lockbench/lockbench/locks"
@@ -30,22 +30,12 @@ import (
 	"github.com/lockbench/lockbench/verdict"
 )
 
-// One embedded cluster for the package, started by the first test that
-// needs it.
-var (
-	clusterOnce sync.Once
-	clus        *cluster.Cluster
-	clusterErr  error
-)
-
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if goAdapterDir != "" {
 		os.RemoveAll(goAdapterDir)
 	}
-	if clus != nil {
-		clus.Close()
-	}
+	clustertest.Close()
 	if zkEns != nil {
 		zkEns.Close()
 	}
@@ -56,21 +46,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func endpoints(t *testing.T) []string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("starts an etcd cluster")
-	}
-	clusterOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		clus, clusterErr = cluster.Start(ctx, cluster.Options{UnsafeNoFsync: true})
-	})
-	if clusterErr != nil {
-		t.Fatalf("start cluster: %v", clusterErr)
-	}
-	return clus.Endpoints()
-}
+func endpoints(t *testing.T) []string { return clustertest.Shared(t).Endpoints() }
 
 // procs lists the live processes (pid and command line) that keep
 // accepts, given the pid, the ppid and the command line.
@@ -553,7 +529,7 @@ func TestCrashClientKillsTheAdapter(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := runner.Run(context.Background(), runner.Config{Backend: etcd.Backend{}, Scenario: sc, Lock: name, Seed: 1, Prefix: "/lockbench/test-crash-adapter/",
-		Endpoints: eps, Cluster: clus})
+		Endpoints: eps, Cluster: clustertest.Shared(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -562,7 +538,7 @@ func TestCrashClientKillsTheAdapter(t *testing.T) {
 	if len(pids) != sc.Clients+1 {
 		t.Errorf("%d adapter processes started, want one per client and one for the restart: %v", len(pids), pids)
 	}
-	res := check.Check(out.Events, check.Options{LivenessBound: sc.TTL() + clus.Election()})
+	res := check.Check(out.Events, check.Options{LivenessBound: sc.TTL() + clustertest.Shared(t).Election()})
 	for _, c := range []string{verdict.Exclusion, verdict.Liveness} {
 		if r := res.Checks[c]; r.Verdict != verdict.Pass {
 			t.Errorf("%s %s: %+v", c, r.Verdict, r)

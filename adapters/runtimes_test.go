@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockbench/lockbench/adapters"
 	"github.com/lockbench/lockbench/chaos"
+	"github.com/lockbench/lockbench/etcd/cluster/clustertest"
 	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
@@ -78,7 +79,7 @@ func TestShippedAdaptersMeetExpectations(t *testing.T) {
 				if len(sc.Steps) == 0 {
 					sc.Duration = scenarios.Duration(harness.DefaultQuickDuration)
 				}
-				res, err := harness.RunOn(context.Background(), clus, harness.RunSpec{Lock: a.lock, Scenario: sc, Seed: 1, Out: t.TempDir()})
+				res, err := harness.RunOn(context.Background(), clustertest.Shared(t), harness.RunSpec{Lock: a.lock, Scenario: sc, Seed: 1, Out: t.TempDir()})
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}

@@ -4,50 +4,25 @@ import (
 	"context"
 	"os"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/lockbench/lockbench/etcd/cluster"
+	"github.com/lockbench/lockbench/etcd/cluster/clustertest"
 	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/etcd/locktest"
 	"github.com/lockbench/lockbench/locks"
 )
 
-// One embedded cluster for the whole package, started by the first test
-// that needs it.
-var (
-	clusterOnce sync.Once
-	clus        *cluster.Cluster
-	clusterErr  error
-)
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if clus != nil {
-		clus.Close()
-	}
+	clustertest.Close()
 	os.Exit(code)
 }
 
-func endpoints(t *testing.T) []string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("starts an etcd cluster")
-	}
-	clusterOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		clus, clusterErr = cluster.Start(ctx, cluster.Options{UnsafeNoFsync: true})
-	})
-	if clusterErr != nil {
-		t.Fatalf("start cluster: %v", clusterErr)
-	}
-	return clus.Endpoints()
-}
+func endpoints(t *testing.T) []string { return clustertest.Shared(t).Endpoints() }
 
 func dial(t *testing.T, eps []string) *clientv3.Client {
 	t.Helper()
