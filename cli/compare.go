@@ -46,6 +46,7 @@ type compareOptions struct {
 	normalize  string
 	asJSON     bool
 	all        bool
+	format     string
 }
 
 // compareCommand is `lockbench compare BASE.json NEW.json`: each cell's
@@ -61,6 +62,7 @@ func compareCommand(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&o.normalize, "normalize", report.NormalizeAuto, "divide figures by the commit floor: auto (when the hosts differ), always (each run by its own suite's floor), never")
 	fs.BoolVar(&o.asJSON, "json", false, "print the comparison as JSON")
 	fs.BoolVar(&o.all, "all", false, "print every compared figure, not only those that changed significantly")
+	fs.StringVar(&o.format, "format", report.FormatText, "how to print the comparison: text (a table and lines), csv (the rows alone, for a script) or markdown (a table and a list, for a pull request)")
 	pos, err := fs.parseInterspersed(args)
 	if err != nil {
 		return err
@@ -76,6 +78,14 @@ func compareCommand(ctx context.Context, e *env, args []string) error {
 	}
 	if err := checkNormalize(o.normalize); err != nil {
 		return err
+	}
+	switch o.format {
+	case report.FormatText, report.FormatCSV, report.FormatMarkdown:
+	default:
+		return badInputf("--format %q: want text, csv or markdown", o.format)
+	}
+	if o.asJSON && o.format != report.FormatText {
+		return badInputf("--json and --format %s: give one", o.format)
 	}
 	o.base, o.next, o.minDelta = pos[0], pos[1], float64(*minDelta)/1e6
 	return runCompare(ctx, e, o)
@@ -103,7 +113,7 @@ func runCompare(_ context.Context, e *env, o compareOptions) error {
 	if o.asJSON {
 		err = writeJSON(e.stdout, c)
 	} else {
-		err = report.WriteComparison(e.stdout, c, o.all)
+		err = report.WriteComparisonAs(e.stdout, c, o.all, o.format)
 	}
 	if err != nil {
 		return fmt.Errorf("print the comparison: %w", err)

@@ -100,6 +100,12 @@ func TestCompareCommand(t *testing.T) {
 		{"two empty suites", []string{empty, empty}, ExitUsage, []string{"empty.json has no cells", "nothing to compare"}},
 		{"an empty new suite", []string{base, empty}, ExitUsage, []string{"empty.json has no cells"}},
 		{"no common cell", []string{base, otherFile}, ExitUsage, []string{"no cell in common"}},
+		{"csv: the rows alone", []string{"--format", "csv", "--all", base, slower}, ExitPass, []string{"cell,what,base,new,change,p,status\n", "queue/contention,acquire p99,10.0 ms (n=1),20.0 ms (n=1),+100%,,\"tail, not gated\"\n"}},
+		{"csv without a change: the header", []string{"--format", "csv", base, same}, ExitPass, []string{"cell,what,base,new,change,p,status\n"}},
+		{"markdown", []string{"--format", "markdown", "--all", base, slower}, ExitPass, []string{"| cell | what | base | new | change | p | status |\n| --- |", "| queue/contention | acquire p99 | 10.0 ms (n=1) | 20.0 ms (n=1) | +100% |  | tail, not gated |\n", "- no regression in 1 compared cell"}},
+		{"markdown without a change: the lines", []string{"--format", "markdown", base, same}, ExitPass, []string{"- no regression in 1 compared cell"}},
+		{"bad format", []string{"--format", "html", base, same}, ExitUsage, []string{`--format "html": want text, csv or markdown`}},
+		{"json and a format", []string{"--json", "--format", "csv", base, same}, ExitUsage, []string{"--json and --format csv: give one"}},
 		{"help", []string{"--help"}, ExitPass, []string{"Usage: lockbench compare"}},
 	}
 	for _, tc := range tests {

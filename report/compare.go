@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/csv"
 	"fmt"
 	"io"
 	"maps"
@@ -358,20 +359,87 @@ func settle(ps []pending, alpha float64) []Change {
 // regression, a significant improvement), as benchstat shows only what
 // changed; one line says how many others there are.
 func WriteComparison(w io.Writer, c Comparison, all bool) error {
-	shown := c.Changes
-	if !all {
-		shown = nil
-		for _, ch := range c.Changes {
-			if ch.Regression || ch.Better {
-				shown = append(shown, ch)
-			}
-		}
-	}
+	shown := c.shown(all)
 	if err := writeChanges(w, shown); err != nil {
 		return err
 	}
+	for _, l := range c.lines(len(c.Changes)-len(shown), all) {
+		if _, err := fmt.Fprintln(w, l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Comparison formats (compare --format).
+const (
+	FormatText     = "text"
+	FormatCSV      = "csv"
+	FormatMarkdown = "markdown"
+)
+
+// WriteComparisonAs writes the comparison in format: text (the table and
+// lines WriteComparison writes), csv (the rows alone, one header line: for
+// a spreadsheet or a script) or markdown (a table and the lines as a list:
+// for a pull request's comment).
+func WriteComparisonAs(w io.Writer, c Comparison, all bool, format string) error {
+	if format == FormatText {
+		return WriteComparison(w, c, all)
+	}
+	shown := c.shown(all)
+	if format == FormatCSV {
+		cw := csv.NewWriter(w)
+		cw.Write(changeHeader)
+		for _, ch := range shown {
+			cw.Write(changeRow(ch))
+		}
+		cw.Flush()
+		return cw.Error()
+	}
+	var b strings.Builder
+	if len(shown) > 0 {
+		b.WriteString(markdownRow(changeHeader) + "|" + strings.Repeat(" --- |", len(changeHeader)) + "\n")
+		for _, ch := range shown {
+			b.WriteString(markdownRow(changeRow(ch)))
+		}
+		b.WriteString("\n")
+	}
+	for _, l := range c.lines(len(c.Changes)-len(shown), all) {
+		b.WriteString("- " + l + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// markdownRow is one row of a markdown table, its pipes escaped.
+func markdownRow(cells []string) string {
+	esc := make([]string, len(cells))
+	for i, c := range cells {
+		esc[i] = strings.ReplaceAll(c, "|", `\|`)
+	}
+	return "| " + strings.Join(esc, " | ") + " |\n"
+}
+
+// shown are the changes a comparison prints: every one with all, else
+// the significant ones.
+func (c Comparison) shown(all bool) []Change {
+	if all {
+		return c.Changes
+	}
+	var shown []Change
+	for _, ch := range c.Changes {
+		if ch.Regression || ch.Better {
+			shown = append(shown, ch)
+		}
+	}
+	return shown
+}
+
+// lines are the sentences under the changes: what was left out, notes,
+// missing and changed cells, and the verdict line last.
+func (c Comparison) lines(hidden int, all bool) []string {
 	var lines []string
-	if hidden := len(c.Changes) - len(shown); hidden > 0 {
+	if hidden > 0 {
 		lines = append(lines, fmt.Sprintf("%d row%s without a significant change not shown (--all shows every row)", hidden, plural(hidden)))
 	}
 	lines = append(lines, c.Notes...)
@@ -395,13 +463,26 @@ func WriteComparison(w io.Writer, c Comparison, all bool) error {
 	for _, s := range c.ScenarioChanged {
 		lines = append(lines, "SCENARIO CHANGED: "+s+" (its definition differs between the suites: refresh the baseline)")
 	}
-	lines = append(lines, c.verdictLine())
-	for _, l := range lines {
-		if _, err := fmt.Fprintln(w, l); err != nil {
-			return err
-		}
+	return append(lines, c.verdictLine())
+}
+
+// changeHeader names a change row's columns.
+var changeHeader = []string{"cell", "what", "base", "new", "change", "p", "status"}
+
+// changeRow is one change as the table, CSV and markdown print it.
+func changeRow(ch Change) []string {
+	status := ch.Note
+	switch {
+	case ch.Regression:
+		status = strings.TrimSpace("REGRESSION " + ch.Note)
+	case ch.Better:
+		status = "better"
 	}
-	return nil
+	p := ""
+	if ch.P != nil {
+		p = strconv.FormatFloat(*ch.P, 'g', 2, 64)
+	}
+	return []string{ch.Cell, ch.What, ch.Base, ch.New, ch.Delta, p, status}
 }
 
 func writeChanges(w io.Writer, changes []Change) error {
@@ -409,20 +490,9 @@ func writeChanges(w io.Writer, changes []Change) error {
 		return nil
 	}
 	t := newTable(w, "LLRRRRL")
-	t.Header("cell", "what", "base", "new", "change", "p", "status")
+	t.Header(changeHeader)
 	for _, ch := range changes {
-		status := ch.Note
-		switch {
-		case ch.Regression:
-			status = strings.TrimSpace("REGRESSION " + ch.Note)
-		case ch.Better:
-			status = "better"
-		}
-		p := ""
-		if ch.P != nil {
-			p = strconv.FormatFloat(*ch.P, 'g', 2, 64)
-		}
-		if err := t.Append(ch.Cell, ch.What, ch.Base, ch.New, ch.Delta, p, status); err != nil {
+		if err := t.Append(changeRow(ch)); err != nil {
 			return err
 		}
 	}
