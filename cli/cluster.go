@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"regexp"
@@ -14,6 +15,7 @@ import (
 type clusterOptions struct {
 	cluster clusterFlags
 	tls     bool
+	output  outputFlags
 }
 
 // clusterCommand is `lockbench cluster`: an embedded cluster kept up
@@ -21,10 +23,11 @@ type clusterOptions struct {
 // lockbench run --endpoints. Ctrl-C ends it as it ends every command:
 // exit 130, with the cluster's data folder (certificates included) gone.
 func clusterCommand(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "cluster", "cluster [--members N] [--tls] [--unsafe-no-fsync] [--verbose]")
+	fs := newFlags(e, "cluster", "cluster [--members N] [--tls] [--unsafe-no-fsync] [--json] [--verbose]")
 	var o clusterOptions
 	o.cluster.register(fs)
 	fs.BoolVar(&o.tls, "tls", false, "serve clients over https with a generated CA, server and client certificate (client certificates required)")
+	o.output.register(fs, "how to reach the cluster (one line, once it is up)", true)
 	if err := fs.parseFlagsOnly(args); err != nil {
 		return err
 	}
@@ -53,13 +56,47 @@ func runCluster(ctx context.Context, e *env, o clusterOptions) error {
 		return fmt.Errorf("start etcd cluster: %w", err)
 	}
 	dir := c.DataDir()
-	printCluster(e.stdout, c)
-	<-ctx.Done()
-	if err := c.Close(); err != nil {
-		return interrupted(fmt.Errorf("close etcd cluster: %w", err))
+	if o.output.json {
+		err = json.NewEncoder(e.stdout).Encode(clusterInfoOf(c))
+	} else {
+		printCluster(e.stdout, c)
 	}
-	fmt.Fprintf(e.stderr, "lockbench cluster: stopped; %s removed\n", dir)
+	if err == nil {
+		<-ctx.Done()
+	}
+	if cerr := c.Close(); cerr != nil {
+		return interrupted(fmt.Errorf("close etcd cluster: %w", cerr))
+	}
+	if err != nil {
+		return fmt.Errorf("print the cluster: %w", err)
+	}
+	fmt.Fprintf(o.output.info(e), "lockbench cluster: stopped; %s removed\n", dir)
 	return errInterrupted
+}
+
+// clusterInfo is cluster --json: what printCluster says, for a script.
+type clusterInfo struct {
+	Members    int      `json:"members"`
+	Endpoints  []string `json:"endpoints"`
+	TLS        bool     `json:"tls"`
+	Fsync      bool     `json:"fsync"`
+	TickMS     int64    `json:"tick_ms"`
+	ElectionMS int64    `json:"election_ms"`
+	// Data is the data folder, removed when the cluster stops.
+	Data string `json:"data"`
+	// CACert, Cert and Key are the client's TLS files (--tls).
+	CACert string `json:"cacert,omitempty"`
+	Cert   string `json:"cert,omitempty"`
+	Key    string `json:"key,omitempty"`
+}
+
+func clusterInfoOf(c *cluster.Cluster) clusterInfo {
+	info := clusterInfo{Members: len(c.Members()), Endpoints: c.Endpoints(), TLS: c.TLS(), Fsync: !c.UnsafeNoFsync(),
+		TickMS: c.Tick().Milliseconds(), ElectionMS: c.Election().Milliseconds(), Data: c.DataDir()}
+	if c.TLS() {
+		info.CACert, info.Cert, info.Key = c.TLSFiles()
+	}
+	return info
 }
 
 // printCluster tells the user how to reach the cluster, with commands

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
@@ -880,5 +881,61 @@ func TestProcessLockRefusedWithCredentials(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, "runs as a process of its own given only the endpoints") {
 			t.Errorf("%v: exit %d, stderr %q: want 2 and the refusal", args, code, stderr)
 		}
+	}
+}
+
+// TestClusterCommandJSON: cluster --json prints how to reach the cluster
+// as one JSON line a script can read, and --quiet leaves stderr empty
+// when Ctrl-C stops it.
+func TestClusterCommandJSON(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an etcd cluster")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		e := &env{stdout: &stdout, stderr: &stderr, scratch: &scratch{}}
+		defer e.scratch.removeAll()
+		done <- clusterCommand(ctx, e, []string{"--members", "1", "--unsafe-no-fsync", "--json", "--quiet"})
+	}()
+	deadline := time.After(time.Minute)
+	for !strings.HasSuffix(stdout.String(), "\n") {
+		select {
+		case err := <-done:
+			t.Fatalf("exited early: %v\n%s", err, stderr.String())
+		case <-deadline:
+			t.Fatalf("never ready:\n%s", stdout.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	var info clusterInfo
+	if err := json.Unmarshal([]byte(stdout.String()), &info); err != nil {
+		t.Fatalf("stdout is not one JSON object: %v\n%s", err, stdout.String())
+	}
+	if info.Members != 1 || len(info.Endpoints) != 1 || info.TLS || info.Fsync || info.ElectionMS <= 0 || info.Data == "" {
+		t.Errorf("cluster --json: %+v", info)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: info.Endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
+	_, err = cli.Put(pctx, "/manual", "x")
+	pcancel()
+	cli.Close()
+	if err != nil {
+		t.Fatalf("put through the printed endpoints: %v", err)
+	}
+	cancel()
+	if err := <-done; err != errInterrupted {
+		t.Errorf("after Ctrl-C: %v, want errInterrupted", err)
+	}
+	if stderr.String() != "" {
+		t.Errorf("--quiet printed on stderr: %q", stderr.String())
+	}
+	if _, err := os.Stat(info.Data); !os.IsNotExist(err) {
+		t.Errorf("data folder %s left: %v", info.Data, err)
 	}
 }
