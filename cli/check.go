@@ -85,9 +85,12 @@ type checkJSON struct {
 }
 
 // runCheck checks o.file and prints the report.
-func runCheck(_ context.Context, e *env, o checkOptions) error {
-	events, err := readHistory(e, o.file)
-	if err != nil {
+func runCheck(ctx context.Context, e *env, o checkOptions) error {
+	events, err := readHistory(ctx, e, o.file)
+	switch {
+	case errors.Is(err, errInterrupted):
+		return err
+	case err != nil:
 		return badInput(err)
 	}
 	rep := check.Check(events, check.Options{QuietBound: o.livenessBound, Order: o.order, OverrunBound: o.overrunBound}).Report
@@ -110,28 +113,49 @@ func runCheck(_ context.Context, e *env, o checkOptions) error {
 // readHistory decodes the history at path, or standard input for "-", as
 // it streams in: only the events are kept, never the file's bytes whole.
 // A file is decoded on every core (history.ReadFile); standard input line
-// by line.
-func readHistory(e *env, path string) ([]history.Event, error) {
+// by line, until ctx ends: a signal stops a read that waits on a pipe
+// (its goroutine, blocked in a read, ends with the process).
+func readHistory(ctx context.Context, e *env, path string) ([]history.Event, error) {
 	if path != "-" {
 		defer holdCollector(path)()
 		return history.ReadFile(path)
 	}
-	events, err := history.Read(&capped{r: e.stdin, left: wholefile.HistoryLimit})
-	if err != nil {
-		return nil, fmt.Errorf("standard input: %w", err)
+	type read struct {
+		events []history.Event
+		err    error
 	}
-	return events, nil
+	done := make(chan read, 1)
+	go func() {
+		events, err := history.Read(&capped{ctx: ctx, r: e.stdin, left: wholefile.HistoryLimit})
+		done <- read{events, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			if ctx.Err() != nil {
+				return nil, interrupted(nil)
+			}
+			return nil, fmt.Errorf("standard input: %w", r.err)
+		}
+		return r.events, nil
+	case <-ctx.Done():
+		return nil, interrupted(nil)
+	}
 }
 
 // capped reads r until left bytes have been read, then fails: standard
 // input is held to the limit a history file is (wholefile.HistoryLimit),
-// rather than grow the events without bound.
+// rather than grow the events without bound. It stops once ctx ends.
 type capped struct {
+	ctx  context.Context
 	r    io.Reader
 	left int64
 }
 
 func (c *capped) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
 	if c.left <= 0 {
 		return 0, fmt.Errorf("more than %s: a history is at most that", wholefile.Size(wholefile.HistoryLimit))
 	}

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +12,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+	"time"
 )
 
 // writeHistory writes lines as a history file in a test folder.
@@ -228,9 +231,37 @@ func TestHoldCollectorPutsItBack(t *testing.T) {
 
 // Standard input is held to a history file's limit.
 func TestCappedStdin(t *testing.T) {
-	c := &capped{r: strings.NewReader("0123456789"), left: 4}
+	c := &capped{ctx: context.Background(), r: strings.NewReader("0123456789"), left: 4}
 	b, err := io.ReadAll(c)
 	if string(b) != "0123" || err == nil || !strings.Contains(err.Error(), "a history is at most") {
 		t.Errorf("read %q, %v: want 4 bytes, then the limit's error", b, err)
+	}
+}
+
+// check - on a pipe that never ends stops at the first signal (it read on
+// until the pipe closed), with the interrupted exit.
+func TestCheckStdinStopsOnSignal(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if _, err := io.WriteString(w, `{"time":1,"process":0,"type":"invoke","f":"acquire"}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr bytes.Buffer
+	done := make(chan error, 1)
+	go func() { done <- checkCommand(ctx, &env{stdin: r, stdout: &stdout, stderr: &stderr}, []string{"-"}) }()
+	time.Sleep(100 * time.Millisecond) // reading, the pipe open
+	cancel()
+	select {
+	case err := <-done:
+		if exitCode(err) != ExitInterrupted {
+			t.Errorf("check - after the signal: %v (exit %d), want exit %d", err, exitCode(err), ExitInterrupted)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("check - read on after the signal")
 	}
 }
