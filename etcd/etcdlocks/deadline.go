@@ -33,8 +33,11 @@ var ErrRPCTimeout = errors.New("etcd request unanswered")
 
 // blockingRPCs are the unary methods whose answer is meant to wait as long
 // as the caller does: the v3lock service's Lock returns only once the lock
-// is held, the v3election service's Campaign once the caller leads.
-var blockingRPCs = map[string]bool{"/v3lockpb.Lock/Lock": true, "/v3electionpb.Election/Campaign": true}
+// is held, the v3election service's Campaign once the caller leads. And
+// the login: clientv3 bounds Authenticate by the dial timeout (at New and
+// when it fetches a token again), which is what a user sets for it.
+var blockingRPCs = map[string]bool{"/v3lockpb.Lock/Lock": true, "/v3electionpb.Election/Campaign": true,
+	"/etcdserverpb.Auth/Authenticate": true}
 
 // RPCDeadline returns the dial options that give every unary request at most
 // d to answer (the caller's own, shorter deadline still applies).

@@ -69,6 +69,17 @@ func TestRPCDeadline(t *testing.T) {
 			t.Fatalf("Lock got a deadline in %v, want none", got)
 		}
 	})
+	t.Run("the login keeps the dial timeout it was given", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		var got time.Duration
+		if err := invokeWithDeadline(d, ctx, "/etcdserverpb.Auth/Authenticate", deadlineOf(&got)); err != nil {
+			t.Fatal(err)
+		}
+		if got <= d {
+			t.Fatalf("Authenticate got a deadline in %v, want the caller's hour", got)
+		}
+	})
 	t.Run("zero or negative: no option", func(t *testing.T) {
 		if n := len(RPCDeadline(0)) + len(RPCDeadline(-time.Second)); n != 0 {
 			t.Fatalf("got %d options, want 0", n)
