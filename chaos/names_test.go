@@ -74,7 +74,7 @@ func TestFaultsDescribeThemselves(t *testing.T) {
 			t.Errorf("%s: needs member processes, peer relays or a snapshot count but not members", n)
 		case needs.Protocol != "" && !needs.ClientProxy:
 			t.Errorf("%s: reads a client protocol but needs no client relay to read it at", n)
-		case needs.Arg != "" && needs.Arg != ArgDelay && needs.Arg != ArgEvery:
+		case needs.Arg != "" && needs.Arg != ArgDelay && needs.Arg != ArgEvery && needs.Arg != ArgBy:
 			t.Errorf("%s: takes an unknown argument %q", n, needs.Arg)
 		}
 		if CostOf(n) != cost {
@@ -89,5 +89,8 @@ func TestFaultsDescribeThemselves(t *testing.T) {
 	}
 	if got := Taking(ArgEvery); len(got) != 1 || got[0] != "compact-loop" {
 		t.Errorf("Taking(every) = %v", got)
+	}
+	if got := Taking(ArgBy); len(got) != 1 || got[0] != "clock-jump" {
+		t.Errorf("Taking(by) = %v", got)
 	}
 }

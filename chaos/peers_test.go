@@ -22,3 +22,7 @@ func (w *recordingWorld) CutReplication(cut bool) error {
 func (w *recordingWorld) CatchUpBySnapshot(_ context.Context, i int) error {
 	return w.note("CatchUpBySnapshot %d", i)
 }
+
+func (w *recordingWorld) JumpClock(i int, by time.Duration) error {
+	return w.note("JumpClock %d %v", i, by)
+}

@@ -130,4 +130,5 @@ type World interface {
 	Store
 	Peers
 	Replication
+	Clocks
 }

@@ -143,7 +143,11 @@ type Step struct {
 	// Every is the interval of a fault that repeats while its step lasts
 	// (compact-loop, default 100ms).
 	Every Duration `json:"every,omitempty" yaml:"every"`
-	line  int
+	// By is how far clock-jump moves the member's wall clock forward
+	// (required). Added later, additive: omitted, a step reads and
+	// hashes as before.
+	By   Duration `json:"by,omitempty" yaml:"by"`
+	line int
 }
 
 // UnmarshalYAML keeps the step's line for error messages.
@@ -359,10 +363,13 @@ func (st Step) arg(f chaos.Fault) (time.Duration, error) {
 	for _, a := range []struct {
 		field string
 		v     Duration
-	}{{chaos.ArgDelay, st.Delay}, {chaos.ArgEvery, st.Every}} {
+	}{{chaos.ArgDelay, st.Delay}, {chaos.ArgEvery, st.Every}, {chaos.ArgBy, st.By}} {
 		switch {
 		case a.v < 0:
 			return 0, fmt.Errorf("%s %s: must be ≥0", a.field, a.v)
+		case a.v == 0 && a.field == chaos.ArgBy && f.Needs().Arg == a.field:
+			// No default: how far a clock jumps is the scenario's point.
+			return 0, fmt.Errorf("%s needs by: how far the clock jumps forward (e.g. by: 60s)", f.Name())
 		case a.v != 0 && f.Needs().Arg != a.field:
 			return 0, fmt.Errorf("%s applies only to %s", a.field, strings.Join(chaos.Taking(a.field), ", "))
 		case f.Needs().Arg == a.field:
@@ -441,6 +448,7 @@ func (s Scenario) Needs() chaos.Needs {
 			n.Protocol = f.Protocol
 		}
 		n.EmptyRestart = n.EmptyRestart || f.EmptyRestart
+		n.Clock = n.Clock || f.Clock
 	}
 	return n
 }

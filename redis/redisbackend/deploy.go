@@ -56,7 +56,7 @@ func (Deployer) Name() string { return redislocks.Backend }
 // Deploy starts the deployment lock runs on (Deployment), with the
 // Redis programs on PATH.
 func (Deployer) Deploy(ctx context.Context, lock string, opts backend.DeployOptions) (*backend.Deployment, error) {
-	ropts := rediscluster.Options{DataParent: opts.DataParent}
+	ropts := rediscluster.Options{DataParent: opts.DataParent, Clock: opts.Clock}
 	b, m, err := Start(ctx, lock, ropts)
 	if err != nil {
 		return nil, err
