@@ -96,6 +96,7 @@ func TestFaultActions(t *testing.T) {
 		{"cut-replication", 0, "CutReplication true", "CutReplication false"},
 		{"restart-empty", 0, "CrashMember 1;RestartMember 1", ""},
 		{"clock-jump", 30 * time.Second, "JumpClock 1 30s", "JumpClock 1 0s"},
+		{"delay-acquire-replies", 400 * time.Millisecond, "DelayAcquireReplies 1 400ms", "AcquireRepliesDelayed 1;DelayAcquireReplies 1 0s"},
 	} {
 		t.Run(tc.fault, func(t *testing.T) {
 			f, err := Lookup(tc.fault)

@@ -84,7 +84,7 @@ func TestFaultsDescribeThemselves(t *testing.T) {
 	if CostOf("a-fault-of-another-tool") != CostUnknown {
 		t.Error("an unknown fault must cost CostUnknown, so the checker judges it by its target")
 	}
-	if got := Taking(ArgDelay); !slices.Equal(got, []string{"delay-answers", "delay-client", "delay-peers"}) {
+	if got := Taking(ArgDelay); !slices.Equal(got, []string{"delay-acquire-replies", "delay-answers", "delay-client", "delay-peers"}) {
 		t.Errorf("Taking(delay) = %v", got)
 	}
 	if got := Taking(ArgEvery); len(got) != 1 || got[0] != "compact-loop" {

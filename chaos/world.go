@@ -131,4 +131,5 @@ type World interface {
 	Peers
 	Replication
 	Clocks
+	AcquireReplies
 }
