@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -103,22 +104,11 @@ func TestCommandAndAcquires(t *testing.T) {
 // request is args as a client sends them: an array of bulk strings.
 func request(args ...string) string {
 	var b strings.Builder
-	b.WriteString("*" + itoa(len(args)) + "\r\n")
+	b.WriteString("*" + strconv.Itoa(len(args)) + "\r\n")
 	for _, a := range args {
-		b.WriteString("$" + itoa(len(a)) + "\r\n" + a + "\r\n")
+		b.WriteString("$" + strconv.Itoa(len(a)) + "\r\n" + a + "\r\n")
 	}
 	return b.String()
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var d []byte
-	for ; n > 0; n /= 10 {
-		d = append([]byte{byte('0' + n%10)}, d...)
-	}
-	return string(d)
 }
 
 // FuzzSplit: whatever the bytes, Split neither panics nor claims more
