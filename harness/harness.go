@@ -116,8 +116,9 @@ func (s RunSpec) validate(refuse bool) error {
 		return err
 	}
 	// etcd's leases are whole seconds; another backend's lock takes the
-	// TTL its scenario allows it (scenarios.MinMillisecondTTL).
-	if deployerOf(s.Lock) == nil {
+	// TTL its scenario allows it (scenarios.MinMillisecondTTL), and a
+	// scenario not for etcd makes no etcd run to check (notFor).
+	if deployerOf(s.Lock) == nil && s.Scenario.For(backendOf(s.Lock)) {
 		if _, err := (etcdlocks.Options{Options: locks.Options{TTL: s.Scenario.TTL()}, KeepAlive: s.KeepAlive}).WithDefaults(); err != nil {
 			return err
 		}
