@@ -28,9 +28,12 @@ adapter-deps:
 
 # Redis for package rediscluster's tests (Redis locks beside etcd's, issue
 # #31): the Debian packages, as root; no service is started by lockbench.
+# clock-jump compiles lockbench's clock for the nodes with cc (gcc; the
+# race detector needs it too): libfaketime cannot start Debian's
+# redis-server (docs/redis.md, "A clock that jumps").
 redis-deps:
-	@command -v redis-server >/dev/null && command -v redis-sentinel >/dev/null && echo "redis-server and redis-sentinel: installed" || \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-sentinel >/dev/null && echo "installed redis-server and redis-sentinel")
+	@command -v redis-server >/dev/null && command -v redis-sentinel >/dev/null && command -v cc >/dev/null && echo "redis-server, redis-sentinel and cc: installed" || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-sentinel gcc >/dev/null && echo "installed redis-server, redis-sentinel and gcc")
 
 # ZooKeeper for package zkcluster's tests (an ensemble of JVMs lockbench
 # starts itself) and the ZooKeeper locks' clients: the Debian packages, as

@@ -37,6 +37,10 @@ type DeployOptions struct {
 	// through lockbench's relays. Without it they talk directly: a relay
 	// on every commit's path would slow every figure of the run.
 	PeerNetwork bool
+	// Clock: the run's faults move a member's wall clock
+	// (chaos.Needs.Clock), so the members must be started on a clock
+	// lockbench can move. Without it they read the machine's.
+	Clock bool
 }
 
 // Deployment is a running deployment of a backend.

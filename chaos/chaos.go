@@ -95,6 +95,13 @@ type Needs struct {
 	// (restart-empty); etcd's and ZooKeeper's members restart on their
 	// own data and refuse the fault.
 	EmptyRestart bool
+	// Clock: members whose wall clock lockbench can move without
+	// touching the machine's (Redis's redis-server, started with a clock
+	// of lockbench's in front of the C library's), and whose expiry of a
+	// client's key reads that clock (clock-jump). etcd's leases and
+	// ZooKeeper's sessions expire on a monotonic clock a jump does not
+	// move, and they refuse the fault.
+	Clock bool
 	// Arg names the step field that sets the fault's parameter (ArgDelay),
 	// "" when the fault takes none.
 	Arg string

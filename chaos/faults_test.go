@@ -95,6 +95,8 @@ func TestFaultActions(t *testing.T) {
 		{"snapshot-catchup", 0, "CatchUpBySnapshot 1", ""},
 		{"cut-replication", 0, "CutReplication true", "CutReplication false"},
 		{"restart-empty", 0, "CrashMember 1;RestartMember 1", ""},
+		{"clock-jump", 30 * time.Second, "JumpClock 1 30s", "JumpClock 1 0s"},
+		{"delay-acquire-replies", 400 * time.Millisecond, "DelayAcquireReplies 1 400ms", "AcquireRepliesDelayed 1;DelayAcquireReplies 1 0s"},
 	} {
 		t.Run(tc.fault, func(t *testing.T) {
 			f, err := Lookup(tc.fault)
@@ -127,6 +129,22 @@ func TestFaultActions(t *testing.T) {
 				t.Errorf("undo: %q, want %q", got, tc.undo)
 			}
 		})
+	}
+}
+
+// TestClockJumpNeedsAnAmount: a clock-jump by nothing is an error, not
+// a fault that strikes and does nothing (a scenario refuses it first).
+func TestClockJumpNeedsAnAmount(t *testing.T) {
+	f, err := Lookup("clock-jump")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &recordingWorld{}
+	if _, err := f.Inject(context.Background(), w, 1, 0); err == nil || !strings.Contains(err.Error(), "must be >0") {
+		t.Errorf("clock-jump by 0: %v, want an error", err)
+	}
+	if len(w.calls) != 0 {
+		t.Errorf("clock-jump by 0 acted: %v", w.calls)
 	}
 }
 

@@ -74,7 +74,7 @@ func TestFaultsDescribeThemselves(t *testing.T) {
 			t.Errorf("%s: needs member processes, peer relays or a snapshot count but not members", n)
 		case needs.Protocol != "" && !needs.ClientProxy:
 			t.Errorf("%s: reads a client protocol but needs no client relay to read it at", n)
-		case needs.Arg != "" && needs.Arg != ArgDelay && needs.Arg != ArgEvery:
+		case needs.Arg != "" && needs.Arg != ArgDelay && needs.Arg != ArgEvery && needs.Arg != ArgBy:
 			t.Errorf("%s: takes an unknown argument %q", n, needs.Arg)
 		}
 		if CostOf(n) != cost {
@@ -84,10 +84,13 @@ func TestFaultsDescribeThemselves(t *testing.T) {
 	if CostOf("a-fault-of-another-tool") != CostUnknown {
 		t.Error("an unknown fault must cost CostUnknown, so the checker judges it by its target")
 	}
-	if got := Taking(ArgDelay); !slices.Equal(got, []string{"delay-answers", "delay-client", "delay-peers"}) {
+	if got := Taking(ArgDelay); !slices.Equal(got, []string{"delay-acquire-replies", "delay-answers", "delay-client", "delay-peers"}) {
 		t.Errorf("Taking(delay) = %v", got)
 	}
 	if got := Taking(ArgEvery); len(got) != 1 || got[0] != "compact-loop" {
 		t.Errorf("Taking(every) = %v", got)
+	}
+	if got := Taking(ArgBy); len(got) != 1 || got[0] != "clock-jump" {
+		t.Errorf("Taking(by) = %v", got)
 	}
 }

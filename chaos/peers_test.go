@@ -22,3 +22,15 @@ func (w *recordingWorld) CutReplication(cut bool) error {
 func (w *recordingWorld) CatchUpBySnapshot(_ context.Context, i int) error {
 	return w.note("CatchUpBySnapshot %d", i)
 }
+
+func (w *recordingWorld) JumpClock(i int, by time.Duration) error {
+	return w.note("JumpClock %d %v", i, by)
+}
+
+func (w *recordingWorld) DelayAcquireReplies(i int, d time.Duration) error {
+	return w.note("DelayAcquireReplies %d %v", i, d)
+}
+
+func (w *recordingWorld) AcquireRepliesDelayed(i int) (int, error) {
+	return 1, w.note("AcquireRepliesDelayed %d", i)
+}

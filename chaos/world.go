@@ -130,4 +130,6 @@ type World interface {
 	Store
 	Peers
 	Replication
+	Clocks
+	AcquireReplies
 }

@@ -42,6 +42,10 @@ func TestBadInput(t *testing.T) {
 	os.WriteFile(badTime, []byte(`{"time":"1","process":0,"type":"invoke","f":"acquire"}`+"\n"), 0o644)
 	empty := filepath.Join(dir, "empty.jsonl")
 	os.WriteFile(empty, nil, 0o644)
+	// redis-clock-jump's steps without its backends line: etcd and
+	// ZooKeeper refuse the fault itself, saying what clock their leases
+	// and sessions expire on.
+	clockJump := "name: jump\nclients: 2\nduration: 2s\nworkload: {kind: hold}\nsteps:\n  - {at: 1s, fault: clock-jump, target: member:0, by: 60s}\n"
 	out := filepath.Join(dir, "runs")
 
 	tests := []struct {
@@ -56,6 +60,9 @@ func TestBadInput(t *testing.T) {
 		{[]string{"run", "--out", out, "--lock", "redlock", "--scenario", "redis-primary-crash-unreplicated"}, []string{"step 1 (cut-replication)", "independent primaries"}},
 		{[]string{"run", "--out", out, "--scenario", writeScenario(t, "name: empty\nclients: 2\nduration: 2s\nworkload: {kind: hold}\nsteps:\n  - {at: 1s, fault: restart-empty, target: leader}\n")}, []string{"restart-empty", "own data"}},
 		{[]string{"run", "--out", out, "--lock", "zk-queue", "--scenario", writeScenario(t, "name: empty\nclients: 2\nduration: 2s\nworkload: {kind: hold}\nsteps:\n  - {at: 1s, fault: restart-empty, target: leader}\n")}, []string{"restart-empty", "own data"}},
+		{[]string{"run", "--out", out, "--lock", "queue", "--scenario", "redis-clock-jump"}, []string{"scenario redis-clock-jump is for redis only, and queue runs on etcd"}},
+		{[]string{"run", "--out", out, "--lock", "queue", "--scenario", writeScenario(t, clockJump)}, []string{"clock-jump", "Go's monotonic clock", "Lease.Remaining"}},
+		{[]string{"run", "--out", out, "--lock", "zk-queue", "--scenario", writeScenario(t, clockJump)}, []string{"clock-jump", "System.nanoTime"}},
 		{[]string{"run", "--out", out, "--lock", "redlock", "--endpoints", "127.0.0.1:2379"}, []string{"--endpoints: redlock runs on a redis deployment that lockbench starts for it"}},
 		{[]string{"run", "--out", out, "--lock", "redis-setnx", "--keepalive", "auto"}, []string{"--keepalive: redis-setnx runs on a redis deployment", "does not apply"}},
 		{[]string{"run", "--out", out, "--lock", "redis-setnx", "--scenario", writeScenario(t, "name: etcd-only\nclients: 2\nduration: 2s\nworkload: {kind: hold}\nbackends: [etcd]\n")}, []string{"scenario etcd-only is for etcd only, and redis-setnx runs on redis"}},

@@ -68,7 +68,8 @@ func OwnDeployment(lock string) (backendName string, own bool) {
 // on it through the runner as an etcd run is, and writes the run folder.
 // The deployment is closed on every path out.
 func runDeployed(ctx context.Context, d backend.Deployer, spec RunSpec) (res *Result, err error) {
-	dep, err := d.Deploy(ctx, spec.Lock, backend.DeployOptions{DataParent: spec.Cluster.DataParent, PeerNetwork: spec.Scenario.Needs().PeerNetwork})
+	needs := spec.Scenario.Needs()
+	dep, err := d.Deploy(ctx, spec.Lock, backend.DeployOptions{DataParent: spec.Cluster.DataParent, PeerNetwork: needs.PeerNetwork, Clock: needs.Clock})
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", d.Name(), err)
 	}

@@ -206,6 +206,10 @@ type Fault struct {
 	// ForNS is the planned duration in nanoseconds, 0 if instantaneous or
 	// ended by another step.
 	ForNS int64 `json:"for_ns,omitempty"`
+	// ArgNS is the step's parameter in nanoseconds (its delay, every or
+	// by: how far clock-jump moved the clock), 0 when it takes none.
+	// Added later, additive: older histories have none.
+	ArgNS int64 `json:"arg_ns,omitempty"`
 }
 
 // DeletionValue encodes d for Event.Value.

@@ -52,6 +52,9 @@ type connection struct {
 	// read the client protocol (replies.go); set with them, read without
 	// mu.
 	loser backend.CreateReplyLoser
+	// delayer, as loser, holds the replies to the client's acquires
+	// (delay-acquire-replies).
+	delayer backend.AcquireReplyDelayer
 	// conn is the client's connection (its own, or a shared one); session
 	// is what its Lockers share on it.
 	conn backend.Connection

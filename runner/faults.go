@@ -28,8 +28,11 @@ func (c *client) startProxies() error {
 			c.conn.proxies = nil
 			return fmt.Errorf("client %d: %w", c.id, err)
 		}
-		if c.conn.loser != nil {
+		switch {
+		case c.conn.loser != nil:
 			p.SetFilter(c.conn.loser.Filter)
+		case c.conn.delayer != nil:
+			p.SetFilter(c.conn.delayer.Filter)
 		}
 		c.conn.proxies = append(c.conn.proxies, p)
 	}

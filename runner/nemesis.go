@@ -60,7 +60,7 @@ func (r *runner) nemesis(ctx context.Context, plan []chaos.PlannedStep) error {
 // lasts, its end. It returns the fault in effect, or nil when it was
 // instantaneous or failed.
 func (r *runner) strike(ctx context.Context, st chaos.PlannedStep) *activeFault {
-	v := history.Fault{Fault: st.Fault.Name(), Target: st.Target.String(), ForNS: int64(st.For)}
+	v := history.Fault{Fault: st.Fault.Name(), Target: st.Target.String(), ForNS: int64(st.For), ArgNS: int64(st.Arg)}
 	event := func(typ history.Type, err error) {
 		r.record(history.Event{Process: history.NemesisProcess, Type: typ, F: history.FFault, Value: history.FaultValue(v), Error: errString(err, "")})
 	}

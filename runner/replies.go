@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/lockbench/lockbench/backend"
 	"github.com/lockbench/lockbench/chaos"
@@ -40,13 +41,40 @@ func (r *runner) KeepCreateReplies(i int) (int, error) {
 // refused the scenario first).
 func (c *client) makeLoser() error {
 	want := c.r.cfg.Scenario.Needs().Protocol
-	if want == "" || c.conn.loser != nil {
+	if want == "" || c.conn.loser != nil || c.conn.delayer != nil {
 		return nil
 	}
-	cr, ok := c.r.cfg.Backend.(backend.CreateReplies)
-	if !ok || cr.Protocol() != want {
-		return fmt.Errorf("scenario %s: its faults read %s's client protocol, which the %s backend's relays do not", c.r.cfg.Scenario.Name, want, c.r.cfg.Backend.Name())
+	if cr, ok := c.r.cfg.Backend.(backend.CreateReplies); ok && cr.Protocol() == want {
+		c.conn.loser = cr.NewCreateReplyLoser()
+		return nil
 	}
-	c.conn.loser = cr.NewCreateReplyLoser()
+	if ar, ok := c.r.cfg.Backend.(backend.AcquireReplies); ok && ar.Protocol() == want {
+		c.conn.delayer = ar.NewAcquireReplyDelayer()
+		return nil
+	}
+	return fmt.Errorf("scenario %s: its faults read %s's client protocol, which the %s backend's relays do not", c.r.cfg.Scenario.Name, want, c.r.cfg.Backend.Name())
+}
+
+// chaos.AcquireReplies: the client's relays read its protocol, through
+// the backend's delayer (backend.AcquireReplies).
+var _ chaos.AcquireReplies = (*runner)(nil)
+
+func (r *runner) DelayAcquireReplies(i int, d time.Duration) error {
+	c := r.client(i)
+	if err := c.needProxies("delay acquire replies"); err != nil {
+		return err
+	}
+	if c.conn.delayer == nil {
+		return fmt.Errorf("client %d: its relays read no client protocol: invariant broken", i)
+	}
+	c.conn.delayer.Delay(d)
 	return nil
+}
+
+func (r *runner) AcquireRepliesDelayed(i int) (int, error) {
+	c := r.client(i)
+	if c.conn.delayer == nil {
+		return 0, fmt.Errorf("client %d: its relays read no client protocol: invariant broken", i)
+	}
+	return c.conn.delayer.Delayed(), nil
 }

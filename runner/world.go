@@ -260,6 +260,14 @@ func (r *runner) CutReplication(cut bool) error {
 	return p.CutReplication(cut)
 }
 
+func (r *runner) JumpClock(i int, by time.Duration) error {
+	c, ok := r.cfg.Cluster.(chaos.Clocks)
+	if !ok {
+		return r.cannot("move a member's clock")
+	}
+	return c.JumpClock(i, by)
+}
+
 // cannot is the error of a fault the run's backend or members cannot do.
 func (r *runner) cannot(what string) error {
 	return fmt.Errorf("the %s backend's deployment cannot %s", r.cfg.Backend.Name(), what)

@@ -143,7 +143,11 @@ type Step struct {
 	// Every is the interval of a fault that repeats while its step lasts
 	// (compact-loop, default 100ms).
 	Every Duration `json:"every,omitempty" yaml:"every"`
-	line  int
+	// By is how far clock-jump moves the member's wall clock forward
+	// (required). Added later, additive: omitted, a step reads and
+	// hashes as before.
+	By   Duration `json:"by,omitempty" yaml:"by"`
+	line int
 }
 
 // UnmarshalYAML keeps the step's line for error messages.
@@ -231,8 +235,10 @@ func (s *Scenario) Validate() error {
 		return fmt.Errorf("%s: think %s: must be ≥0", w, s.Workload.Think)
 	case s.Workload.Stagger < 0:
 		return fmt.Errorf("%s: stagger %s: must be ≥0", w, s.Workload.Stagger)
-	case s.LeaseTTL != 0 && (s.LeaseTTL < Duration(time.Second) || s.LeaseTTL%Duration(time.Second) != 0):
-		return fmt.Errorf("%s: lease_ttl %s: must be a whole number of seconds ≥1s", w, s.LeaseTTL)
+	case s.LeaseTTL != 0 && s.msTTL() && s.LeaseTTL < Duration(MinMillisecondTTL):
+		return fmt.Errorf("%s: lease_ttl %s: must be ≥%s (a scenario for %s only, whose keys expire to the millisecond)", w, s.LeaseTTL, MinMillisecondTTL, msTTLBackend)
+	case s.LeaseTTL != 0 && !s.msTTL() && (s.LeaseTTL < Duration(time.Second) || s.LeaseTTL%Duration(time.Second) != 0):
+		return fmt.Errorf("%s: lease_ttl %s: must be a whole number of seconds ≥1s (or, in a scenario for %s only, ≥%s)", w, s.LeaseTTL, msTTLBackend, MinMillisecondTTL)
 	}
 	if !contains(workloads, s.Workload.Kind) {
 		return fmt.Errorf("%s: workload kind %q: valid kinds are %s", w, s.Workload.Kind, strings.Join(workloads, ", "))
@@ -265,6 +271,22 @@ func (s Scenario) CheckNames(names verdict.Names) error {
 		}
 	}
 	return s.Expect.Validate(func(key string) string { return s.where(s.expectLines[key]) }, names)
+}
+
+// msTTLBackend is the backend whose locks' keys expire to the
+// millisecond (Redis's PX): a scenario for it only may give a lease_ttl
+// under a second, as a pause inside the acquire needs one shorter than
+// its clients' read timeout. etcd's leases and ZooKeeper's sessions are
+// whole seconds.
+const msTTLBackend = "redis"
+
+// MinMillisecondTTL is the shortest lease_ttl of a scenario for Redis
+// only.
+const MinMillisecondTTL = 100 * time.Millisecond
+
+// msTTL says whether the scenario is for msTTLBackend only.
+func (s Scenario) msTTL() bool {
+	return len(s.Backends) == 1 && s.Backends[0] == msTTLBackend
 }
 
 // For says whether the scenario is for backend (Backends).
@@ -359,10 +381,13 @@ func (st Step) arg(f chaos.Fault) (time.Duration, error) {
 	for _, a := range []struct {
 		field string
 		v     Duration
-	}{{chaos.ArgDelay, st.Delay}, {chaos.ArgEvery, st.Every}} {
+	}{{chaos.ArgDelay, st.Delay}, {chaos.ArgEvery, st.Every}, {chaos.ArgBy, st.By}} {
 		switch {
 		case a.v < 0:
 			return 0, fmt.Errorf("%s %s: must be ≥0", a.field, a.v)
+		case a.v == 0 && a.field == chaos.ArgBy && f.Needs().Arg == a.field:
+			// No default: how far a clock jumps is the scenario's point.
+			return 0, fmt.Errorf("%s needs by: how far the clock jumps forward (e.g. by: 60s)", f.Name())
 		case a.v != 0 && f.Needs().Arg != a.field:
 			return 0, fmt.Errorf("%s applies only to %s", a.field, strings.Join(chaos.Taking(a.field), ", "))
 		case f.Needs().Arg == a.field:
@@ -441,6 +466,7 @@ func (s Scenario) Needs() chaos.Needs {
 			n.Protocol = f.Protocol
 		}
 		n.EmptyRestart = n.EmptyRestart || f.EmptyRestart
+		n.Clock = n.Clock || f.Clock
 	}
 	return n
 }

@@ -31,7 +31,7 @@ func TestBuiltinsParse(t *testing.T) {
 		}
 	}
 	ext := ExtendedNames()
-	if want := []string{"delay-peers", "drop-peers", "leader-kill-long-hold", "redis-bare-majority-restart", "redis-holder-pause", "redis-instance-restart-empty",
+	if want := []string{"delay-peers", "drop-peers", "leader-kill-long-hold", "redis-acquire-pause", "redis-bare-majority-restart", "redis-clock-jump", "redis-holder-pause", "redis-instance-restart-empty",
 		"redis-primary-crash", "redis-primary-crash-unreplicated", "redis-primary-pause", "redis-steady", "replace-member", "snapshot-catchup"}; !reflect.DeepEqual(ext, want) {
 		t.Errorf("extended set = %v, want %v", ext, want)
 	}
@@ -63,6 +63,8 @@ func TestBuiltinsParse(t *testing.T) {
 		"redis-primary-crash-unreplicated": {Members: true, AsyncReplication: true},
 		"redis-bare-majority-restart":      {Members: true, EmptyRestart: true},
 		"redis-holder-pause":               {ClientProxy: true},
+		"redis-clock-jump":                 {Members: true, Clock: true},
+		"redis-acquire-pause":              {ClientProxy: true, Protocol: chaos.ProtocolRedis},
 	} {
 		if s, _ := Lookup(name); s.Needs() != want {
 			t.Errorf("%s needs %+v, want %+v", name, s.Needs(), want)
@@ -186,7 +188,15 @@ func TestParseErrorsNameFileLineAndChoices(t *testing.T) {
 		{"every for a fault that does not repeat", "name: x\nclients: 2\nduration: 5s\nworkload: {kind: hold}\nsteps:\n  - {at: 1s, fault: compact, every: 50ms}\n",
 			[]string{"bad.yaml:6", "every applies only to compact-loop"}},
 		{"delay for compact-loop", "name: x\nclients: 2\nduration: 5s\nworkload: {kind: hold}\nsteps:\n  - {at: 1s, fault: compact-loop, for: 1s, delay: 50ms}\n",
-			[]string{"bad.yaml:6", "delay applies only to delay-answers, delay-client"}},
+			[]string{"bad.yaml:6", "delay applies only to delay-acquire-replies, delay-answers, delay-client"}},
+		{"sub-second lease_ttl for every backend", "name: x\nclients: 2\nduration: 5s\nlease_ttl: 300ms\nworkload: {kind: hold}\n",
+			[]string{"lease_ttl 300ms", "whole number of seconds ≥1s", "for redis only, ≥100ms"}},
+		{"lease_ttl too short for Redis", "name: x\nclients: 2\nduration: 5s\nlease_ttl: 50ms\nbackends: [redis]\nworkload: {kind: hold}\n",
+			[]string{"lease_ttl 50ms", "must be ≥100ms", "redis only"}},
+		{"clock-jump without by", "name: x\nclients: 2\nduration: 5s\nworkload: {kind: hold}\nsteps:\n  - {at: 1s, fault: clock-jump, target: member:0}\n",
+			[]string{"bad.yaml:6", "clock-jump needs by", "e.g. by: 60s"}},
+		{"by for a fault that moves nothing", "name: x\nclients: 2\nduration: 5s\nworkload: {kind: hold}\nsteps:\n  - {at: 1s, fault: crash-member, target: member:0, by: 5s}\n",
+			[]string{"bad.yaml:6", "by applies only to clock-jump"}},
 		{"nemesis without faults", "name: x\nclients: 2\nduration: 5s\nworkload: {kind: hold}\nnemesis: {every: 1s, for: 500ms}\n",
 			[]string{"bad.yaml: nemesis: faults", "crash-member"}},
 		{"nemesis faults overlap", "name: x\nclients: 2\nduration: 5s\nworkload: {kind: hold}\nnemesis: {faults: [compact], every: 1s, for: 1s}\n",

@@ -122,6 +122,15 @@ func Refuses(opts Options, fault chaos.Fault) error {
 		return fmt.Errorf("fault %s reads %s's client protocol at the client's relays; etcd's clients speak gRPC, which the relays do not read: run it with a %s lock", fault.Name(), needs.Protocol, needs.Protocol)
 	case needs.AsyncReplication:
 		return fmt.Errorf("fault %s: etcd commits only what a majority of its members has: it has no asynchronous replication link to cut (the fault is Redis's)", fault.Name())
+	case needs.Clock:
+		// A lease's expiry is a time.Time read with time.Now, which
+		// carries Go's monotonic reading, and every comparison with it
+		// (Lease.refresh sets it, Lease.Remaining's time.Until and the
+		// lessor's expireExists' now.Before(item.time) read it) uses
+		// that reading: a wall clock that jumps moves no lease. Nor can
+		// a preloaded clock reach a Go program, which reads the time
+		// through the vDSO itself, not the C library.
+		return fmt.Errorf("fault %s: etcd's leases expire on Go's monotonic clock (lease.Lease.refresh sets the expiry with time.Now, Lease.Remaining reads it with time.Until, the lessor's expireExists compares it with time.Now: all monotonic readings), which a wall-clock jump does not move, and lockbench cannot move the clock of a Go program (the fault is Redis's, whose keys expire on the wall clock)", fault.Name())
 	case needs.EmptyRestart:
 		return fmt.Errorf("fault %s: an etcd member restarts on its own data; a member with empty data is replace-member (restart-empty is Redis's, whose nodes persist nothing)", fault.Name())
 	case needs.SnapshotCount && (opts.SnapshotCount == 0 || opts.SnapshotCount > MaxCatchUpSnapshotCount):

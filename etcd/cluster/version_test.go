@@ -99,6 +99,8 @@ func TestRefuses(t *testing.T) {
 		{Options{}, "cut-replication", "asynchronous replication"},
 		{Options{EtcdBin: "self"}, "restart-empty", "own data"},
 		{Options{}, "restart-empty", "replace-member"},
+		{Options{}, "clock-jump", "Lease.Remaining"},
+		{Options{EtcdBin: "self"}, "clock-jump", "monotonic clock"},
 	} {
 		if err := Refuses(bad.o, fault(bad.f)); err == nil || !strings.Contains(err.Error(), bad.says) {
 			t.Errorf("%+v %s: %v, want a refusal naming %q", bad.o, bad.f, err, bad.says)

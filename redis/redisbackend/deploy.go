@@ -56,7 +56,7 @@ func (Deployer) Name() string { return redislocks.Backend }
 // Deploy starts the deployment lock runs on (Deployment), with the
 // Redis programs on PATH.
 func (Deployer) Deploy(ctx context.Context, lock string, opts backend.DeployOptions) (*backend.Deployment, error) {
-	ropts := rediscluster.Options{DataParent: opts.DataParent}
+	ropts := rediscluster.Options{DataParent: opts.DataParent, Clock: opts.Clock}
 	b, m, err := Start(ctx, lock, ropts)
 	if err != nil {
 		return nil, err
@@ -80,7 +80,7 @@ func (Deployer) Refuses(fault chaos.Fault) error {
 		return fmt.Errorf("fault %s acts on etcd's peer network or snapshots, which a Redis deployment has not", fault.Name())
 	case n.OperatorAPI:
 		return fmt.Errorf("fault %s is an operator's call of etcd's API (revoke a lease, compact, defragment, move the leader, replace a member), which Redis has not", fault.Name())
-	case n.Protocol != "":
+	case n.Protocol != "" && n.Protocol != chaos.ProtocolRedis:
 		return fmt.Errorf("fault %s reads %s's client protocol at the client's relays; Redis's clients speak RESP: run it with a %s lock", fault.Name(), n.Protocol, n.Protocol)
 	}
 	return nil

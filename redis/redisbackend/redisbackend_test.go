@@ -153,6 +153,8 @@ func TestRefusesStep(t *testing.T) {
 		{"redis-setnx", "restart-empty", "follower", ""},
 		{"redlock", "restart-empty", "member:4", ""},
 		{"redlock", "pause-client", "holder", ""},
+		{"redlock", "clock-jump", "member:2", ""},
+		{"redis-setnx", "clock-jump", "leader", ""},
 	} {
 		st := step(tc.fault, tc.target)
 		err := redisbackend.Deployer{}.RefusesStep(tc.lock, st)

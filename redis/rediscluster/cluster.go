@@ -59,6 +59,9 @@ type Options struct {
 	DownAfter time.Duration
 	// DataParent holds the data folder (default os.TempDir()).
 	DataParent string
+	// Clock starts every redis-server on a clock of its own, which
+	// JumpClock moves (clock.go); off, they read the machine's.
+	Clock bool
 }
 
 func (o *Options) defaults() error {
@@ -118,6 +121,9 @@ type Cluster struct {
 	// front stands in front of node 0, at the address everyone uses for
 	// it (replication.go); nil for independent instances.
 	front *relay
+	// clock is the nodes' movable clock library (Options.Clock), "" when
+	// they read the machine's.
+	clock string
 }
 
 // Start launches the primary, the replicas (replicating through the
@@ -146,6 +152,11 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, DefaultStartWait)
 	defer cancel()
+	if opts.Clock {
+		if c.clock, err = c.buildClock(ctx); err != nil {
+			return c, err
+		}
+	}
 	if opts.Instances > 0 {
 		ports, err := freePorts(opts.Instances)
 		if err != nil {
@@ -192,6 +203,12 @@ func (c *Cluster) startNodes(ctx context.Context, ports []int, replicate bool) e
 			args = append(args, "--replicaof", "127.0.0.1", strconv.Itoa(c.front.port()))
 		}
 		p.args = args
+		if c.clock != "" {
+			var err error
+			if p.env, err = clockEnv(c.clock, p.dir); err != nil {
+				return fmt.Errorf("%s's clock: %w", p.Name, err)
+			}
+		}
 		c.nodes = append(c.nodes, p)
 		if err := p.start(); err != nil {
 			return err

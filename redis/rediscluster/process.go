@@ -14,6 +14,9 @@ type process struct {
 	bin, dir string
 	port     int
 	args     []string
+	// env, when set, is the process's environment (the movable clock's,
+	// clock.go); else it inherits lockbench's.
+	env []string
 	// Server is the process while it runs (Server.Name names it).
 	owned.Server
 }
@@ -23,5 +26,7 @@ func (p *process) start() error {
 	if err := os.MkdirAll(p.dir, 0o700); err != nil {
 		return fmt.Errorf("%s: %w", p.Name, err)
 	}
-	return p.Server.Start(exec.Command(p.bin, p.args...), p.dir+"/stdout.log")
+	cmd := exec.Command(p.bin, p.args...)
+	cmd.Env = p.env
+	return p.Server.Start(cmd, p.dir+"/stdout.log")
 }

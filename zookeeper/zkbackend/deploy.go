@@ -57,6 +57,8 @@ func (Deployer) Refuses(fault chaos.Fault) error {
 		return fmt.Errorf("fault %s: ZooKeeper commits only what a quorum has: it has no asynchronous replication link to cut (the fault is Redis's)", fault.Name())
 	case n.Protocol != "" && n.Protocol != chaos.ProtocolZooKeeper:
 		return fmt.Errorf("fault %s reads %s's client protocol at the client's relays; ZooKeeper's clients speak their own", fault.Name(), n.Protocol)
+	case n.Clock:
+		return fmt.Errorf("fault %s: ZooKeeper's leader expires sessions on the JVM's monotonic clock (System.nanoTime, through its Time.currentElapsedTime), which a wall-clock jump does not move (the fault is Redis's, whose keys expire on the wall clock)", fault.Name())
 	case n.EmptyRestart:
 		return fmt.Errorf("fault %s: a ZooKeeper member restarts on its own data (its snapshot and log): it cannot come back empty (the fault is Redis's, whose nodes persist nothing)", fault.Name())
 	}

@@ -90,6 +90,7 @@ func TestRefuses(t *testing.T) {
 		"snapshot-catchup": "snapshots",
 		"cut-replication":  "asynchronous replication",
 		"restart-empty":    "own data",
+		"clock-jump":       "monotonic clock",
 		"crash-member":     "",
 		"partition-member": "",
 		"pause-member":     "",
