@@ -28,8 +28,7 @@ type Bsm struct {
 	client *redislock.Client
 	opts   Options
 	key    string
-	// lock is the held grant's: written by Lock before its refresher
-	// starts, read by Unlock after the refresher ended.
+	// lock is the held grant's, for Unlock (its refresher has its own).
 	lock *redislock.Lock
 	grants
 }
@@ -54,7 +53,7 @@ func (l *Bsm) Lock(ctx context.Context) (*locks.Grant, error) {
 		lock, err := l.client.Obtain(ctx, l.key, l.opts.TTL, opts)
 		if err == nil {
 			l.lock = lock
-			h := l.begin(lock.Token(), l.refresh)
+			h := l.begin(lock.Token(), func(h *holding) { l.refresh(h, lock) })
 			return &locks.Grant{Key: l.key, Lost: h.lost}, nil
 		}
 		// Step 3 (the user's loop, not the library's): not obtained
@@ -76,8 +75,7 @@ func (l *Bsm) Lock(ctx context.Context) (*locks.Grant, error) {
 // library's compare-and-PEXPIRE script), each within the request
 // timeout; the grant is lost as soon as one fails, not ours any more
 // (ErrNotObtained) or unanswered.
-func (l *Bsm) refresh(h *holding) {
-	lock := l.lock
+func (l *Bsm) refresh(h *holding, lock *redislock.Lock) {
 	h.renewEvery(l.opts.TTL/3, func() (lost bool) {
 		ctx, cancel := context.WithTimeout(context.Background(), l.opts.RequestTimeout)
 		defer cancel()

@@ -29,8 +29,7 @@ type Redsync struct {
 	rs   *redsync.Redsync
 	opts Options
 	key  string
-	// mutex is the held grant's: written by Lock before its extender
-	// starts, read by Unlock after the extender ended.
+	// mutex is the held grant's, for Unlock (its extender has its own).
 	mutex *redsync.Mutex
 	grants
 }
@@ -63,7 +62,7 @@ func (l *Redsync) Lock(ctx context.Context) (*locks.Grant, error) {
 		err := m.LockContext(ctx)
 		if err == nil {
 			l.mutex = m
-			h := l.begin(m.Value(), l.extendRedsync)
+			h := l.begin(m.Value(), func(h *holding) { l.extendRedsync(h, m) })
 			return &locks.Grant{Key: l.key, Lost: h.lost}, nil
 		}
 		// Step 3 (the user's loop, not the library's): LockContext gave
@@ -86,8 +85,7 @@ func (l *Redsync) Lock(ctx context.Context) (*locks.Grant, error) {
 // TTL/3, bounded by the key's validity (Mutex.Until); the grant is lost
 // when an extension fails (no majority renewed, an error, or the validity
 // left after it was gone) or the validity passed before one succeeded.
-func (l *Redsync) extendRedsync(h *holding) {
-	m := l.mutex
+func (l *Redsync) extendRedsync(h *holding, m *redsync.Mutex) {
 	h.renewEvery(l.opts.TTL/3, func() (lost bool) {
 		// Step 1: the key's validity has passed: nothing to extend.
 		until := m.Until()
