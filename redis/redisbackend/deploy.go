@@ -18,10 +18,11 @@ import (
 const RedlockInstances = 5
 
 // Deployment is what lock runs on: a primary with replicas behind
-// Sentinels (sentinel), or, for Redlock, RedlockInstances independent
-// primaries; opts keeps the caller's binaries and data folder.
+// Sentinels (sentinel), or, for a Redlock (redislocks.Independent),
+// RedlockInstances independent primaries; opts keeps the caller's
+// binaries and data folder.
 func Deployment(lock string, opts rediscluster.Options) (_ rediscluster.Options, sentinel bool) {
-	if lock == redislocks.RedlockName {
+	if redislocks.Independent(lock) {
 		opts.Instances, opts.Replicas, opts.Sentinels = RedlockInstances, 0, 0
 		return opts, false
 	}

@@ -44,7 +44,7 @@ func deploy(t *testing.T, lock string) *backend.Deployment {
 // also catch the same lock released by name (DEL without comparing the
 // value), which deletes a successor's key after an expiry.
 func TestConformance(t *testing.T) {
-	for _, name := range []string{redislocks.SetNXName, redislocks.RedlockName} {
+	for _, name := range []string{redislocks.SetNXName, redislocks.RedlockName, redislocks.RedsyncName, redislocks.RedsyncSingleName, redislocks.BsmName} {
 		t.Run(name, func(t *testing.T) {
 			st, err := locks.Lookup(name)
 			if err != nil {

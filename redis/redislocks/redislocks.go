@@ -130,6 +130,23 @@ func (g *grants) jitter(d time.Duration) time.Duration {
 	return d/2 + time.Duration(g.rng.Int64N(int64(d)))
 }
 
+// retry is a library's caller's step after a failed attempt (the user's
+// loop, not the library's): after a jittered pause (when pause > 0, so
+// that an instance that errs is not asked in a spin), an error wrapping
+// ErrNotAcquired and cause once ctx has ended; nil to try again.
+func (g *grants) retry(ctx context.Context, lib string, pause time.Duration, cause error) error {
+	if pause > 0 {
+		select {
+		case <-ctx.Done():
+		case <-time.After(g.jitter(pause)):
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%w: %s: %w (%w)", locks.ErrNotAcquired, lib, err, cause)
+	}
+	return nil
+}
+
 // begin records a grant of value and runs extend for it.
 func (g *grants) begin(value string, extend func(*holding)) *holding {
 	h := &holding{value: value, stop: make(chan struct{}), done: make(chan struct{}), lost: make(chan struct{})}
