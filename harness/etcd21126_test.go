@@ -22,7 +22,6 @@ import (
 // its lease lapses and the lock moves on; mutex requires no leader and
 // loses nothing.
 func TestScenarioEtcd21126(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts etcd")
 	}

@@ -72,7 +72,6 @@ func TestClusterFor(t *testing.T) {
 // one, past the cell's end), the commit floor is the plain
 // cluster's, and the notes say which cells had a cluster of their own.
 func TestSuiteGivesEachCellItsCluster(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts etcd clusters")
 	}
@@ -149,7 +148,6 @@ func TestSuiteGivesEachCellItsCluster(t *testing.T) {
 // starts the cluster a peer-fault scenario needs, says so through
 // Notice, and the fault strikes and ends ok.
 func TestRunGivesTheScenarioItsCluster(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts an etcd cluster")
 	}

@@ -127,7 +127,6 @@ func TestAssignShardsBalancesTime(t *testing.T) {
 // in its order, with the same verdicts, and each merged cell's run folder
 // re-checks from the merged folder.
 func TestShardedSuiteMerges(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts etcd clusters")
 	}
@@ -207,7 +206,6 @@ func parallelMatrix(t *testing.T) SuiteSpec {
 // TestParallelSuiteInOrder: two cells at a time give the serial order,
 // and every worker's cluster is closed and its data removed.
 func TestParallelSuiteInOrder(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts etcd clusters")
 	}
@@ -268,7 +266,6 @@ func cellIDs(cells []report.Cell) []string {
 // third cell starts (as SIGINT does) writes suite.json with every key
 // either in its cells or not run, and closes every worker's cluster.
 func TestParallelSuiteInterrupted(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts etcd clusters")
 	}

@@ -109,7 +109,6 @@ func median(ds []time.Duration) time.Duration {
 // unshaped cluster adds); dropping half of its chunks raises the mean, and
 // every acknowledged write is there once the shaping ends.
 func TestShapePeers(t *testing.T) {
-	t.Parallel()
 	c := startClusterWith(t, Options{UnsafeNoFsync: true, PeerRelays: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
