@@ -54,7 +54,7 @@ func (*Conn) Backend() string { return Backend }
 func init() {
 	register(SetNXName,
 		"SET key value NX PX ttl on the Sentinels' primary, a counter INCRed beside it for a token, compare-and-delete release, renewed every TTL/3",
-		"the Redis documentation's single-instance lock (docs/redis.md)", 1, nil,
+		"the Redis documentation's single-instance lock (docs/redis.md)", 1, setnxExpect,
 		func(c *Conn, o Options) (locks.Locker, error) { return NewSetNX(c.Instances[0], o) })
 	register(RedlockName,
 		"Redlock: SET NX PX on a majority of independent primaries within the key's validity, renewed every TTL/3; no fencing token",
@@ -181,6 +181,11 @@ var singleExpect = expectBeside(redlockExpect, map[string]map[string]verdict.Ver
 	"redis-primary-crash-unreplicated": {verdict.Exclusion: verdict.Fail},
 	"contention":                       pollerContention,
 })
+
+// setnxExpect: redis-setnx polls as the libraries do (pollerContention);
+// under contention its fairness failed in 3 of 3 seeds, 1 of 2 and 2 of 3
+// (suite --locks redis-setnx,… --scenarios contention, 2026-12-04).
+var setnxExpect = map[string]map[string]verdict.Verdict{"contention": pollerContention}
 
 // pollerContention: a library lock polls (redsync every 50–250 ms,
 // redislock every retry delay) while a releaser asks again at once, so a
