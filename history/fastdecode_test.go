@@ -58,7 +58,8 @@ var (
 	legacyFs    = map[string]Function{"acquire": FAcquire, "release": FRelease,
 		"read": FRead, "write": FWrite, "crash": FCrash, "pause": FPause,
 		"resume": FResume, "lease-lost": FLeaseLost, "wakeup": FWakeup,
-		"fault": FFault, "rpcs": FRPCs, "key-deleted": FKeyDeleted, "clock": FClock}
+		"fault": FFault, "rpcs": FRPCs, "key-deleted": FKeyDeleted, "clock": FClock,
+		"lease-op": FLeaseOp, "key-op": FKeyOp}
 )
 
 // fastCases are lines for the equivalence tests and fuzz seeds; fast says
