@@ -35,7 +35,7 @@ func decodeEventLegacy(b []byte, e *Event) error {
 	}
 	f, ok := legacyFs[*w.F]
 	if !ok {
-		return fmt.Errorf("f %q is not one of acquire, release, read, write, crash, pause, resume, lease-lost, wakeup, fault, rpcs, key-deleted, clock", *w.F)
+		return fmt.Errorf("f %q is not one of acquire, release, read, write, crash, pause, resume, lease-lost, wakeup, fault, rpcs, key-deleted, clock, lease-op, key-op", *w.F)
 	}
 	if *w.Time < 0 {
 		return fmt.Errorf("negative time %d", *w.Time)
