@@ -175,7 +175,9 @@ func (a *Admin) watch(ctx context.Context, prefix string, from int64, opts []cli
 	}
 }
 
-// LeaseAlive asks etcd whether the lease is alive.
+// LeaseAlive asks etcd whether the lease is alive: etcd answers a lease
+// it does not have with TTL -1, and a live one with its remaining TTL in
+// whole seconds, rounded down, so a live 1 s lease answers 0.
 func (a *Admin) LeaseAlive(ctx context.Context, lease int64) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
@@ -183,7 +185,7 @@ func (a *Admin) LeaseAlive(ctx context.Context, lease int64) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return ttl.TTL > 0, nil
+	return ttl.TTL >= 0, nil
 }
 
 // RevokeLease revokes the lease.
