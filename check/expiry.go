@@ -139,7 +139,8 @@ func revokedByOperator(effects []faultEffect, process int, t int64) bool {
 func (p *prepared) lateKeys(res *Result, lk *leaseKeys, opts Options) int {
 	o := p.ops()
 	owned := lk.ownersLeases()
-	leaderless := leaderlessWindows(p.faultEffects(), int64(opts.ElectionTimeout))
+	election, slack := int64(opts.ElectionTimeout), int64(opts.RecoverySlack)
+	busy := mergeWindows(append(leaderlessWindows(p.faultEffects(), election), p.stalls(opts)...))
 	judged, late := 0, 0
 	var outlived int64
 	for _, l := range lk.leases {
@@ -151,8 +152,8 @@ func (p *prepared) lateKeys(res *Result, lk *leaseKeys, opts Options) int {
 		if !ok {
 			continue
 		}
-		due := afterLeaderless(r.answered+r.ttl, leaderless)
-		deadline := due + int64(opts.ElectionTimeout+opts.RecoverySlack)
+		due := afterLeaderless(r.answered+r.ttl, busy)
+		deadline := stretch(due, due+election+slack, election+slack, busy)
 		for _, x := range lk.byLease[l.id] {
 			key := &lk.keys[x]
 			if key.to >= 0 && key.to <= at {
@@ -239,6 +240,19 @@ func latestAt(ls []*leaseRec, t int64) *leaseRec {
 // its answer, runs out last: the most the server may have promised.
 func lastBefore(l *leaseRec, t int64) (renewal, bool) {
 	return bestRenewal(l, func(r renewal) bool { return r.sent <= t }, func(r renewal) int64 { return r.answered })
+}
+
+// stalls are the history's stretches in which the members were not
+// answering in time (leaseKeys.stalls): a renewal answered later than the
+// request deadline (DefaultRequestTimeout when the clients had none), or
+// no answer for longer than half the longest TTL plus an election.
+func (p *prepared) stalls(opts Options) []window {
+	lk := p.leaseKeys()
+	request := opts.RequestTimeout
+	if request < 0 {
+		request = DefaultRequestTimeout
+	}
+	return lk.stalls(int64(request), lk.maxTTL()/2+int64(opts.ElectionTimeout), p.ops().End)
 }
 
 // leaderlessWindows are the stretches in which the members may have had

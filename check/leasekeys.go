@@ -49,6 +49,9 @@ type keyRec struct {
 // expiry and orphans checks.
 type leaseKeys struct {
 	leases map[string]*leaseRec
+	// answers are every renewal answer of any lease (alive or gone) and
+	// every grant, in the order they came: when the members answered.
+	answers []renewal
 	// keys are in the order their creates were seen; byLease indexes
 	// them by lease.
 	keys    []keyRec
@@ -103,6 +106,9 @@ func (lk *leaseKeys) leaseOp(v history.LeaseOp, t int64, line int) {
 	if l == nil {
 		l = &leaseRec{id: v.Lease, owner: v.Owner, revoked: -1}
 	}
+	if (v.Op == history.LeaseGrant || v.Op == history.LeaseRenew || v.Op == history.LeaseGone) && v.SentNS <= t {
+		lk.answers = append(lk.answers, renewal{sent: v.SentNS, answered: t, ttl: v.TTLNS, line: line})
+	}
 	switch v.Op {
 	case history.LeaseGrant, history.LeaseRenew:
 		if v.TTLNS <= 0 || v.SentNS > t {
@@ -129,4 +135,53 @@ func (lk *leaseKeys) ownersLeases() map[int][]*leaseRec {
 		slices.SortFunc(ls, func(a, b *leaseRec) int { return cmp.Compare(a.granted(), b.granted()) })
 	}
 	return out
+}
+
+// stalls are the stretches in which the members were not answering in
+// time, so that they may have committed nothing (a leader stuck on a slow
+// disk, a starved machine): a lease's end, which is a commit, may come
+// only after. They are every renewal or grant answered more than
+// request later than it was sent, from its send to its answer, and every
+// gap between two answers of any lease (or from the last to the
+// history's end) longer than gap.
+func (lk *leaseKeys) stalls(request, gap, end int64) []window {
+	var ws []window
+	last := int64(-1)
+	for _, a := range lk.answers {
+		if a.answered-a.sent > request {
+			ws = append(ws, window{a.sent, a.answered})
+		}
+		if last >= 0 && a.answered-last > gap {
+			ws = append(ws, window{last, a.answered})
+		}
+		last = max(last, a.answered)
+	}
+	if last >= 0 && end-last > gap {
+		ws = append(ws, window{last, end})
+	}
+	return mergeWindows(ws)
+}
+
+// maxTTL is the longest TTL any lease was given.
+func (lk *leaseKeys) maxTTL() int64 {
+	var out int64
+	for _, a := range lk.answers {
+		out = max(out, a.ttl)
+	}
+	return out
+}
+
+// stretch is deadline (for something due at due) moved past every window
+// of ws that overlaps [due, deadline): what was due in it may come only
+// once it ends, plus after.
+func stretch(due, deadline, after int64, ws []window) int64 {
+	for changed := true; changed; {
+		changed = false
+		for _, w := range ws {
+			if w.from < deadline && w.to > due && w.to+after > deadline {
+				deadline, changed = w.to+after, true
+			}
+		}
+	}
+	return deadline
 }

@@ -74,7 +74,7 @@ func (p *prepared) orphans(opts Options) Result {
 	for _, c := range o.Crashes {
 		crashes[c.Process] = append(crashes[c.Process], c.Time)
 	}
-	effects := p.faultEffects()
+	effects, stalls := p.faultEffects(), p.stalls(opts)
 	judged, orphans := 0, 0
 	var longest int64
 	for x := range lk.keys {
@@ -83,7 +83,7 @@ func (p *prepared) orphans(opts Options) Result {
 		if cl == nil {
 			continue
 		}
-		d, stayed, allowed, ok := judgeOrphan(key, cl, crashes[key.owner], effects, bound, o.End)
+		d, stayed, allowed, ok := judgeOrphan(key, cl, crashes[key.owner], effects, stalls, bound, o.End)
 		if !ok {
 			continue
 		}
@@ -121,7 +121,7 @@ func (p *prepared) orphans(opts Options) Result {
 // to (the bound, stretched by faults); ok is false when the key
 // is not judged (no such moment, a crash within the bound, or the
 // history's end before it).
-func judgeOrphan(key *keyRec, cl *clientLock, crashes []int64, effects []faultEffect, bound, end int64) (d done, stayed, allowed int64, ok bool) {
+func judgeOrphan(key *keyRec, cl *clientLock, crashes []int64, effects []faultEffect, stalls []window, bound, end int64) (d done, stayed, allowed int64, ok bool) {
 	k, _ := slices.BinarySearch(cl.invokes, key.from+1)
 	if k == 0 {
 		return done{}, 0, 0, false // made before any acquire of the lock: not a call's
@@ -133,7 +133,7 @@ func judgeOrphan(key *keyRec, cl *clientLock, crashes []int64, effects []faultEf
 			return done{}, 0, 0, false
 		}
 		d = cl.dones[j]
-		deadline := orphanDeadline(d.at, key.owner, effects, bound)
+		deadline := orphanDeadline(d.at, key.owner, effects, stalls, bound)
 		allowed = deadline - d.at
 		if key.to >= 0 && key.to <= deadline {
 			return d, max(key.to-d.at, 0), allowed, true
@@ -154,8 +154,9 @@ func judgeOrphan(key *keyRec, cl *clientLock, crashes []int64, effects []faultEf
 
 // orphanDeadline is when a key its client was done with at t must be
 // gone: bound after t, or after the end of a fault on that client or the
-// members overlapping that stretch (never, for a fault that never ends).
-func orphanDeadline(t int64, process int, effects []faultEffect, bound int64) int64 {
+// members, or of a stall (stalls), overlapping that stretch (never, for a
+// fault that never ends).
+func orphanDeadline(t int64, process int, effects []faultEffect, stalls []window, bound int64) int64 {
 	deadline := t + bound
 	for changed := true; changed; {
 		changed = false
@@ -169,6 +170,9 @@ func orphanDeadline(t int64, process int, effects []faultEffect, bound int64) in
 			if f.to >= t {
 				deadline, changed = f.to+bound, true
 			}
+		}
+		if d := stretch(t, deadline, bound, stalls); d != deadline {
+			deadline, changed = d, true
 		}
 	}
 	return deadline
