@@ -3,6 +3,7 @@ package check
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/lockbench/lockbench/chaos"
@@ -140,7 +141,8 @@ func (p *prepared) lateKeys(res *Result, lk *leaseKeys, opts Options) int {
 	o := p.ops()
 	owned := lk.ownersLeases()
 	election, slack := int64(opts.ElectionTimeout), int64(opts.RecoverySlack)
-	busy := mergeWindows(append(leaderlessWindows(p.faultEffects(), election), p.stalls(opts)...))
+	leaderless := leaderlessWindows(p.faultEffects(), election)
+	busy := mergeWindows(append(slices.Clone(leaderless), p.stalls(opts)...))
 	judged, late := 0, 0
 	var outlived int64
 	for _, l := range lk.leases {
@@ -152,7 +154,7 @@ func (p *prepared) lateKeys(res *Result, lk *leaseKeys, opts Options) int {
 		if !ok {
 			continue
 		}
-		due := afterLeaderless(r.answered+r.ttl, busy)
+		due := dueAfter(r.answered, r.ttl, leaderless)
 		deadline := stretch(due, due+election+slack, election+slack, busy)
 		for _, x := range lk.byLease[l.id] {
 			key := &lk.keys[x]
@@ -255,14 +257,20 @@ func (p *prepared) stalls(opts Options) []window {
 	return lk.stalls(int64(request), lk.maxTTL()/2+int64(opts.ElectionTimeout), p.ops().End)
 }
 
+// moveLeader is the catalogue's leader transfer (chaos: move-leader).
+const moveLeader = "move-leader"
+
 // leaderlessWindows are the stretches in which the members may have had
-// no leader, so that no lease could expire: from each member fault's
+// no leader, so that no lease could run out: from each member fault's
 // start, and its end, to two elections later (a pre-vote round and a
-// split vote); a slowed member's whole span, and two elections after.
+// split vote); while faults on two different members overlap (a quorum
+// of three lost), their whole overlap and two elections after; a slowed
+// member's whole span, and two elections after. A leader transfer
+// (move-leader) hands over at once: no window.
 func leaderlessWindows(effects []faultEffect, election int64) []window {
 	var ws []window
-	for _, f := range effects {
-		if !f.member && !(f.cost == chaos.CostSlowdown && f.process < 0) {
+	for k, f := range effects {
+		if !f.member && !(f.cost == chaos.CostSlowdown && f.process < 0) || f.name == moveLeader {
 			continue
 		}
 		switch {
@@ -273,16 +281,38 @@ func leaderlessWindows(effects []faultEffect, election int64) []window {
 		default:
 			ws = append(ws, window{f.from, f.from + 2*election}, window{f.to, f.to + 2*election})
 		}
+		for _, g := range effects[k+1:] {
+			if g.member && g.name != moveLeader && g.target != f.target && g.from < endOf(f) && f.from < endOf(g) {
+				ws = append(ws, window{max(f.from, g.from), min(endOf(f), endOf(g)) + 2*election})
+			}
+		}
 	}
 	return mergeWindows(ws)
 }
 
-// afterLeaderless is t, or the end of the leaderless window t falls in.
-func afterLeaderless(t int64, ws []window) int64 {
-	for _, w := range ws {
-		if t >= w.from && t < w.to {
-			return w.to
-		}
+// endOf is a fault's end, far in the future when it never ended.
+func endOf(f faultEffect) int64 {
+	if f.to < 0 {
+		return 1 << 62
 	}
-	return t
+	return f.to
 }
+
+// dueAfter is when a lease renewed at from for ttl runs out, counting
+// only time with a leader (outside ws): a lease's remaining life does not
+// run down while no leader can expire it, as a new leader that kept its
+// remaining TTL (etcd #20273 asks for it) would see it.
+func dueAfter(from, ttl int64, ws []window) int64 {
+	due := from + ttl
+	for {
+		next := from + ttl
+		for _, w := range ws {
+			next += max(min(w.to, due)-max(w.from, from), 0)
+		}
+		if next == due || next >= 1<<62 {
+			return next
+		}
+		due = next
+	}
+}
+
