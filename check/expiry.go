@@ -315,4 +315,3 @@ func dueAfter(from, ttl int64, ws []window) int64 {
 		due = next
 	}
 }
-
