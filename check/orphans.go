@@ -53,10 +53,20 @@ type done struct {
 }
 
 // clientLock is one client's calls on one lock, in time order: its
-// acquires' invokes, and the moments it was done with the lock.
+// acquires' invokes, the moments it was done with the lock, and when its
+// keys on the lock were seen created.
 type clientLock struct {
 	invokes []int64
 	dones   []done
+	creates []int64
+}
+
+// madeKey reports whether the client's n-th acquire made a key of its own
+// (one seen created after its invoke and before the next's): then it did
+// not take an earlier key over.
+func (cl *clientLock) madeKey(n int) bool {
+	k, _ := slices.BinarySearch(cl.creates, cl.invokes[n]+1)
+	return k < len(cl.creates) && (n+1 == len(cl.invokes) || cl.creates[k] <= cl.invokes[n+1])
 }
 
 func (p *prepared) orphans(opts Options) Result {
@@ -70,6 +80,11 @@ func (p *prepared) orphans(opts Options) Result {
 	}
 	o := p.ops()
 	calls := callsByClientLock(o)
+	for _, key := range lk.keys {
+		if cl := calls[[2]any{key.owner, key.lock}]; cl != nil {
+			cl.creates = append(cl.creates, key.from)
+		}
+	}
 	crashes := map[int][]int64{}
 	for _, c := range o.Crashes {
 		crashes[c.Process] = append(crashes[c.Process], c.Time)
@@ -115,8 +130,9 @@ func (p *prepared) orphans(opts Options) Result {
 
 // judgeOrphan finds the moment key is judged from: the first moment its
 // client was done with the lock after the acquire that made it, or, when
-// the client invoked another acquire of the lock within the bound (which
-// may have taken the key over), the first after that one. It returns that
+// the client invoked another acquire of the lock within the bound that
+// made no key of its own (it may have taken this one over), the first
+// after that one. It returns that
 // moment, how long the key stayed after it and how long it was allowed
 // to (the bound, stretched by faults); ok is false when the key
 // is not judged (no such moment, a crash within the bound, or the
@@ -141,8 +157,8 @@ func judgeOrphan(key *keyRec, cl *clientLock, crashes []int64, effects []faultEf
 		if hasIn(crashes, d.at, deadline) || key.to < 0 && end <= deadline {
 			return done{}, 0, 0, false
 		}
-		if n, _ := slices.BinarySearch(cl.invokes, d.at+1); n < len(cl.invokes) && cl.invokes[n] <= deadline {
-			from = cl.invokes[n] // the next acquire may have taken the key over
+		if n, _ := slices.BinarySearch(cl.invokes, d.at+1); n < len(cl.invokes) && cl.invokes[n] <= deadline && !cl.madeKey(n) {
+			from = cl.invokes[n] // the next acquire, making no key, may have taken this one over
 			continue
 		}
 		if key.to < 0 {
