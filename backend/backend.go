@@ -37,6 +37,24 @@ type DialOptions struct { // OnLease, when set, is told the ID of every lease or
 	// client a waiter's key (named by its lease) is before any grant
 	// names it.
 	OnLease func(id int64)
+	// OnLeaseOp, when set, is told what the connection saw of its leases
+	// as it saw it (a grant or renewal answered, a renewal answered with
+	// the lease gone, a revoke sent): the runner records it, and the
+	// expiry check judges from it what the server promised of each lease.
+	// A backend without leases never calls it.
+	OnLeaseOp func(LeaseOp)
+}
+
+// LeaseOp is one thing a connection saw of one of its leases.
+type LeaseOp struct {
+	// Op is history.LeaseGrant, LeaseRenew, LeaseGone or LeaseRevoke.
+	Op    string
+	Lease int64
+	// TTL is the lease's TTL as the answer gave it (grant, renew).
+	TTL time.Duration
+	// Took is how long before the answer its request was sent (grant,
+	// renew, gone): the server acted at or after then.
+	Took time.Duration
 }
 
 // Connection is one connection to the backend. Several clients may share
@@ -107,6 +125,26 @@ type Observer interface {
 	WatchDeletes(ctx context.Context, prefix string, from int64, onDelete func(key string, rev int64))
 	// LeaseAlive says whether the lease is still alive.
 	LeaseAlive(ctx context.Context, lease int64) (bool, error)
+}
+
+// ChangeWatcher is an Observer that also sees creations: the runner then
+// records which keys each client's lease keeps, and when they go
+// (history.FKeyOp), for the expiry and orphans checks.
+type ChangeWatcher interface {
+	// WatchChanges calls onChange with every key under prefix created or
+	// deleted from revision from on, in order, until ctx ends; a broken
+	// watch is opened again where it broke. Updates of existing keys are
+	// not told.
+	WatchChanges(ctx context.Context, prefix string, from int64, onChange func(KeyChange))
+}
+
+// KeyChange is a key created or deleted.
+type KeyChange struct {
+	Key      string
+	Revision int64
+	// Lease is a created key's lease (0: none; unknown on a delete).
+	Lease   int64
+	Deleted bool
 }
 
 // Claimer is an Admin that claims a run's prefix on a shared cluster at

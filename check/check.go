@@ -2,7 +2,7 @@
 // function of the events: no etcd, no clock, no I/O, so a history from any
 // client or tool is checked the same way (docs/design.md §4).
 //
-// Check runs ten checks, each giving one Result, and returns them with
+// Check runs twelve checks, each giving one Result, and returns them with
 // the history paired into operations (Checked), which the summary and the
 // report read instead of pairing it again:
 //
@@ -24,6 +24,11 @@
 //     (CheckLease).
 //   - cancel: a Lock whose context was cancelled that did not return
 //     within a bound (CheckCancel).
+//   - expiry: a lease's key deleted by its expiry before a TTL after its
+//     last renewal answered, or a dead lease's key that outlived it
+//     (CheckExpiry).
+//   - orphans: a key a client left behind once done with the lock
+//     (CheckOrphans).
 //
 // Every check reads only the contract fields of docs/design.md §3 (never Key or
 // Lease), tolerates any input without panicking, and runs in time linear in
@@ -307,6 +312,7 @@ func Check(events []history.Event, opts Options) Checked {
 	shared := []check{
 		{verdict.Fencing, p.fencing}, {verdict.Exclusion, p.exclusion}, {verdict.Resource, p.resource},
 		{verdict.Symmetry, p.symmetry}, {verdict.Lease, p.lease}, {verdict.Cancel, p.cancel},
+		{verdict.Expiry, p.expiry}, {verdict.Orphans, p.orphans},
 	}
 	alone := []check{
 		{verdict.Fairness, p.fairness}, {verdict.Liveness, p.liveness}, {verdict.Progress, p.progress}, {verdict.Herd, p.herd},

@@ -85,3 +85,15 @@ func (c *clocks) near(a, b int, apart int64) bool {
 	}
 	return max(apart, -apart) <= c.uncertainty[pa]+c.uncertainty[pb]
 }
+
+// of is process proc's clock's uncertainty, 0 when the history is one
+// clock's or proc is on none.
+func (c *clocks) of(proc int) int64 {
+	if c == nil {
+		return 0
+	}
+	if pi, ok := c.index[proc]; ok {
+		return c.uncertainty[pi]
+	}
+	return 0
+}

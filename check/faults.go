@@ -23,6 +23,10 @@ type faultEffect struct {
 	process int
 	// member is set for faults on the cluster's members.
 	member bool
+	// name and target are the fault's and what it resolved to (a pause:
+	// empty): the expiry check tells a leader transfer from a loss, and
+	// faults on two members from two on one.
+	name, target string
 }
 
 // faultEffects is faultEffects of the history's faults, decoded once;
@@ -40,11 +44,11 @@ func faultEffects(o *Ops) []faultEffect {
 	for _, sp := range o.Faults {
 		var f history.Fault
 		_ = json.Unmarshal(o.Events[sp.Start].Value, &f) // unknown: a generic fault
-		fe := faultEffect{cost: chaos.CostOf(f.Fault), from: sp.From, to: sp.To, process: -1}
 		target := f.Resolved
 		if target == "" {
 			target = f.Target
 		}
+		fe := faultEffect{cost: chaos.CostOf(f.Fault), from: sp.From, to: sp.To, process: -1, name: f.Fault, target: target}
 		kind, n, _ := strings.Cut(target, ":")
 		if kind == chaos.TClient {
 			fe.process, _ = strconv.Atoi(n)

@@ -120,12 +120,12 @@ func TestOpCodesAreFunctions(t *testing.T) {
 		{opWrite, history.FWrite}, {opCrash, history.FCrash}, {opPause, history.FPause},
 		{opResume, history.FResume}, {opLeaseLost, history.FLeaseLost}, {opWakeup, history.FWakeup},
 		{opFault, history.FFault}, {opRPCs, history.FRPCs}, {opKeyDeleted, history.FKeyDeleted},
-		{opClock, history.FClock}} {
+		{opClock, history.FClock}, {opLeaseOp, history.FLeaseOp}, {opKeyOp, history.FKeyOp}} {
 		if got := opOf(c.f); got != c.op {
 			t.Errorf("opOf(%s) = %d, want %d", c.f, got, c.op)
 		}
 	}
-	for _, f := range []history.Function{0, history.FClock + 1, 255} {
+	for _, f := range []history.Function{0, history.FKeyOp + 1, 255} {
 		if got := opOf(f); got != opOther {
 			t.Errorf("opOf(%d) = %d, want opOther", f, got)
 		}

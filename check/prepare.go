@@ -26,6 +26,8 @@ const (
 	opRPCs
 	opKeyDeleted
 	opClock
+	opLeaseOp
+	opKeyOp
 )
 
 // Type codes: the `type` of an event.
@@ -41,7 +43,7 @@ const (
 // (TestOpCodesAreFunctions), so this only folds the zero Function and any
 // value past the contract's into opOther.
 func opOf(f history.Function) uint8 {
-	if f > history.FClock {
+	if f > history.FKeyOp {
 		return opOther
 	}
 	return uint8(f)
@@ -121,6 +123,9 @@ type prepared struct {
 	delsSeen bool
 	delsDone bool
 	excuses  map[[2]int64][]window
+	// lk memoizes leaseKeys: expiry and orphans both read it.
+	lk     *leaseKeys
+	lkOnce sync.Once
 	// relOnce memoizes releaseLatency in relMedian and relLongest.
 	relOnce               sync.Once
 	relMedian, relLongest int64

@@ -37,6 +37,16 @@ var savedVerdicts = map[string]map[string]verdict.Verdict{
 	// 1's grant lands 2.5 ms inside process 0's hold, which their
 	// clocks cannot tell from a handoff.
 	"two-workers-clock-uncertain": {verdict.Exclusion: verdict.Unknown},
+	// etcd #20273 (examples/etcd-20273.yaml, queue, seed 1): the holder
+	// crashed at 1s, the leadership moved at 2s, and the new leader gave
+	// the dead lease a full TTL again: its key went 0.48s past the bound.
+	"queue-etcd-20273-expiry": {verdict.Expiry: verdict.Fail},
+	// etcd PR #21126 (examples/etcd-21126.yaml, keepalive-requireleader,
+	// seed 1): told its lease was lost at a leader loss, the client went
+	// on renewing it, so its dropped lock's key stayed to the end (expiry),
+	// under a live lease after the client was done (orphans), and the
+	// waiters starved (liveness).
+	"keepalive-requireleader-21126": {verdict.Expiry: verdict.Fail, verdict.Orphans: verdict.Fail, verdict.Liveness: verdict.Fail},
 }
 
 func TestSavedHistories(t *testing.T) {

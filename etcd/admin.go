@@ -129,17 +129,41 @@ func (a *Admin) Revision(ctx context.Context, prefix string) (int64, error) {
 // every release of the run (measured: a few percent of a contended run's
 // throughput).
 func (a *Admin) WatchDeletes(ctx context.Context, prefix string, from int64, onDelete func(key string, rev int64)) {
+	a.watch(ctx, prefix, from, []clientv3.OpOption{clientv3.WithFilterPut()}, func(ev *clientv3.Event) {
+		if ev.Type == mvccpb.DELETE {
+			onDelete(string(ev.Kv.Key), ev.Kv.ModRevision)
+		}
+	})
+}
+
+// WatchChanges watches the keys under prefix for creations and deletes
+// from revision from on (backend.ChangeWatcher), without previous values
+// (see WatchDeletes): a put event carries its key's lease itself.
+func (a *Admin) WatchChanges(ctx context.Context, prefix string, from int64, onChange func(backend.KeyChange)) {
+	a.watch(ctx, prefix, from, nil, func(ev *clientv3.Event) {
+		switch {
+		case ev.Type == mvccpb.DELETE:
+			onChange(backend.KeyChange{Key: string(ev.Kv.Key), Revision: ev.Kv.ModRevision, Deleted: true})
+		case ev.IsCreate():
+			onChange(backend.KeyChange{Key: string(ev.Kv.Key), Revision: ev.Kv.ModRevision, Lease: ev.Kv.Lease})
+		}
+	})
+}
+
+// watch calls on with every event under prefix from revision from on,
+// with the watch options opts, until ctx ends, opening a broken watch
+// again where it broke.
+func (a *Admin) watch(ctx context.Context, prefix string, from int64, opts []clientv3.OpOption, on func(*clientv3.Event)) {
+	opts = append(opts, clientv3.WithPrefix())
 	for ctx.Err() == nil {
-		wch := a.Client.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithFilterPut(), clientv3.WithRev(from))
+		wch := a.Client.Watch(ctx, prefix, append(opts, clientv3.WithRev(from))...)
 		for wr := range wch {
 			if wr.Err() != nil {
 				break
 			}
 			for _, ev := range wr.Events {
 				from = ev.Kv.ModRevision + 1
-				if ev.Type == mvccpb.DELETE {
-					onDelete(string(ev.Kv.Key), ev.Kv.ModRevision)
-				}
+				on(ev)
 			}
 		}
 		t := time.NewTimer(50 * time.Millisecond)
@@ -151,7 +175,9 @@ func (a *Admin) WatchDeletes(ctx context.Context, prefix string, from int64, onD
 	}
 }
 
-// LeaseAlive asks etcd whether the lease is alive.
+// LeaseAlive asks etcd whether the lease is alive: etcd answers a lease
+// it does not have with TTL -1, and a live one with its remaining TTL in
+// whole seconds, rounded down, so a live 1 s lease answers 0.
 func (a *Admin) LeaseAlive(ctx context.Context, lease int64) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
@@ -159,7 +185,7 @@ func (a *Admin) LeaseAlive(ctx context.Context, lease int64) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return ttl.TTL > 0, nil
+	return ttl.TTL >= 0, nil
 }
 
 // RevokeLease revokes the lease.

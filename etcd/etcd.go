@@ -54,6 +54,9 @@ func (b Backend) Dial(_ context.Context, endpoints []string, opts backend.DialOp
 	if opts.OnLease != nil {
 		extra = append(extra, leaseGrants(opts.OnLease))
 	}
+	if opts.OnLeaseOp != nil {
+		extra = append(extra, leaseOps(opts.OnLeaseOp)...)
+	}
 	cli, err := b.client(endpoints, extra)
 	if err != nil {
 		return nil, err

@@ -588,6 +588,10 @@ func functionNamed(b []byte) (Function, bool) {
 		return FKeyDeleted, true
 	case "clock":
 		return FClock, true
+	case "lease-op":
+		return FLeaseOp, true
+	case "key-op":
+		return FKeyOp, true
 	}
 	return 0, false
 }

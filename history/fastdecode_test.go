@@ -35,7 +35,7 @@ func decodeEventLegacy(b []byte, e *Event) error {
 	}
 	f, ok := legacyFs[*w.F]
 	if !ok {
-		return fmt.Errorf("f %q is not one of acquire, release, read, write, crash, pause, resume, lease-lost, wakeup, fault, rpcs, key-deleted, clock", *w.F)
+		return fmt.Errorf("f %q is not one of acquire, release, read, write, crash, pause, resume, lease-lost, wakeup, fault, rpcs, key-deleted, clock, lease-op, key-op", *w.F)
 	}
 	if *w.Time < 0 {
 		return fmt.Errorf("negative time %d", *w.Time)
@@ -58,7 +58,8 @@ var (
 	legacyFs    = map[string]Function{"acquire": FAcquire, "release": FRelease,
 		"read": FRead, "write": FWrite, "crash": FCrash, "pause": FPause,
 		"resume": FResume, "lease-lost": FLeaseLost, "wakeup": FWakeup,
-		"fault": FFault, "rpcs": FRPCs, "key-deleted": FKeyDeleted, "clock": FClock}
+		"fault": FFault, "rpcs": FRPCs, "key-deleted": FKeyDeleted, "clock": FClock,
+		"lease-op": FLeaseOp, "key-op": FKeyOp}
 )
 
 // fastCases are lines for the equivalence tests and fuzz seeds; fast says

@@ -76,6 +76,20 @@ const (
 	// of two processes certain only when it is longer than their
 	// uncertainties together.
 	FClock
+	// FLeaseOp is an extension: something a client's connection saw of
+	// one of its leases (process NemesisProcess, so that no check takes
+	// it for a step of the client's; type ok; value = LeaseOp, naming the
+	// client):
+	// a grant or a renewal answered, an answer saying the lease is gone,
+	// a revoke sent. The expiry check reads it: what etcd promised of
+	// each lease, and when the client stopped keeping it.
+	FLeaseOp
+	// FKeyOp is an extension: the harness watched a key under the run's
+	// prefix, created under a client's lease, being created or deleted
+	// (process NemesisProcess, type ok, value = KeyOp). The expiry and
+	// orphans checks read it: which keys each client's lease kept, and
+	// when they went.
+	FKeyOp
 )
 
 // functionNames are every valid `f`, the contract's and the extensions the
@@ -86,7 +100,7 @@ const (
 var functionNames = [...]string{FAcquire: "acquire", FRelease: "release", FRead: "read",
 	FWrite: "write", FCrash: "crash", FPause: "pause", FResume: "resume",
 	FLeaseLost: "lease-lost", FWakeup: "wakeup", FFault: "fault", FRPCs: "rpcs",
-	FKeyDeleted: "key-deleted", FClock: "clock"}
+	FKeyDeleted: "key-deleted", FClock: "clock", FLeaseOp: "lease-op", FKeyOp: "key-op"}
 
 // String is the function's name in a history ("" for the zero Function).
 func (f Function) String() string { return nameOf(functionNames[:], f) }
@@ -147,6 +161,57 @@ type KeyDeletion struct {
 	// (a waiter that watched that key taking the lock while an older key
 	// still stood).
 	Owner *int `json:"owner,omitempty"`
+	// Lease is the deleted key's lease ID in hex, when it had one: the
+	// expiry check matches a deletion its lease's end caused with that
+	// lease's renewals (FLeaseOp). Absent in older histories.
+	Lease string `json:"lease,omitempty"`
+}
+
+// What a LeaseOp or a KeyOp saw.
+const (
+	// LeaseGrant: a lease was granted; TTLNS is its TTL.
+	LeaseGrant = "grant"
+	// LeaseRenew: a renewal was answered with the lease alive; TTLNS is
+	// the TTL the answer gave it, SentNS when its request was sent.
+	LeaseRenew = "renew"
+	// LeaseGone: a renewal was answered saying the lease no longer exists.
+	LeaseGone = "gone"
+	// LeaseRevoke: the client sent a revoke of the lease (the event's time).
+	LeaseRevoke = "revoke"
+	// KeyCreate and KeyDelete: a key was created, or deleted.
+	KeyCreate = "create"
+	KeyDelete = "delete"
+)
+
+// LeaseOp is the value of an FLeaseOp event. The event's time is when the
+// answer arrived (a revoke: when it was sent).
+type LeaseOp struct {
+	Op string `json:"op"`
+	// Owner is the client whose connection saw it.
+	Owner int `json:"owner"`
+	// Lease is the lease ID in hex.
+	Lease string `json:"lease"`
+	// TTLNS is the lease's TTL in nanoseconds (grant, renew).
+	TTLNS int64 `json:"ttl_ns,omitempty"`
+	// SentNS is when the answered request was sent (history time): etcd
+	// renewed the lease at or after it, so the lease lasts at least a TTL
+	// from it.
+	SentNS int64 `json:"sent_ns,omitempty"`
+}
+
+// KeyOp is the value of an FKeyOp event. The event's time is when the
+// harness's watch saw the change, its lock the lock the key is of.
+type KeyOp struct {
+	Op string `json:"op"`
+	// Revision is the change's: the create's, or the delete's.
+	Revision int64 `json:"revision"`
+	// Created is a deleted key's create revision (its create event's
+	// Revision): with Lease, it names the key.
+	Created int64 `json:"created,omitempty"`
+	// Owner is the client whose lease the key was created under.
+	Owner int `json:"owner"`
+	// Lease is that lease's ID in hex.
+	Lease string `json:"lease"`
 }
 
 // NemesisProcess is the process id of fault events.
@@ -213,19 +278,22 @@ type Fault struct {
 }
 
 // DeletionValue encodes d for Event.Value.
-func DeletionValue(d KeyDeletion) json.RawMessage {
-	b, err := json.Marshal(d)
+func DeletionValue(d KeyDeletion) json.RawMessage { return mustMarshal(d) }
+
+// LeaseOpValue encodes l for Event.Value.
+func LeaseOpValue(l LeaseOp) json.RawMessage { return mustMarshal(l) }
+
+// KeyOpValue encodes k for Event.Value.
+func KeyOpValue(k KeyOp) json.RawMessage { return mustMarshal(k) }
+
+// mustMarshal encodes a struct of strings and ints, which always marshals.
+func mustMarshal(v any) json.RawMessage {
+	b, err := json.Marshal(v)
 	if err != nil {
-		panic(err) // a struct of strings and ints always marshals
+		panic(err)
 	}
 	return b
 }
 
 // FaultValue encodes f for Event.Value.
-func FaultValue(f Fault) json.RawMessage {
-	b, err := json.Marshal(f)
-	if err != nil {
-		panic(err) // a struct of strings and ints always marshals
-	}
-	return b
-}
+func FaultValue(f Fault) json.RawMessage { return mustMarshal(f) }

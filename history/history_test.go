@@ -64,7 +64,7 @@ func TestReadErrors(t *testing.T) {
 		{"object lock", `{"time":1,"process":0,"type":"ok","f":"acquire","lock":{}}`, 1, `"lock" must be a string (the lock's name), got object`},
 		{"array line", `[1]`, 1, "not a JSON event: want an object with time, process, type and f, got array"},
 		{"misspelt f", "{\"time\":0,\"process\":0,\"type\":\"invoke\",\"f\":\"acquire\"}\n{\"time\":1,\"process\":0,\"type\":\"ok\",\"f\":\"aquire\"}", 2,
-			`f "aquire" is not one of acquire, release, read, write, crash, pause, resume, lease-lost, wakeup, fault, rpcs, key-deleted, clock`},
+			`f "aquire" is not one of acquire, release, read, write, crash, pause, resume, lease-lost, wakeup, fault, rpcs, key-deleted, clock, lease-op, key-op`},
 		{"unknown f, slow path", `{"time":0,"process":0,"type":"ok","f":"acquire\u0021"}`, 1, `f "acquire!" is not one of acquire,`},
 		{"misspelt type", `{"time":0,"process":0,"type":"okay","f":"acquire"}`, 1, `type "okay" is not one of invoke, ok, fail, info`},
 		{"line after blank lines", "\n\n{}\n", 3, `missing "time"`},

@@ -149,14 +149,14 @@ func TestKnownNames(t *testing.T) {
 			t.Errorf("typeNamed(%q) = %v, %v", ty, got, ok)
 		}
 	}
-	for f := FAcquire; f <= FClock; f++ {
+	for f := FAcquire; f <= FKeyOp; f++ {
 		if got, ok := functionNamed([]byte(f.String())); !ok || got != f {
 			t.Errorf("functionNamed(%q) = %v, %v", f, got, ok)
 		}
 	}
-	if len(typeNames) != int(Info)+1 || len(functionNames) != int(FClock)+1 {
+	if len(typeNames) != int(Info)+1 || len(functionNames) != int(FKeyOp)+1 {
 		t.Errorf("%d type names for %d types, %d function names for %d functions",
-			len(typeNames)-1, Info, len(functionNames)-1, FClock)
+			len(typeNames)-1, Info, len(functionNames)-1, FKeyOp)
 	}
 	for _, s := range []string{"", "Invoke", "aquire", "ok ", "acquires"} {
 		if _, ok := typeNamed([]byte(s)); ok {

@@ -142,7 +142,7 @@ func (c *client) connect(ctx context.Context) error {
 	own := len(c.r.shared) == 0
 	if own {
 		var err error
-		if conn, err = c.r.cfg.Backend.Dial(ctx, c.endpoints(), backend.DialOptions{OnLease: c.leaseGranted}); err != nil {
+		if conn, err = c.r.cfg.Backend.Dial(ctx, c.endpoints(), backend.DialOptions{OnLease: c.leaseGranted, OnLeaseOp: c.leaseOp}); err != nil {
 			return fmt.Errorf("client %d: connect: %w", c.id, err)
 		}
 	} else {
@@ -203,6 +203,22 @@ func (c *client) leaseGranted(id int64) {
 	c.mu.Unlock()
 	c.r.owners.Delete(old)
 	c.r.owners.Store(id, c)
+}
+
+// leaseOp records what the client's connection saw of one of its leases
+// (history.FLeaseOp). It is the connection's, not the worker's: recorded
+// also after a crash, as a crashed client's connection may still see an
+// answer before it closes.
+func (c *client) leaseOp(op backend.LeaseOp) {
+	if op.Op == history.LeaseGrant {
+		c.r.leaseOwners.Store(op.Lease, c.id)
+	}
+	now := c.r.rec.Now()
+	v := history.LeaseOp{Op: op.Op, Owner: c.id, Lease: leaseHex(op.Lease), TTLNS: int64(op.TTL)}
+	if op.Op != history.LeaseRevoke {
+		v.SentNS = max(now-int64(op.Took), 0)
+	}
+	c.r.record(history.Event{Process: history.NemesisProcess, Type: history.OK, F: history.FLeaseOp, Value: history.LeaseOpValue(v)})
 }
 
 // endpoints are where the client dials: its proxies when it has them, so

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/lockbench/lockbench/backend"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locks"
 )
@@ -173,15 +174,66 @@ func (h *heldGrants) takeDeleted(key string, rev, at int64) []*locks.Grant {
 // (heldGrants.expect, client.endHold), then settled here.
 //
 // The backend opens a broken watch again where it broke.
+//
+// An observer that also sees creations (backend.ChangeWatcher) records
+// every key created under a client's lease and its delete (keyOps).
 func (r *runner) observe(ctx context.Context, from int64) {
-	r.obs.WatchDeletes(ctx, r.cfg.Prefix, from, func(key string, rev int64) {
+	onDelete := func(key string, rev int64) {
 		for _, g := range r.held.takeDeleted(key, rev, r.rec.Now()) {
 			r.recordDeletion(ctx, g, history.KeyDeletion{Revision: rev})
 			r.held.settle(g)
 		}
 		r.waiterLost(ctx, key, rev)
+	}
+	cw, ok := r.obs.(backend.ChangeWatcher)
+	if !ok {
+		r.obs.WatchDeletes(ctx, r.cfg.Prefix, from, onDelete)
+		return
+	}
+	var keys keyOps
+	cw.WatchChanges(ctx, r.cfg.Prefix, from, func(ch backend.KeyChange) {
+		if ch.Deleted {
+			onDelete(ch.Key, ch.Revision)
+		}
+		if e, ok := keys.change(r, ch); ok {
+			r.record(e)
+		}
 	})
 }
+
+// keyOps are the live keys created under a client's lease that the
+// observer recorded, by key, so that it records their deletes too.
+type keyOps map[string]history.KeyOp
+
+// change is the FKeyOp event of ch, if any: a key created under a lease
+// a client was granted, or the delete of one recorded.
+func (k *keyOps) change(r *runner, ch backend.KeyChange) (history.Event, bool) {
+	e := history.Event{Process: history.NemesisProcess, Type: history.OK, F: history.FKeyOp, Lock: r.nameOfKey(ch.Key), Key: ch.Key}
+	if ch.Deleted {
+		op, ok := (*k)[ch.Key]
+		if !ok {
+			return e, false
+		}
+		delete(*k, ch.Key)
+		op.Op, op.Created, op.Revision = history.KeyDelete, op.Revision, ch.Revision
+		e.Value = history.KeyOpValue(op)
+		return e, true
+	}
+	v, ok := r.leaseOwners.Load(ch.Lease)
+	if ch.Lease == 0 || !ok {
+		return e, false
+	}
+	if *k == nil {
+		*k = keyOps{}
+	}
+	op := history.KeyOp{Op: history.KeyCreate, Revision: ch.Revision, Owner: v.(int), Lease: leaseHex(ch.Lease)}
+	(*k)[ch.Key] = op
+	e.Value = history.KeyOpValue(op)
+	return e, true
+}
+
+// leaseHex is a lease ID as histories write it.
+func leaseHex(id int64) string { return strconv.FormatInt(id, 16) }
 
 // recordDeletion records deletion d of grant g's key, its cause told by
 // asking the backend whether the key's lease is still alive: a client deleted the
@@ -189,6 +241,7 @@ func (r *runner) observe(ctx context.Context, from int64) {
 func (r *runner) recordDeletion(ctx context.Context, g *locks.Grant, d history.KeyDeletion) {
 	d.Cause = history.CauseDelete
 	if g.Lease != 0 {
+		d.Lease = leaseHex(g.Lease)
 		alive, err := r.obs.LeaseAlive(ctx, g.Lease)
 		switch {
 		case err != nil:
@@ -250,7 +303,7 @@ func (r *runner) waiterLost(ctx context.Context, key string, rev int64) {
 	if crashed {
 		owner := c.id
 		r.record(history.Event{Process: history.NemesisProcess, Type: history.OK, F: history.FKeyDeleted, Lock: r.nameOfKey(key),
-			Key: key, Value: history.DeletionValue(history.KeyDeletion{Revision: rev, Cause: history.CauseLease, Owner: &owner})})
+			Key: key, Value: history.DeletionValue(history.KeyDeletion{Revision: rev, Cause: history.CauseLease, Owner: &owner, Lease: leaseHex(lease)})})
 		return
 	}
 	c.mu.Lock()
@@ -260,6 +313,6 @@ func (r *runner) waiterLost(ctx context.Context, key string, rev int64) {
 	if still {
 		waiter := c.id
 		r.record(history.Event{Process: history.NemesisProcess, Type: history.OK, F: history.FKeyDeleted, Lock: r.nameOfKey(key),
-			Key: key, Value: history.DeletionValue(history.KeyDeletion{Revision: rev, Cause: history.CauseLease, Waiter: &waiter})})
+			Key: key, Value: history.DeletionValue(history.KeyDeletion{Revision: rev, Cause: history.CauseLease, Waiter: &waiter, Lease: leaseHex(lease)})})
 	}
 }

@@ -200,6 +200,9 @@ type runner struct {
 	// owners maps the lease of each client's last grant to the client
 	// (int64 → *client), for the observer's waiterLost.
 	owners sync.Map
+	// leaseOwners maps every lease a client's connection was granted to
+	// the client's id (int64 → int), for the observer's keyOps.
+	leaseOwners sync.Map
 	// stuck are the clients whose worker did not return in time (see
 	// waitWorkers); they are not waited for again.
 	stuck []string

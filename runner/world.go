@@ -212,8 +212,14 @@ func (r *runner) Compact(ctx context.Context, physical bool) error {
 	return c.Compact(ctx, physical)
 }
 
+// The members do defragment and move-leader, the admin connection
+// compacts: neither is a whole chaos.Store, so each is asked for its own
+// part.
+
 func (r *runner) Defragment(ctx context.Context, i int) error {
-	s, ok := r.cfg.Cluster.(chaos.Store)
+	s, ok := r.cfg.Cluster.(interface {
+		Defragment(ctx context.Context, i int) error
+	})
 	if !ok {
 		return r.cannot("defragment a member")
 	}
@@ -221,7 +227,9 @@ func (r *runner) Defragment(ctx context.Context, i int) error {
 }
 
 func (r *runner) MoveLeader(ctx context.Context, i int) error {
-	s, ok := r.cfg.Cluster.(chaos.Store)
+	s, ok := r.cfg.Cluster.(interface {
+		MoveLeader(ctx context.Context, i int) error
+	})
 	if !ok {
 		return r.cannot("move its leader")
 	}

@@ -60,18 +60,21 @@ const (
 	Symmetry  = "symmetry"
 	Lease     = "lease"
 	Cancel    = "cancel"
+	Expiry    = "expiry"
+	Orphans   = "orphans"
 )
 
 // CheckNames lists every check the checker runs, in a stable order.
-var CheckNames = []string{Exclusion, Resource, Fencing, Fairness, Liveness, Herd, Progress, Symmetry, Lease, Cancel}
+var CheckNames = []string{Exclusion, Resource, Fencing, Fairness, Liveness, Herd, Progress, Symmetry, Lease, Cancel, Expiry, Orphans}
 
 // Baseline is what every scenario expects of every strategy unless it says
 // otherwise: a lock must serve its clients (progress), only a holder may
 // release its lock (symmetry), a lease is not lost without a fault
-// (lease), and a caller that gives up gets its call back (cancel: a
-// scenario that cancels nothing passes it with a note). A scenario
-// overrides an entry like any other.
-var Baseline = map[string]Verdict{Progress: Pass, Symmetry: Pass, Lease: Pass, Cancel: Pass}
+// (lease), a caller that gives up gets its call back (cancel: a
+// scenario that cancels nothing passes it with a note), the server
+// keeps a lease as it promises (expiry) and a client leaves no key
+// behind (orphans). A scenario overrides an entry like any other.
+var Baseline = map[string]Verdict{Progress: Pass, Symmetry: Pass, Lease: Pass, Cancel: Pass, Expiry: Pass, Orphans: Pass}
 
 // DefaultKey is the Expectations key whose entries apply to every strategy.
 const DefaultKey = "default"
