@@ -152,6 +152,15 @@ const (
 	CostRevoke
 )
 
+// handovers are the faults that move the leadership at once (a leader
+// transfer): the members are never without a leader.
+var handovers = map[string]bool{}
+
+// HandsOver says whether the fault of that name moves the leadership at
+// once, with no leaderless stretch in which leases could not run out (a
+// leader transfer), unlike the other member faults (CostElection).
+func HandsOver(name string) bool { return handovers[name] }
+
 // CostOf is the cost of the fault of that name, CostUnknown for a name
 // this build does not know: a history may come from another tool.
 func CostOf(name string) Cost {

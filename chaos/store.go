@@ -22,6 +22,7 @@ func init() {
 	register(spec{"defrag", MemberTarget, operator, CostElection}, defrag)
 	register(spec{"defrag-all", NoTarget, operator, CostElection}, defragAll)
 	register(spec{"move-leader", MemberTarget, operator, CostElection}, moveLeader)
+	handovers["move-leader"] = true
 }
 
 // compact compacts the history to the current revision, physically: the

@@ -257,9 +257,6 @@ func (p *prepared) stalls(opts Options) []window {
 	return lk.stalls(int64(request), lk.maxTTL()/2+int64(opts.ElectionTimeout), p.ops().End)
 }
 
-// moveLeader is the catalogue's leader transfer (chaos: move-leader).
-const moveLeader = "move-leader"
-
 // leaderlessWindows are the stretches in which the members may have had
 // no leader, so that no lease could run out: from each member fault's
 // start, and its end, to two elections later (a pre-vote round and a
@@ -270,7 +267,7 @@ const moveLeader = "move-leader"
 func leaderlessWindows(effects []faultEffect, election int64) []window {
 	var ws []window
 	for k, f := range effects {
-		if !f.member && !(f.cost == chaos.CostSlowdown && f.process < 0) || f.name == moveLeader {
+		if !f.member && !(f.cost == chaos.CostSlowdown && f.process < 0) || chaos.HandsOver(f.name) {
 			continue
 		}
 		switch {
@@ -282,7 +279,7 @@ func leaderlessWindows(effects []faultEffect, election int64) []window {
 			ws = append(ws, window{f.from, f.from + 2*election}, window{f.to, f.to + 2*election})
 		}
 		for _, g := range effects[k+1:] {
-			if g.member && g.name != moveLeader && g.target != f.target && g.from < endOf(f) && f.from < endOf(g) {
+			if g.member && !chaos.HandsOver(g.name) && g.target != f.target && g.from < endOf(f) && f.from < endOf(g) {
 				ws = append(ws, window{max(f.from, g.from), min(endOf(f), endOf(g)) + 2*election})
 			}
 		}

@@ -322,8 +322,9 @@ func TestPlanIsDeterministic(t *testing.T) {
 	}
 }
 
-// TestReadmeExampleIsTheExampleFile: the scenario lines the README shows
-// are lines of the file users run, in order, and every example parses.
+// TestReadmeExampleIsTheExampleFile: the README links the example
+// scenario users run; scenario lines it shows are lines of that file, in
+// order; and every example parses.
 func TestReadmeExampleIsTheExampleFile(t *testing.T) {
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
@@ -333,10 +334,14 @@ func TestReadmeExampleIsTheExampleFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, block, ok := strings.Cut(string(readme), "```yaml\n")
-	block, _, _ = strings.Cut(block, "```")
-	if !ok || strings.Count(block, "\n") < 5 || !strings.Contains(string(file), block) {
-		t.Errorf("README's yaml example is not an excerpt of examples/leader-crash-fenced.yaml:\n%s", block)
+	if !strings.Contains(string(readme), "](examples/leader-crash-fenced.yaml)") {
+		t.Error("README does not link examples/leader-crash-fenced.yaml")
+	}
+	if _, block, ok := strings.Cut(string(readme), "```yaml\n"); ok {
+		block, _, _ = strings.Cut(block, "```")
+		if !strings.Contains(string(file), block) {
+			t.Errorf("README's yaml example is not an excerpt of examples/leader-crash-fenced.yaml:\n%s", block)
+		}
 	}
 	examples, err := filepath.Glob("../examples/*.yaml")
 	if err != nil || len(examples) < 2 {
