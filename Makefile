@@ -65,15 +65,10 @@ run-one: build
 # vet, then every test with the race detector (cluster tests included),
 # and the tests of docs/recipes (a module of its own: the Kubernetes API
 # types its test decodes the manifest with stay out of lockbench's build).
-# Packages run two at a time (go test's default on 2 cores), ~12 min.
-# Four at a time (-p 4) took 8m13s, 7m01s, 7m36s, 8m11s and 6m56s
-# (2026-12-04, every runtime installed, ZooKeeper's tests included), but
-# the load made a timing-bound test fail in three of those five runs
-# (TestBenchRateEndToEnd's rate and zkcluster's read after a resume, both
-# since fixed; redisrun's primary-crash-unreplicated, whose grant-timed
-# fault found no grant to time, gone with redisrun on 2026-12-04: the
-# Redis study's cells are time-scheduled scenarios now). -p 4 was not
-# measured again since (docs/development.md).
+# Packages run two at a time (go test's default on 2 cores): 13m59s and
+# 772 CPU-seconds on 2026-12-04 with every runtime installed. More at a
+# time saturates two cores, and the tests that time a cluster fail
+# (docs/development.md says which and why 7 minutes is out of reach).
 test: vet
 	$(GO) test -race -count=1 -timeout 20m ./...
 	cd docs/recipes && $(GO) vet . && $(GO) test -count=1 .
