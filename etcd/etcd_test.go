@@ -3,13 +3,14 @@ package etcd_test
 import (
 	"context"
 	"errors"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/lockbench/lockbench/backend"
 	"github.com/lockbench/lockbench/etcd"
-	"github.com/lockbench/lockbench/etcd/cluster"
+	"github.com/lockbench/lockbench/etcd/cluster/clustertest"
 	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/locks"
 )
@@ -19,16 +20,9 @@ import (
 // Lockers share its lease; the counter is absent until written, and a
 // fenced write is refused once the grant's key is gone.
 func TestBackend(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an etcd cluster")
-	}
+	c := clustertest.Shared(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Options{UnsafeNoFsync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	b := etcd.Backend{}
 	var leases atomic.Int64
 	conn, err := b.Dial(ctx, c.Endpoints(), backend.DialOptions{OnLease: func(id int64) { leases.Store(id) }})
@@ -97,4 +91,11 @@ func TestBackend(t *testing.T) {
 	if err := sess.Close(ctx); err != nil {
 		t.Errorf("close session: %v", err)
 	}
+}
+
+// TestMain closes the cluster the package's tests share.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	clustertest.Close()
+	os.Exit(code)
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/lockbench/lockbench/backend"
 	"github.com/lockbench/lockbench/etcd"
-	"github.com/lockbench/lockbench/etcd/cluster"
+	"github.com/lockbench/lockbench/etcd/cluster/clustertest"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locks"
 )
@@ -20,16 +20,9 @@ import (
 // live 1 s lease is alive (etcd answers its remaining TTL, rounded down to
 // 0 s) and a revoked one is not.
 func TestLeaseOpsAndAlive(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an etcd cluster")
-	}
+	c := clustertest.Shared(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Options{UnsafeNoFsync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	var mu sync.Mutex
 	var ops []backend.LeaseOp
 	b := etcd.Backend{}
