@@ -75,12 +75,19 @@ func deleteTree(zc *zk.Conn, p string) error {
 var _ backend.KeyLister = (*Admin)(nil)
 
 // Keys lists the nodes whose path begins with prefix (as a string: "/a/b"
-// names /a/b, /a/b/c and /a/bc), each with its creation zxid and its
+// names /a/b, /a/b/c and /a/bc) as of the moment it is called, each with its creation zxid and its
 // ephemeral owner's session.
 func (a *Admin) Keys(ctx context.Context, prefix string) ([]backend.Key, error) {
 	zc, err := a.zk(ctx)
 	if err != nil {
 		return nil, err
+	}
+	// The admin's session may be served by a follower behind the one
+	// that answered a client's create: ZooKeeper orders one session's
+	// reads, not two sessions', so a listing right after another client's
+	// write first brings its server up to the leader (ZooKeeper's sync).
+	if _, err := zc.Sync("/"); err != nil {
+		return nil, fmt.Errorf("list nodes under %s: sync: %w", prefix, err)
 	}
 	// The walk starts at the deepest node every match is under.
 	start := path.Dir(prefix)
