@@ -78,6 +78,23 @@ type Connection interface {
 	Close() error
 }
 
+// Revisions is a Connection to a store whose changes are numbered in one
+// order for every client (etcd's revisions): what its answers say lets a
+// history merged from several workers' clocks order a release before the
+// next grant where the clocks cannot (history.Event.Revision).
+type Revisions interface {
+	// Seen is the highest revision any answer the connection received
+	// carried: a revision already committed.
+	Seen() int64
+	// Mark is the point in the connection's requests from which WroteSince
+	// counts.
+	Mark() uint64
+	// WroteSince is the highest revision a write sent after mark created
+	// and whose answer has arrived: a revision committed after the mark;
+	// 0 when none.
+	WroteSince(mark uint64) int64
+}
+
 // Session is one client's session on a connection: what its strategy's
 // Lockers are made over.
 type Session interface {

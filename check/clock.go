@@ -97,3 +97,35 @@ func (c *clocks) of(proc int) int64 {
 	}
 	return 0
 }
+
+// releasedBefore reports whether the history's revisions show that a's
+// hold ended before b's began, whatever the clocks say: a's release sent
+// a write after its invoke (a's end) that created revision r, and b's
+// connection had seen a revision ≥ r before b's grant was recorded, so r
+// was committed between the two (history.Event.Revision). False when
+// either revision is missing, or a's hold did not end by a release.
+func (p *prepared) releasedBefore(a, b *Holder) bool {
+	inv, grant := a.ToLine-1, b.FromLine-1
+	if inv < 0 || grant < 0 || p.op(inv) != opRelease || p.ty(inv) != tyInvoke {
+		return false
+	}
+	done := p.pair[inv]
+	if done < 0 || p.op(int(done)) != opRelease || p.ty(int(done)) == tyInvoke {
+		return false
+	}
+	wrote, seen := p.ev[done].Revision, p.ev[grant].Revision
+	return wrote > 0 && seen >= wrote
+}
+
+// holdGranted is the hold the grant at event grant began, nil when there
+// is none (a re-acquire without release keeps the first hold). Called
+// only for the few grants clocks cannot order: a scan.
+func (p *prepared) holdGranted(grant int32) *Holder {
+	holds := p.holds()
+	for i := range holds {
+		if holds[i].FromLine == int(grant)+1 {
+			return &holds[i].Holder
+		}
+	}
+	return nil
+}

@@ -535,8 +535,17 @@ func (p *prepared) grantTokenRegressions(res *Result, opts Options) (uncertain, 
 			continue
 		}
 		if unc.near(int(b.Process), int(g.Process), g.To-b.To) {
-			uncertain++
-			continue
+			// The revisions may still order them: g's hold ended before
+			// b's grant (then this is no regression), or b's before g's
+			// (then it is one, whatever the clocks).
+			hb, hg := p.holdGranted(b.Done), p.holdGranted(g.Done)
+			switch {
+			case hb != nil && hg != nil && p.releasedBefore(hg, hb):
+				continue
+			case hb == nil || hg == nil || !p.releasedBefore(hb, hg):
+				uncertain++
+				continue
+			}
 		}
 		res.add(Violation{Check: verdict.Fencing, Lock: g.Lock, Message: fmt.Sprintf(
 			"lock %q granted token %d to process %d at %s (line %d) after token %d to process %d at %s (line %d): a grant's token must be above every earlier grant's",

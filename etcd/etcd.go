@@ -51,6 +51,7 @@ func (Backend) Name() string { return etcdlocks.Backend }
 func (b Backend) Dial(_ context.Context, endpoints []string, opts backend.DialOptions) (backend.Connection, error) {
 	c := &Connection{keepAlive: b.KeepAlive}
 	extra := append(c.rpcs.DialOptions(), etcdlocks.RPCDeadline(etcdlocks.RPCTimeoutOf(b.RPCTimeout))...)
+	extra = append(extra, c.revs.dialOptions()...)
 	if opts.OnLease != nil {
 		extra = append(extra, leaseGrants(opts.OnLease))
 	}
@@ -104,6 +105,7 @@ type Connection struct {
 	Client    *clientv3.Client
 	rpcs      etcdlocks.RPCCounter
 	keepAlive etcdlocks.KeepAlive
+	revs      revisions
 }
 
 // NewSession starts the client's one lease for all its Lockers, as one

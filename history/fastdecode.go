@@ -35,6 +35,7 @@ const (
 	hasError
 	hasKey
 	hasLease
+	hasRevision
 )
 
 // parsedEvent is one decoded line before validation: the event, plus which
@@ -85,7 +86,7 @@ func decodeEventSlow(b []byte, e *Event) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return jsonError(err)
 	}
-	p := parsedEvent{ev: Event{Lock: w.Lock, Token: w.Token, Value: w.Value,
+	p := parsedEvent{ev: Event{Lock: w.Lock, Token: w.Token, Revision: w.Revision, Value: w.Value,
 		Error: w.Error, Key: w.Key, Lease: w.Lease}}
 	if w.Time != nil {
 		p.has |= hasTime
@@ -112,15 +113,16 @@ func decodeEventSlow(b []byte, e *Event) error {
 // message of a value of the wrong JSON kind, instead of encoding/json's,
 // which names Go types (wireEvent.time of type int64).
 var fieldWants = map[string]string{
-	"time":    "an integer ≥ 0 (nanoseconds since the run's start)",
-	"process": "an integer from -1 to 2147483647 (the client id, -1 for the nemesis)",
-	"type":    "a string, one of " + validTypes,
-	"f":       "a string, one of " + validFs,
-	"lock":    "a string (the lock's name)",
-	"token":   "an integer (the fencing token)",
-	"error":   "a string",
-	"key":     "a string",
-	"lease":   "a string",
+	"time":     "an integer ≥ 0 (nanoseconds since the run's start)",
+	"process":  "an integer from -1 to 2147483647 (the client id, -1 for the nemesis)",
+	"type":     "a string, one of " + validTypes,
+	"f":        "a string, one of " + validFs,
+	"lock":     "a string (the lock's name)",
+	"token":    "an integer (the fencing token)",
+	"revision": "an integer (a store revision)",
+	"error":    "a string",
+	"key":      "a string",
+	"lease":    "a string",
 }
 
 // jsonError turns encoding/json's error for a line into one that names
@@ -248,6 +250,9 @@ func (d *decoder) fastDecode(b []byte, p *parsedEvent) bool {
 		case "token":
 			bit = hasToken
 			p.ev.Token, i, ok = parseInt(b, i)
+		case "revision":
+			bit = hasRevision
+			p.ev.Revision, i, ok = parseInt(b, i)
 		case "type":
 			bit = hasType
 			// An unknown type or f is not ok: the slow path names it in

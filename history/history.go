@@ -230,6 +230,17 @@ type Event struct {
 	Lock    string   `json:"lock,omitempty"`
 	// Token is the fencing token on acquire ok and on write.
 	Token int64 `json:"token,omitempty"`
+	// Revision orders a release before a grant where clocks cannot (a
+	// history merged from workers' clocks): the store's revisions are
+	// one order for every client. On an acquire's ok it is the highest
+	// revision any answer the client's connection received carried
+	// before the grant was recorded: that revision was committed before
+	// the grant. On a release's ok or info it is the highest revision
+	// created by a write (a put, or a delete that deleted) the
+	// connection sent after the release's invoke: committed after the
+	// hold ended. Absent (0): not known (a backend without revisions, an
+	// older history).
+	Revision int64 `json:"revision,omitempty"`
 	// Value is the resource value (read/write) or the fault description.
 	Value json.RawMessage `json:"value,omitempty"`
 	Error string          `json:"error,omitempty"`

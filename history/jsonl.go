@@ -106,16 +106,17 @@ func ReadFile(path string) ([]Event, error) {
 // wireEvent mirrors Event with pointers so that missing required fields
 // can be told apart from zero values.
 type wireEvent struct {
-	Time    *int64          `json:"time"`
-	Process *int32          `json:"process"`
-	Type    *string         `json:"type"`
-	F       *string         `json:"f"`
-	Lock    string          `json:"lock"`
-	Token   int64           `json:"token"`
-	Value   json.RawMessage `json:"value"`
-	Error   string          `json:"error"`
-	Key     string          `json:"key"`
-	Lease   string          `json:"lease"`
+	Time     *int64          `json:"time"`
+	Process  *int32          `json:"process"`
+	Type     *string         `json:"type"`
+	F        *string         `json:"f"`
+	Lock     string          `json:"lock"`
+	Token    int64           `json:"token"`
+	Revision int64           `json:"revision"`
+	Value    json.RawMessage `json:"value"`
+	Error    string          `json:"error"`
+	Key      string          `json:"key"`
+	Lease    string          `json:"lease"`
 }
 
 // decodeEvent decodes and validates one line of a history. Lines as Write

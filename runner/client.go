@@ -394,8 +394,10 @@ func (c *client) loop(ctx context.Context, gen int, conn backend.Connection, loc
 		if n := c.r.cfg.Grants; n != nil {
 			n.Add(1)
 		}
+		// The revision seen is read before the grant's time is taken:
+		// committed before it.
 		t := c.emit(gen, history.Event{Type: history.OK, F: history.FAcquire, Token: g.Token, Key: g.Key,
-			Lease: strconv.FormatInt(g.Lease, 16)})
+			Lease: strconv.FormatInt(g.Lease, 16), Revision: seenRevision(conn)})
 		c.setState(gen, holding, g, t)
 		if d, gone := c.r.held.add(g, t); gone {
 			c.r.recordDeletion(ctx, g, history.KeyDeletion{Revision: d.rev, BeforeGrant: true})
@@ -404,13 +406,13 @@ func (c *client) loop(ctx context.Context, gen int, conn backend.Connection, loc
 			if w.ReleaseLost {
 				// A client that learns late still calls Unlock on the grant
 				// it lost: it must not remove its successor's lock.
-				c.release(gen, locker, g)
+				c.release(gen, conn, locker, g)
 			}
 			continue
 		}
 		// Release (unless the lease was lost), then think before asking
 		// again.
-		c.release(gen, locker, g)
+		c.release(gen, conn, locker, g)
 		if w.Think > 0 {
 			Sleep(ctx, w.Think.D())
 		}

@@ -177,7 +177,7 @@ var holdEnds = []struct {
 }{
 	{"release", history.FRelease, func(c *client, g *locks.Grant) {
 		c.setState(0, idle, nil, 0)
-		c.release(0, unlocked{}, g)
+		c.release(0, nil, unlocked{}, g)
 	}},
 	{"lease-lost", history.FLeaseLost, func(c *client, g *locks.Grant) {
 		lost := make(chan struct{})

@@ -137,15 +137,35 @@ func (c *client) writeCounter(gen int, conn backend.Connection, g *locks.Grant, 
 
 // release unlocks g, recording the release; a failed release ends
 // unknown (info): the key may still go with its lease.
-func (c *client) release(gen int, locker locks.Locker, g *locks.Grant) {
+func (c *client) release(gen int, conn backend.Connection, locker locks.Locker, g *locks.Grant) {
 	c.endHold(gen, g, history.Event{Type: history.Invoke, F: history.FRelease, Token: g.Token})
+	// Marked after the invoke's time is taken: the writes sent from here
+	// on commit after the hold ended.
+	revs, _ := conn.(backend.Revisions)
+	var mark uint64
+	if revs != nil {
+		mark = revs.Mark()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	if err := locker.Unlock(ctx, g); err != nil {
-		c.emit(gen, history.Event{Type: history.Info, F: history.FRelease, Token: g.Token, Error: err.Error()})
-		return
+	err := locker.Unlock(ctx, g)
+	e := history.Event{Type: history.OK, F: history.FRelease, Token: g.Token}
+	if err != nil {
+		e.Type, e.Error = history.Info, err.Error()
 	}
-	c.emit(gen, history.Event{Type: history.OK, F: history.FRelease, Token: g.Token})
+	if revs != nil {
+		e.Revision = revs.WroteSince(mark)
+	}
+	c.emit(gen, e)
+}
+
+// seenRevision is the highest revision conn has seen, 0 when its backend
+// numbers no changes (history.Event.Revision).
+func seenRevision(conn backend.Connection) int64 {
+	if revs, ok := conn.(backend.Revisions); ok {
+		return revs.Seen()
+	}
+	return 0
 }
 
 // observeWait bounds how long a hold's end waits for the observer to
