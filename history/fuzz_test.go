@@ -13,7 +13,7 @@ import (
 //	go test -run '^$' -fuzz FuzzRead ./history
 func FuzzRead(f *testing.F) {
 	f.Add([]byte(`{"time":0,"process":0,"type":"invoke","f":"acquire","lock":"l"}
-{"time":5,"process":0,"type":"ok","f":"acquire","lock":"l","token":12,"key":"l/1","lease":"7f"}
+{"time":5,"process":0,"type":"ok","f":"acquire","lock":"l","token":12,"revision":14,"key":"l/1","lease":"7f"}
 {"time":6,"process":-1,"type":"invoke","f":"fault","value":{"fault":"kill","target":"<leader>"}}`))
 	f.Add([]byte(`{"time":1,"process":3,"type":"ok","f":"rpcs","value":null,"error":"\u2028&"}` + "\n\n"))
 	f.Add([]byte(`{"time":9223372036854775807,"process":-1,"type":"info","f":"fault","value":[1, 2 ,{"a" : "b"}]}`))
