@@ -47,7 +47,7 @@ func decodeEventLegacy(b []byte, e *Event) error {
 		w.Value = nil
 	}
 	*e = Event{Time: *w.Time, Process: *w.Process, Type: ty, F: f, Lock: w.Lock,
-		Token: w.Token, Value: w.Value, Error: w.Error, Key: w.Key, Lease: w.Lease}
+		Token: w.Token, Revision: w.Revision, Value: w.Value, Error: w.Error, Key: w.Key, Lease: w.Lease}
 	return nil
 }
 
