@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockbench/lockbench/bench"
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
@@ -50,7 +51,7 @@ const benchSynopsis = "bench [--clients 2,8,64] [--locks a,b] [--duration D] [fl
 // benchOptions are bench's flags.
 type benchOptions struct {
 	clients, locks, locksPerRun string
-	spec                        harness.BenchSpec // durations, target, seed: filled by the flags
+	spec                        bench.BenchSpec // durations, target, seed: filled by the flags
 	out, benchOut               string
 	output                      outputFlags
 	cpuProfile                  string
@@ -62,7 +63,7 @@ type benchOptions struct {
 	given map[string]bool
 }
 
-// benchFlags names the flag of each harness.BenchSpec field that Validate
+// benchFlags names the flag of each bench.BenchSpec field that Validate
 // may find wrong, so that errors name what the user typed.
 var benchFlags = map[string]string{
 	"Clients": "clients", "Duration": "duration", "Hold": "hold", "Ramp": "ramp", "LeaseTTL": "lease-ttl", "FloorDuration": "floor-duration",
@@ -91,21 +92,21 @@ func benchCommand(ctx context.Context, e *env, args []string) error {
 // register adds bench's flags, the shared groups included, to fs.
 func (o *benchOptions) register(fs *flagSet) {
 	s := &o.spec
-	fs.StringVar(&o.clients, "clients", joinInts(harness.DefaultBenchClients), "comma-separated client counts")
+	fs.StringVar(&o.clients, "clients", joinInts(bench.DefaultBenchClients), "comma-separated client counts")
 	fs.StringVar(&o.locksPerRun, "locks-per-run", "", "comma-separated counts of lock names (e.g. 1,16,256): also run every lock at every client count with its acquisitions spread over that many names, against the cluster's parallel write ceiling measured with as many writers (default: one name only)")
 	fs.StringVar(&o.locks, "locks", strings.Join(locks.Names(), ","), "comma-separated lock strategies")
-	fs.DurationVar(&s.Duration, "duration", harness.DefaultBenchDuration, "run time of each cell")
+	fs.DurationVar(&s.Duration, "duration", bench.DefaultBenchDuration, "run time of each cell")
 	fs.DurationVar(&s.Hold, "hold", 0, "how long each grant is held")
 	fs.DurationVar(&s.Ramp, "ramp", 0, "clients join over this long instead of at once (client i's first acquire after i × ramp ÷ clients), as a fleet starts; shorter than --duration (0: all at once)")
 	fs.DurationVar(&s.LeaseTTL, "lease-ttl", 0, "the clients' lease TTL, whole seconds; with thousands of clients it sizes the keepalive traffic (one refresh per lease every TTL/3 under auto, TTL/4 under safe) (0: the scenario's, 5s)")
-	fs.DurationVar(&s.FloorDuration, "floor-duration", harness.DefaultFloorDuration, "how long the commit floor is measured")
+	fs.DurationVar(&s.FloorDuration, "floor-duration", bench.DefaultFloorDuration, "how long the commit floor is measured")
 	fs.DurationVar(&s.CellFloor, "cell-floor", 0, "also measure a floor this long just before each cell, and compute that cell's ratios against it (e.g. 1s; 0: off)")
-	fs.StringVar(&s.TargetLock, "target-lock", harness.DefaultTargetLock, "lock of the cell held to the targets and measured with recording on and off")
-	fs.IntVar(&s.TargetClients, "target-clients", harness.DefaultTargetClients, "client count of that cell")
-	fs.IntVar(&s.RecordRuns, "record-runs", harness.DefaultRecordRuns, "recording on/off pairs of slices in one run of the target cell (0: skip)")
-	fs.DurationVar(&s.RecordDuration, "record-duration", harness.DefaultRecordDuration, "length of each recording on/off slice (0: --duration)")
-	fs.IntVar(&s.PairedRounds, "paired-rounds", harness.DefaultPairedRounds, "rounds of one ideal-handoff slice, one target-cell slice and one of the target lock in a bare Lock/Unlock loop, in alternating order; the targets are judged on their medians, the bare loop's on 20 rounds or more (0: skip)")
-	fs.DurationVar(&s.PairedSlice, "paired-slice", harness.DefaultPairedSlice, "length of each paired slice")
+	fs.StringVar(&s.TargetLock, "target-lock", bench.DefaultTargetLock, "lock of the cell held to the targets and measured with recording on and off")
+	fs.IntVar(&s.TargetClients, "target-clients", bench.DefaultTargetClients, "client count of that cell")
+	fs.IntVar(&s.RecordRuns, "record-runs", bench.DefaultRecordRuns, "recording on/off pairs of slices in one run of the target cell (0: skip)")
+	fs.DurationVar(&s.RecordDuration, "record-duration", bench.DefaultRecordDuration, "length of each recording on/off slice (0: --duration)")
+	fs.IntVar(&s.PairedRounds, "paired-rounds", bench.DefaultPairedRounds, "rounds of one ideal-handoff slice, one target-cell slice and one of the target lock in a bare Lock/Unlock loop, in alternating order; the targets are judged on their medians, the bare loop's on 20 rounds or more (0: skip)")
+	fs.DurationVar(&s.PairedSlice, "paired-slice", bench.DefaultPairedSlice, "length of each paired slice")
 	fs.Int64Var(&s.Seed, "seed", 1, "seed of every cell")
 	fs.StringVar(&o.out, "out", "", "the bench folder itself, unlike run's and suite's --out (a parent folder): bench.json and a run folder per cell go straight into it (default "+filepath.Join(harness.DefaultOut, "bench-<timestamp>")+")")
 	fs.StringVar(&o.benchOut, "bench-out", "", "also write Go benchmark-format lines to this file (- for stdout), for benchstat")
@@ -132,7 +133,7 @@ func (o *benchOptions) check() error {
 		return err
 	}
 	if o.spec.Open != nil && !o.given["clients"] {
-		clients = []int{harness.DefaultRateClients}
+		clients = []int{bench.DefaultRateClients}
 	}
 	cl, err := o.cluster.options()
 	if err != nil {
@@ -159,7 +160,7 @@ func (o *benchOptions) check() error {
 	s.KeepAlive, s.SharedConns = kas[0], o.client.sharedConns
 	s.Dir = o.out
 	if s.Dir == "" {
-		s.Dir = harness.NewBenchDir(harness.DefaultOut)
+		s.Dir = bench.NewBenchDir(harness.DefaultOut)
 	}
 	if err := s.Validate(); err != nil {
 		return badInput(flagError(err, benchFlags))
@@ -209,7 +210,7 @@ func runBench(ctx context.Context, e *env, o *benchOptions) error {
 	}
 	progress := report.NewProgress(e.stderr, report.IsTerminal(os.Stderr) && e.stderr == io.Writer(os.Stderr), o.output.quiet)
 	spec.Progress = progress.Update
-	b, err := harness.RunBench(ctx, spec)
+	b, err := bench.RunBench(ctx, spec)
 	progress.Done()
 	if b != nil {
 		if perr := printBench(e, b, spec.Dir, o.benchOut, o.output.json); perr != nil && err == nil {

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/lockbench/lockbench/harness"
+	"github.com/lockbench/lockbench/bench"
 	"github.com/lockbench/lockbench/scenarios"
 )
 
@@ -20,12 +20,12 @@ type openFlags struct {
 var closedOnly = []string{"cell-floor", "record-runs", "record-duration", "paired-rounds", "paired-slice", "target-lock", "target-clients", "locks-per-run"}
 
 func (f *openFlags) register(fs *flagSet) {
-	fs.StringVar(&f.rate, "rate", "", "open-loop load: acquisitions per second over all clients (e.g. 200 or 200/s), one run per lock at that rate; or sweep: find each lock's saturation rate and run at 50, 80 and 95 % of it (--clients is then the pool serving the arrivals, one count, default "+strconv.Itoa(harness.DefaultRateClients)+"; writes bench.html)")
+	fs.StringVar(&f.rate, "rate", "", "open-loop load: acquisitions per second over all clients (e.g. 200 or 200/s), one run per lock at that rate; or sweep: find each lock's saturation rate and run at 50, 80 and 95 % of it (--clients is then the pool serving the arrivals, one count, default "+strconv.Itoa(bench.DefaultRateClients)+"; writes bench.html)")
 	fs.StringVar(&f.arrivals, "arrivals", "", "open-loop arrival process with --rate: uniform (default) or poisson, drawn from --seed")
 }
 
 // spec is the open-loop part of the bench's spec, nil without --rate.
-func (f *openFlags) spec(given map[string]bool) (*harness.OpenSpec, error) {
+func (f *openFlags) spec(given map[string]bool) (*bench.OpenSpec, error) {
 	if f.rate == "" {
 		if given["rate"] {
 			return nil, badInputf("--rate is empty: want acquisitions per second (e.g. 200 or 200/s) or sweep")
@@ -40,7 +40,7 @@ func (f *openFlags) spec(given map[string]bool) (*harness.OpenSpec, error) {
 			return nil, badInputf("--%s does not apply with --rate: an open-loop bench runs no closed-loop cells, paired rounds or recording slices", name)
 		}
 	}
-	o := &harness.OpenSpec{Arrivals: f.arrivals}
+	o := &bench.OpenSpec{Arrivals: f.arrivals}
 	if strings.TrimSpace(f.rate) == "sweep" {
 		o.Sweep = true
 		return o, nil
@@ -58,7 +58,7 @@ func (f *openFlags) spec(given map[string]bool) (*harness.OpenSpec, error) {
 }
 
 // openText is the banner's words for an open-loop spec.
-func openText(o *harness.OpenSpec) string {
+func openText(o *bench.OpenSpec) string {
 	arr := o.Arrivals
 	if arr == "" {
 		arr = scenarios.ArrivalsUniform

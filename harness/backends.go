@@ -42,9 +42,9 @@ func backendOf(lock string) string {
 	return st.Backend
 }
 
-// deployerOf is the Deployer of lock's backend, nil for etcd's (or an
+// DeployerOf is the Deployer of lock's backend, nil for etcd's (or an
 // unknown lock's): those run on the cluster RunSpec.Cluster describes.
-func deployerOf(lock string) backend.Deployer {
+func DeployerOf(lock string) backend.Deployer {
 	name := backendOf(lock)
 	for _, d := range deployers {
 		if d.Name() == name {
@@ -58,7 +58,7 @@ func deployerOf(lock string) backend.Deployer {
 // backend that lockbench starts for each run, where the flags that choose
 // or shape an etcd cluster do not apply, and names that backend.
 func OwnDeployment(lock string) (backendName string, own bool) {
-	if d := deployerOf(lock); d != nil {
+	if d := DeployerOf(lock); d != nil {
 		return d.Name(), true
 	}
 	return "", false
@@ -93,7 +93,7 @@ func (s RunSpec) refused() error {
 	if err := notFor(s.Lock, s.Scenario); err != nil {
 		return err
 	}
-	if d := deployerOf(s.Lock); d != nil {
+	if d := DeployerOf(s.Lock); d != nil {
 		return deployerRefuses(d, s.Lock, s.Scenario)
 	}
 	return refused(ClusterFor(s.Cluster, s.Scenario), s.Scenario)

@@ -31,7 +31,7 @@ func (e *FieldError) Error() string {
 // Unwrap returns what is wrong with the value.
 func (e *FieldError) Unwrap() error { return e.Err }
 
-func fieldErr(field string, value any, problem string) error {
+func FieldErr(field string, value any, problem string) error {
 	return &FieldError{Field: field, Value: value, Err: errors.New(problem)}
 }
 

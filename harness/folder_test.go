@@ -95,7 +95,8 @@ func TestRunPairsItsHistoryOnce(t *testing.T) {
 // TestFilesCarryTheirVersions: every JSON file lockbench writes names the
 // build that wrote it (lockbench_version) and its format
 // (schema_version): config.json and summary.json through the run's
-// identity, suite.json and bench.json at their top level.
+// identity, suite.json at its top level (bench.json: package bench's
+// TestBenchFileCarriesItsVersion).
 func TestFilesCarryTheirVersions(t *testing.T) {
 	res := finishSample(t, func(cfg *rundir.Config) {
 		cfg.Run = identity("versions", RunSpec{Lock: "queue", Seed: 1}, target{})
@@ -104,11 +105,7 @@ func TestFilesCarryTheirVersions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bench, err := json.Marshal(newBenchRun(t.Context(), BenchSpec{Dir: t.TempDir()}).b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := map[string][]byte{"suite.json": suite, "bench.json": bench}
+	files := map[string][]byte{"suite.json": suite}
 	for _, name := range []string{rundir.ConfigFile, rundir.SummaryFile} {
 		if files[name], err = os.ReadFile(filepath.Join(res.Dir, name)); err != nil {
 			t.Fatal(err)

@@ -1,6 +1,7 @@
 // Package harness runs one cell of work end to end: it starts (or connects
 // to) the etcd cluster, runs a scenario against a lock strategy, checks the
-// history and writes the run folder. The CLI only parses flags and calls it.
+// history and writes the run folder; and suites of cells. The CLI only
+// parses flags and calls it; package bench builds its benchmarks on it.
 package harness
 
 import (
@@ -96,7 +97,7 @@ func (s RunSpec) validate(refuse bool) error {
 	// (backend.StepRefuser, in refused), and a scenario not for the
 	// lock's backend makes no run of it (notFor); the others have etcd's
 	// count.
-	if _, own := deployerOf(s.Lock).(backend.StepRefuser); !own && s.Scenario.For(backendOf(s.Lock)) {
+	if _, own := DeployerOf(s.Lock).(backend.StepRefuser); !own && s.Scenario.For(backendOf(s.Lock)) {
 		if err := s.Scenario.CheckMembers(members); err != nil {
 			return err
 		}
@@ -118,7 +119,7 @@ func (s RunSpec) validate(refuse bool) error {
 	// etcd's leases are whole seconds; another backend's lock takes the
 	// TTL its scenario allows it (scenarios.MinMillisecondTTL), and a
 	// scenario not for etcd makes no etcd run to check (notFor).
-	if deployerOf(s.Lock) == nil && s.Scenario.For(backendOf(s.Lock)) {
+	if DeployerOf(s.Lock) == nil && s.Scenario.For(backendOf(s.Lock)) {
 		if _, err := (etcdlocks.Options{Options: locks.Options{TTL: s.Scenario.TTL()}, KeepAlive: s.KeepAlive}).WithDefaults(); err != nil {
 			return err
 		}
@@ -153,7 +154,7 @@ func Run(ctx context.Context, spec RunSpec) (res *Result, err error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	if d := deployerOf(spec.Lock); d != nil {
+	if d := DeployerOf(spec.Lock); d != nil {
 		return runDeployed(ctx, d, spec)
 	}
 	members := spec.Cluster.Members
@@ -202,7 +203,7 @@ func RunOn(ctx context.Context, c cluster.Members, spec RunSpec) (*Result, error
 		endpoints: c.Endpoints(),
 		cluster:   c,
 		client:    clientv3.Config{TLS: tlsCfg},
-		config:    clusterConfig(c),
+		config:    ClusterConfig(c),
 	})
 }
 
@@ -313,9 +314,9 @@ func NewRunID(lock, scenario string, seed int64) string {
 
 // etcdBinOf is the member processes' binary, for config.json; "" for the
 // embedded kind.
-// clusterConfig is what config.json and bench.json record of a cluster
+// ClusterConfig is what config.json and bench.json record of a cluster
 // lockbench started.
-func clusterConfig(c cluster.Members) rundir.ClusterConfig {
+func ClusterConfig(c cluster.Members) rundir.ClusterConfig {
 	return rundir.ClusterConfig{
 		Members: c.Count(), TickMS: c.Tick().Milliseconds(), ElectionMS: c.Election().Milliseconds(),
 		UnsafeNoFsync: c.UnsafeNoFsync(), Endpoints: c.Endpoints(), TLS: c.TLS(),

@@ -170,7 +170,7 @@ func (ch *idealChain) result(el time.Duration) (*report.Ideal, error) {
 		return nil, fmt.Errorf("ideal handoff: no step in %s (%d errors)", el.Round(time.Millisecond), ch.errs.Load())
 	}
 	perS := float64(len(lat)) / el.Seconds()
-	l := latencyOf(lat)
+	l := LatencyOf(lat)
 	return &report.Ideal{Clients: len(ch.clis), Steps: len(lat), Errors: int(ch.errs.Load()), DurationS: round3(el.Seconds()),
 		RatePerS: round1(perS), StepP50MS: l.P50, StepMS: l}, nil
 }

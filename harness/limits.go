@@ -167,11 +167,11 @@ func maxClientsFor(mem int64, shared bool) int {
 func checkClients(clients, sharedConns int) error {
 	mem := memTotal()
 	if max := maxClientsFor(mem, true); clients > max {
-		return fieldErr("Clients", clients, fmt.Sprintf("must be ≤ %d on this machine (half its %d MB of memory at ~%d kB per client)",
+		return FieldErr("Clients", clients, fmt.Sprintf("must be ≤ %d on this machine (half its %d MB of memory at ~%d kB per client)",
 			max, mem>>20, memPerClientShared>>10))
 	}
 	if max := maxClientsFor(mem, false); sharedConns == 0 && clients > max {
-		return fieldErr("Clients", clients, fmt.Sprintf("must be ≤ %d with a connection per client on this machine (half its %d MB of memory at ~%d MB per client): use shared connections (--shared-conns N) for more",
+		return FieldErr("Clients", clients, fmt.Sprintf("must be ≤ %d with a connection per client on this machine (half its %d MB of memory at ~%d MB per client): use shared connections (--shared-conns N) for more",
 			max, mem>>20, memPerClientOwnConn>>20))
 	}
 	return nil
@@ -197,7 +197,7 @@ func fdPlan(clients, sharedConns, members int, proxies, embedded bool, limit uin
 		} else {
 			hint += "; client faults need a connection per client, so --shared-conns does not apply"
 		}
-		return 0, "", fieldErr("Clients", clients, fmt.Sprintf("needs ~%d open files, more than the limit of %d: %s", need, limit, hint))
+		return 0, "", FieldErr("Clients", clients, fmt.Sprintf("needs ~%d open files, more than the limit of %d: %s", need, limit, hint))
 	}
 	fit := 0
 	for n := min(clients, 256); n >= 1; n /= 2 {
@@ -207,7 +207,7 @@ func fdPlan(clients, sharedConns, members int, proxies, embedded bool, limit uin
 		}
 	}
 	if fit == 0 {
-		return 0, "", fieldErr("Clients", clients, fmt.Sprintf("needs ~%d open files, more than the limit of %d even on one shared connection: raise the limit (ulimit -n)", need, limit))
+		return 0, "", FieldErr("Clients", clients, fmt.Sprintf("needs ~%d open files, more than the limit of %d even on one shared connection: raise the limit (ulimit -n)", need, limit))
 	}
 	return fit, fmt.Sprintf("%d clients would need ~%d open files with a connection each, more than the limit of %d: using %d shared connections (choose with --shared-conns)",
 		clients, need, limit, fit), nil

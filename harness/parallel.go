@@ -31,7 +31,7 @@ func (r *suiteRun) runBinary(ctx context.Context, b suiteBin) (runErr, closeErr 
 	// A suite whose cells all run on deployments of their own (Redis,
 	// ZooKeeper) starts no etcd cluster to measure the floor on: its
 	// workers start together.
-	etcdCells := slices.ContainsFunc(jobs, func(j suiteJob) bool { return deployerOf(j.lock) == nil })
+	etcdCells := slices.ContainsFunc(jobs, func(j suiteJob) bool { return DeployerOf(j.lock) == nil })
 	floor := newGate(r.res.Header.Floor != nil || r.spec.FloorDuration < 0 || r.spec.External != nil || !etcdCells)
 	var wg sync.WaitGroup
 	for i := range workers {
@@ -172,7 +172,7 @@ func (w *suiteWorker) runCell(ctx context.Context, j suiteJob) (out cellOutcome)
 	cell := judge(res.Summary, ExpectationsFor(j.sc, j.lock, ka))
 	cell.AnyReasons = anyReasons(j.sc, j.lock, ka, cell.ExpectedChecks)
 	cell.Dir, _ = filepath.Rel(r.dir, res.Dir)
-	if found, replace := checkLockService(ctx, w.c, j.lock); found != "" {
+	if found, replace := CheckLockService(ctx, w.c, j.lock); found != "" {
 		note := fmt.Sprintf("after %s: %s", name, found)
 		if replace {
 			note += "; the cluster was replaced"
@@ -211,7 +211,7 @@ func (w *suiteWorker) run(ctx context.Context, b suiteBin, spec RunSpec) (*Resul
 			return nil, err
 		}
 	}
-	if d := deployerOf(spec.Lock); d != nil {
+	if d := DeployerOf(spec.Lock); d != nil {
 		return runDeployed(ctx, d, spec) // a deployment of its own, every cell
 	}
 	if r.spec.External != nil {

@@ -117,26 +117,26 @@ func (s SuiteSpec) Validate() error {
 		return fmt.Errorf("suite has no cells: give at least one lock and one scenario")
 	}
 	if s.Seeds < 1 {
-		return fieldErr("Seeds", s.Seeds, "must be ≥1")
+		return FieldErr("Seeds", s.Seeds, "must be ≥1")
 	}
 	if s.FirstSeed < 0 || s.FirstSeed > math.MaxInt64-int64(s.Seeds) {
-		return fieldErr("FirstSeed", s.FirstSeed, "must be ≥1, and leave room for the seeds after it")
+		return FieldErr("FirstSeed", s.FirstSeed, "must be ≥1, and leave room for the seeds after it")
 	}
 	if s.Reps < 0 {
-		return fieldErr("Reps", s.Reps, "must be ≥1")
+		return FieldErr("Reps", s.Reps, "must be ≥1")
 	}
 	if s.Parallel < 0 {
-		return fieldErr("Parallel", s.Parallel, "must be ≥1")
+		return FieldErr("Parallel", s.Parallel, "must be ≥1")
 	}
 	if sh := s.Shard; sh.sharded() && (sh.Index < 1 || sh.Index > sh.Count) {
-		return fieldErr("Shard", fmt.Sprintf("%d/%d", sh.Index, sh.Count), "must be I/N with 1 ≤ I ≤ N")
+		return FieldErr("Shard", fmt.Sprintf("%d/%d", sh.Index, sh.Count), "must be I/N with 1 ≤ I ≤ N")
 	}
 	for l, d := range s.InjectDelay {
 		if !slices.Contains(s.Locks, l) {
-			return fieldErr("InjectDelay", l, "names a lock the suite does not run")
+			return FieldErr("InjectDelay", l, "names a lock the suite does not run")
 		}
 		if d <= 0 {
-			return fieldErr("InjectDelay", d, "must be > 0")
+			return FieldErr("InjectDelay", d, "must be > 0")
 		}
 	}
 	for _, l := range s.Locks {
@@ -436,7 +436,7 @@ type cellOutcome struct {
 // runs on a deployment of its own (runDeployed), which says what it
 // refuses.
 func (r *suiteRun) refused(b suiteBin, lock string, sc scenarios.Scenario) error {
-	if d := deployerOf(lock); d != nil {
+	if d := DeployerOf(lock); d != nil {
 		return deployerRefuses(d, lock, sc)
 	}
 	if r.spec.External != nil && sc.Needs().Members {
@@ -512,12 +512,12 @@ func (s SuiteSpec) cells(lock string) func(yield func(suiteCell) bool) {
 	}
 }
 
-// checkLockService probes etcd's lock service on c after a run of lock,
+// CheckLockService probes etcd's lock service on c after a run of lock,
 // if lock runs on it (locks.Strategy.LockService), so that a later run on
 // c does not inherit a service the run left stuck; c nil (an external
 // cluster, not lockbench's to replace) is not probed. It returns what it
 // found ("" when sound or not probed) and whether c must be replaced.
-func checkLockService(ctx context.Context, c cluster.Members, lock string) (found string, replace bool) {
+func CheckLockService(ctx context.Context, c cluster.Members, lock string) (found string, replace bool) {
 	if st, _ := locks.Lookup(lock); c == nil || !st.LockService || ctx.Err() != nil {
 		return "", false
 	}

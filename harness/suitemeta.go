@@ -66,7 +66,7 @@ func (r *SuiteResult) measureFloor(ctx context.Context, c cluster.Members, d tim
 	if d == 0 {
 		d = DefaultSuiteFloor
 	}
-	cli, err := newAdmin(c)
+	cli, err := NewAdmin(c)
 	if err != nil {
 		r.Notes = append(r.Notes, fmt.Sprintf("commit floor not measured: connect: %v", err))
 		return
@@ -78,7 +78,7 @@ func (r *SuiteResult) measureFloor(ctx context.Context, c cluster.Members, d tim
 		r.Notes = append(r.Notes, fmt.Sprintf("commit floor not measured: %v", err))
 		return
 	}
-	dctx, cancel := context.WithTimeout(ctx, opTimeout)
+	dctx, cancel := context.WithTimeout(ctx, OpTimeout)
 	defer cancel()
 	_, _ = cli.Delete(dctx, key)
 	r.Header.Floor = f

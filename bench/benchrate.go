@@ -1,4 +1,4 @@
-package harness
+package bench
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/scenarios"
@@ -104,19 +105,19 @@ func (o OpenSpec) arrivals() string {
 func (o OpenSpec) validate(s BenchSpec) error {
 	switch {
 	case len(s.Clients) != 1:
-		return fieldErr("Clients", strings.ReplaceAll(strings.Trim(fmt.Sprint(s.Clients), "[]"), " ", ","),
+		return harness.FieldErr("Clients", strings.ReplaceAll(strings.Trim(fmt.Sprint(s.Clients), "[]"), " ", ","),
 			"must be one client count with an offered rate (the pool of clients serving the arrivals)")
 	case o.Arrivals != "" && o.Arrivals != scenarios.ArrivalsUniform && o.Arrivals != scenarios.ArrivalsPoisson:
-		return fieldErr("Arrivals", o.Arrivals, "valid arrivals are uniform, poisson")
+		return harness.FieldErr("Arrivals", o.Arrivals, "valid arrivals are uniform, poisson")
 	case o.Sweep && o.RatePerS != 0:
-		return fieldErr("Rate", o.RatePerS, "give a rate or a sweep, not both")
+		return harness.FieldErr("Rate", o.RatePerS, "give a rate or a sweep, not both")
 	case !o.Sweep && (o.RatePerS <= 0 || o.RatePerS > scenarios.MaxRate):
-		return fieldErr("Rate", o.RatePerS, fmt.Sprintf("must be > 0 and ≤ %.0f acquisitions/s, or sweep", scenarios.MaxRate))
+		return harness.FieldErr("Rate", o.RatePerS, fmt.Sprintf("must be > 0 and ≤ %.0f acquisitions/s, or sweep", scenarios.MaxRate))
 	}
 	sc := s.scenario(s.Clients[0])
 	sc.Workload.Rate, sc.Workload.Arrivals = scenarios.Rate(max(o.RatePerS, SweepStartRate)), o.Arrivals
 	if err := sc.Validate(); err != nil {
-		return &FieldError{Field: "Arrivals", Err: err}
+		return &harness.FieldError{Field: "Arrivals", Err: err}
 	}
 	return nil
 }
@@ -192,7 +193,7 @@ func runOpenBench(ctx context.Context, spec BenchSpec) (b *report.Bench, err err
 		return r.b, err
 	}
 	r.progress("floor: serialized Puts for %s", spec.FloorDuration)
-	if r.b.Floor, err = MeasureFloor(ctx, r.admin, r.ns+floorKeyName, spec.FloorDuration, 1); err != nil {
+	if r.b.Floor, err = harness.MeasureFloor(ctx, r.admin, r.ns+floorKeyName, spec.FloorDuration, 1); err != nil {
 		return r.b, fmt.Errorf("floor: %w", err)
 	}
 	for _, lock := range spec.Locks {
@@ -277,7 +278,7 @@ func (r *benchRun) ratePoint(lock string, rate float64, what string) report.Rate
 	// compare never keys an open-loop run as a contention cell.
 	sc.Name = OpenBenchScenario
 	sc.Workload.Rate, sc.Workload.Arrivals = scenarios.Rate(rate), r.spec.Open.Arrivals
-	res, err := RunOn(r.ctx, r.c, RunSpec{Lock: lock, Scenario: sc, Seed: r.spec.Seed, KeepAlive: r.spec.KeepAlive,
+	res, err := harness.RunOn(r.ctx, r.c, harness.RunSpec{Lock: lock, Scenario: sc, Seed: r.spec.Seed, KeepAlive: r.spec.KeepAlive,
 		RPCTimeout: r.spec.RPCTimeout, SharedConns: r.spec.SharedConns, Cluster: r.spec.Cluster, Out: r.spec.Dir, Notice: r.spec.Notice})
 	if err != nil {
 		p.Error = err.Error()

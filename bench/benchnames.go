@@ -1,8 +1,9 @@
-package harness
+package bench
 
 import (
 	"fmt"
 
+	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/scenarios"
 )
@@ -12,7 +13,7 @@ import (
 func (s BenchSpec) validateLocksPerRun() error {
 	for _, k := range s.LocksPerRun {
 		if k < 1 || k > scenarios.MaxLocks {
-			return fieldErr("LocksPerRun", k, fmt.Sprintf("must be 1..%d", scenarios.MaxLocks))
+			return harness.FieldErr("LocksPerRun", k, fmt.Sprintf("must be 1..%d", scenarios.MaxLocks))
 		}
 	}
 	return nil
@@ -46,7 +47,7 @@ func (r *benchRun) namesCells() error {
 			return err
 		}
 		r.progress("write ceiling: %d writers for %s", k, r.spec.FloorDuration)
-		ceiling, err := MeasureFloor(r.ctx, r.admin, r.ns+"ceiling", r.spec.FloorDuration, k)
+		ceiling, err := harness.MeasureFloor(r.ctx, r.admin, r.ns+"ceiling", r.spec.FloorDuration, k)
 		if err != nil {
 			if r.ctx.Err() != nil {
 				return nil

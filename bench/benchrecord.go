@@ -1,4 +1,4 @@
-package harness
+package bench
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 
 	"github.com/lockbench/lockbench/etcd"
 	"github.com/lockbench/lockbench/etcd/cluster"
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/runner"
 	"github.com/lockbench/lockbench/scenarios"
@@ -168,4 +170,17 @@ func (s *slicedRun) slices(n int, slice time.Duration) ([]report.RecordingRun, e
 		runs = append(runs, run)
 	}
 	return runs, nil
+}
+
+// MeasureAppendNS is the mean time of one history append, over n appends
+// of a realistic event from one goroutine into a fresh recorder.
+func MeasureAppendNS(n int) float64 {
+	r := history.NewRecorder(n + 1)
+	e := history.Event{Process: 3, Type: history.OK, F: history.FAcquire, Lock: locks.DefaultName, Token: 412,
+		Key: "/lockbench/run/lock/0123456789abcdef", Lease: "694d7c4b2e1a0f07"}
+	t0 := time.Now()
+	for range n {
+		r.Append(e)
+	}
+	return float64(time.Since(t0)) / float64(n)
 }

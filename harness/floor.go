@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"sync"
@@ -13,8 +14,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lockbench/lockbench/etcd/cluster"
-	"github.com/lockbench/lockbench/history"
-	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/stats"
 )
@@ -36,7 +35,7 @@ func MeasureFloor(ctx context.Context, cli *clientv3.Client, key string, d time.
 	}
 	// One Put each first, untimed: the connection and the keys exist.
 	for _, k := range keys {
-		wctx, cancel := context.WithTimeout(ctx, opTimeout)
+		wctx, cancel := context.WithTimeout(ctx, OpTimeout)
 		_, err := cli.Put(wctx, k, "0")
 		cancel()
 		if err != nil {
@@ -89,11 +88,11 @@ func MeasureFloor(ctx context.Context, cli *clientv3.Client, key string, d time.
 	}
 	perS := float64(len(lat)) / el.Seconds()
 	return &report.Floor{Writers: len(keys), Commits: len(lat), Errors: errs, DurationS: round3(el.Seconds()),
-		CommitsPerS: round1(perS), PerWriterPerS: round1(perS / float64(len(keys))), LatencyMS: latencyOf(lat)}, nil
+		CommitsPerS: round1(perS), PerWriterPerS: round1(perS / float64(len(keys))), LatencyMS: LatencyOf(lat)}, nil
 }
 
-// latencyOf is the distribution of ds in milliseconds (exact quantiles).
-func latencyOf(ds []time.Duration) report.Latency {
+// LatencyOf is the distribution of ds in milliseconds (exact quantiles).
+func LatencyOf(ds []time.Duration) report.Latency {
 	if len(ds) == 0 {
 		return report.Latency{}
 	}
@@ -108,32 +107,19 @@ func latencyOf(ds []time.Duration) report.Latency {
 		Max: round3(ms(s[len(s)-1])), Mean: round3(ms(sum / time.Duration(len(s))))}
 }
 
-// MeasureAppendNS is the mean time of one history append, over n appends
-// of a realistic event from one goroutine into a fresh recorder.
-func MeasureAppendNS(n int) float64 {
-	r := history.NewRecorder(n + 1)
-	e := history.Event{Process: 3, Type: history.OK, F: history.FAcquire, Lock: locks.DefaultName, Token: 412,
-		Key: "/lockbench/run/lock/0123456789abcdef", Lease: "694d7c4b2e1a0f07"}
-	t0 := time.Now()
-	for range n {
-		r.Append(e)
-	}
-	return float64(time.Since(t0)) / float64(n)
-}
+// OpTimeout bounds one request of the benchmark's own client.
+const OpTimeout = 5 * time.Second
 
-// opTimeout bounds one request of the benchmark's own client.
-const opTimeout = 5 * time.Second
-
-// clusterCloseWait bounds closing the cluster. A member's Close can hang
+// ClusterCloseWait bounds closing the cluster. A member's Close can hang
 // for good after an rpc cell: its v3lock Lock handlers stay blocked on the
 // member's deadlocked in-process watch stream (see cluster.Close),
 // GracefulStop waits for them while holding the gRPC server's lock, and
 // the Stop that should follow it waits for that lock.
-const clusterCloseWait = 30 * time.Second
+const ClusterCloseWait = 30 * time.Second
 
-// closeCluster closes c, giving up after wait: the cluster is then left
+// CloseCluster closes c, giving up after wait: the cluster is then left
 // running (the process is about to exit) and its data folder stays.
-func closeCluster(c cluster.Members, wait time.Duration) error {
+func CloseCluster(c cluster.Members, wait time.Duration) error {
 	if c == nil {
 		return nil
 	}
@@ -153,12 +139,12 @@ func closeCluster(c cluster.Members, wait time.Duration) error {
 	}
 }
 
-// newAdmin connects the benchmark's own client, which measures the floor
+// NewAdmin connects the benchmark's own client, which measures the floor
 // and clears the benchmark's keys at the end. It dials the members' own
 // listeners, as the cells' clients do (runner: no member fault, no front
 // door), so that the floor is measured on the cells' data path.
-func newAdmin(c cluster.Members) (*clientv3.Client, error) {
-	cfg, err := directConfig(c)
+func NewAdmin(c cluster.Members) (*clientv3.Client, error) {
+	cfg, err := DirectConfig(c)
 	if err != nil {
 		return nil, err
 	}
@@ -166,12 +152,18 @@ func newAdmin(c cluster.Members) (*clientv3.Client, error) {
 	return clientv3.New(cfg)
 }
 
-// directConfig is a client config for the members' own listeners (no
+// DirectConfig is a client config for the members' own listeners (no
 // front door): the cells' data path.
-func directConfig(c cluster.Members) (clientv3.Config, error) {
+func DirectConfig(c cluster.Members) (clientv3.Config, error) {
 	tlsCfg, err := c.ClientTLSConfig()
 	if err != nil {
 		return clientv3.Config{}, err
 	}
 	return clientv3.Config{Endpoints: c.DirectEndpoints(), TLS: tlsCfg}, nil
 }
+
+// ms is d in milliseconds; round1 and round3 round figures to one and
+// three decimals, as the reports print them.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+func round1(v float64) float64   { return math.Round(v*10) / 10 }
+func round3(v float64) float64   { return math.Round(v*1000) / 1000 }

@@ -1,4 +1,4 @@
-package harness
+package bench
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
 )
@@ -315,14 +316,14 @@ func TestLatencyOf(t *testing.T) {
 	for i := 100; i >= 1; i-- {
 		ds = append(ds, time.Duration(i)*time.Millisecond)
 	}
-	l := latencyOf(ds)
+	l := harness.LatencyOf(ds)
 	if l.Count != 100 || l.P50 != 50 || l.P90 != 90 || l.P99 != 99 || l.Max != 100 || l.Mean != 50.5 {
 		t.Errorf("%+v", l)
 	}
 	if ds[0] != 100*time.Millisecond {
-		t.Error("latencyOf sorted its argument")
+		t.Error("harness.LatencyOf sorted its argument")
 	}
-	if l := latencyOf(nil); l.Count != 0 || l.P50 != 0 {
+	if l := harness.LatencyOf(nil); l.Count != 0 || l.P50 != 0 {
 		t.Error("empty")
 	}
 }
@@ -518,5 +519,24 @@ func TestNewTarget(t *testing.T) {
 		if got.Met != tc.met || got.Unresolved != tc.unresolved || got.Noise != tc.noise {
 			t.Errorf("%v ± %v %s %v: met %v unresolved %v, want %v %v", tc.v, tc.noise, tc.op, tc.target, got.Met, got.Unresolved, tc.met, tc.unresolved)
 		}
+	}
+}
+
+// TestBenchFileCarriesItsVersion: bench.json names the build that wrote
+// it and its format at its top level, as every file lockbench writes.
+func TestBenchFileCarriesItsVersion(t *testing.T) {
+	b, err := json.Marshal(newBenchRun(t.Context(), BenchSpec{Dir: t.TempDir()}).b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var top struct {
+		Schema    int    `json:"schema_version"`
+		Lockbench string `json:"lockbench_version"`
+	}
+	if err := json.Unmarshal(b, &top); err != nil {
+		t.Fatal(err)
+	}
+	if top.Schema != rundir.SchemaVersion || top.Lockbench == "" || top.Lockbench != rundir.ThisBuild() {
+		t.Errorf("bench.json: schema_version %d, lockbench_version %q; want %d, %q", top.Schema, top.Lockbench, rundir.SchemaVersion, rundir.ThisBuild())
 	}
 }

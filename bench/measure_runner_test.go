@@ -1,4 +1,4 @@
-package harness
+package bench
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/lockbench/lockbench/etcd/cluster"
+	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/stats"
 )
 
@@ -42,7 +43,7 @@ func TestMeasureRunnerTax(t *testing.T) {
 	const rounds = 20
 	var runnerX, bareX, rel, runnerCPU, bareCPU, runnerKB, bareKB []float64
 	for r := range rounds {
-		id, err := MeasureIdeal(ctx, clientv3.Config{Endpoints: c.DirectEndpoints()}, fmt.Sprintf("/measure-runner/ideal/%d/", r), spec.TargetClients, spec.PairedSlice)
+		id, err := harness.MeasureIdeal(ctx, clientv3.Config{Endpoints: c.DirectEndpoints()}, fmt.Sprintf("/measure-runner/ideal/%d/", r), spec.TargetClients, spec.PairedSlice)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package harness
+package bench
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lockbench/lockbench/etcd/cluster"
+	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/runner"
 )
@@ -60,7 +61,7 @@ func newRelayPath(c *cluster.Cluster, ep string) (*relayPath, error) {
 	if err != nil {
 		return nil, err
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, TLS: tlsCfg, DialTimeout: DefaultDialTimeout, Logger: zap.NewNop()})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, TLS: tlsCfg, DialTimeout: harness.DefaultDialTimeout, Logger: zap.NewNop()})
 	if err != nil {
 		return nil, fmt.Errorf("relay cost: connect %s: %w", ep, err)
 	}
@@ -89,7 +90,7 @@ func relayResult(member, rounds int, paths []*relayPath) *report.Relay {
 		if len(ds) > 1 {
 			ds = ds[1:]
 		}
-		return latencyOf(ds)
+		return harness.LatencyOf(ds)
 	}
 	var put, get [3]report.Latency
 	for i, p := range paths {

@@ -1,4 +1,10 @@
-package harness
+// Package bench is lockbench bench: the strategies' cells, run by
+// package harness, measured against what no lock can beat on the same
+// cluster — the serialized-commit floor and the ideal handoff — with the
+// cost of recording, the lock-name ceiling and the open-loop rate sweep;
+// its figures go to bench.json. It is apart from harness because a
+// benchmark is a study of cells, not a way of running one.
+package bench
 
 import (
 	"context"
@@ -13,6 +19,7 @@ import (
 
 	"github.com/lockbench/lockbench/etcd/cluster"
 	"github.com/lockbench/lockbench/etcd/etcdlocks"
+	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
@@ -47,7 +54,7 @@ const (
 var DefaultBenchClients = []int{2, 8, 64}
 
 // Targets: what a good lock reaches at the target cell, relative to etcd's
-// own Mutex and to the ideal handoff (MeasureIdeal), the cheapest handoff
+// own Mutex and to the ideal handoff (harness.MeasureIdeal), the cheapest handoff
 // etcd allows; and what recording may cost.
 const (
 	TargetXMutex           = 5.0  // throughput ≥ 5 × mutex at the same clients
@@ -109,7 +116,7 @@ type BenchSpec struct {
 	LocksPerRun []int
 	Seed        int64
 	KeepAlive   etcdlocks.KeepAlive
-	// RPCTimeout and SharedConns are RunSpec's, for every cell.
+	// RPCTimeout and SharedConns are harness.RunSpec's, for every cell.
 	RPCTimeout  time.Duration
 	SharedConns int
 	Cluster     cluster.Options
@@ -117,7 +124,7 @@ type BenchSpec struct {
 	Dir string
 	// Progress, when set, hears what is running.
 	Progress func(status string)
-	// Notice is RunSpec.Notice, for every cell: a cell whose clients would
+	// Notice is harness.RunSpec.Notice, for every cell: a cell whose clients would
 	// not fit the open-file limit on their own connections runs on shared
 	// ones, and that changes its figures.
 	Notice func(msg string)
@@ -128,7 +135,7 @@ type BenchSpec struct {
 }
 
 // Validate checks everything before a cluster starts, so that bad input
-// costs no minutes. A bad field is a *FieldError naming it.
+// costs no minutes. A bad field is a *harness.FieldError naming it.
 func (s BenchSpec) Validate() error {
 	if len(s.Locks) == 0 {
 		return errors.New("no lock strategies given")
@@ -138,37 +145,37 @@ func (s BenchSpec) Validate() error {
 	}
 	for _, n := range s.Clients {
 		if n < 1 {
-			return fieldErr("Clients", n, "must be ≥1")
+			return harness.FieldErr("Clients", n, "must be ≥1")
 		}
 	}
 	switch {
 	case s.Duration <= 0:
-		return fieldErr("Duration", s.Duration, "must be > 0")
+		return harness.FieldErr("Duration", s.Duration, "must be > 0")
 	case s.Hold < 0:
-		return fieldErr("Hold", s.Hold, "must be ≥0")
+		return harness.FieldErr("Hold", s.Hold, "must be ≥0")
 	case s.Ramp < 0 || s.Ramp >= s.Duration:
-		return fieldErr("Ramp", s.Ramp, fmt.Sprintf("must be ≥0 and shorter than the duration (%s)", s.Duration))
+		return harness.FieldErr("Ramp", s.Ramp, fmt.Sprintf("must be ≥0 and shorter than the duration (%s)", s.Duration))
 	case s.LeaseTTL != 0 && (s.LeaseTTL < time.Second || s.LeaseTTL%time.Second != 0):
-		return fieldErr("LeaseTTL", s.LeaseTTL, "must be a whole number of seconds ≥1s (0: 5s)")
+		return harness.FieldErr("LeaseTTL", s.LeaseTTL, "must be a whole number of seconds ≥1s (0: 5s)")
 	case s.FloorDuration <= 0:
-		return fieldErr("FloorDuration", s.FloorDuration, "must be > 0")
+		return harness.FieldErr("FloorDuration", s.FloorDuration, "must be > 0")
 	case s.CellFloor < 0:
-		return fieldErr("CellFloor", s.CellFloor, "must be ≥0")
+		return harness.FieldErr("CellFloor", s.CellFloor, "must be ≥0")
 	case s.RecordRuns < 0:
-		return fieldErr("RecordRuns", s.RecordRuns, "must be ≥0")
+		return harness.FieldErr("RecordRuns", s.RecordRuns, "must be ≥0")
 	case s.RecordDuration < 0:
-		return fieldErr("RecordDuration", s.RecordDuration, "must be ≥0")
+		return harness.FieldErr("RecordDuration", s.RecordDuration, "must be ≥0")
 	case s.PairedRounds < 0:
-		return fieldErr("PairedRounds", s.PairedRounds, "must be ≥0")
+		return harness.FieldErr("PairedRounds", s.PairedRounds, "must be ≥0")
 	case s.PairedSlice < 0 || s.PairedRounds > 0 && s.PairedSlice == 0:
-		return fieldErr("PairedSlice", s.PairedSlice, "must be > 0")
+		return harness.FieldErr("PairedSlice", s.PairedSlice, "must be > 0")
 	case s.TargetClients < 1:
-		return fieldErr("TargetClients", s.TargetClients, "must be ≥1")
+		return harness.FieldErr("TargetClients", s.TargetClients, "must be ≥1")
 	case s.Dir == "":
 		return errors.New("output folder is empty")
 	}
 	if _, err := locks.Lookup(s.TargetLock); err != nil {
-		return &FieldError{Field: "TargetLock", Err: err}
+		return &harness.FieldError{Field: "TargetLock", Err: err}
 	}
 	if err := s.validateLocksPerRun(); err != nil {
 		return err
@@ -180,7 +187,7 @@ func (s BenchSpec) Validate() error {
 	}
 	for _, l := range s.Locks {
 		for _, n := range s.Clients {
-			if err := (RunSpec{Lock: l, Scenario: s.scenario(n), KeepAlive: s.KeepAlive, SharedConns: s.SharedConns, Out: s.Dir}).Validate(); err != nil {
+			if err := (harness.RunSpec{Lock: l, Scenario: s.scenario(n), KeepAlive: s.KeepAlive, SharedConns: s.SharedConns, Out: s.Dir}).Validate(); err != nil {
 				return err
 			}
 		}
@@ -303,7 +310,7 @@ func (r *benchRun) finish(err error) error {
 	if werr := rundir.WriteJSON(filepath.Join(r.spec.Dir, rundir.BenchFile), r.b); werr != nil && err == nil {
 		err = werr
 	}
-	if cerr := closeCluster(r.c, clusterCloseWait); cerr != nil && err == nil {
+	if cerr := harness.CloseCluster(r.c, harness.ClusterCloseWait); cerr != nil && err == nil {
 		err = cerr
 	}
 	return err
@@ -337,10 +344,10 @@ func (r *benchRun) ensure() error {
 		return fmt.Errorf("start etcd cluster: %w", err)
 	}
 	r.c = c
-	if r.admin, err = newAdmin(c); err != nil {
+	if r.admin, err = harness.NewAdmin(c); err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
-	r.b.Cluster = clusterConfig(c)
+	r.b.Cluster = harness.ClusterConfig(c)
 	return nil
 }
 
@@ -351,7 +358,7 @@ func (r *benchRun) dropCluster() error {
 		r.admin.Close()
 		r.admin = nil
 	}
-	err := closeCluster(r.c, clusterCloseWait)
+	err := harness.CloseCluster(r.c, harness.ClusterCloseWait)
 	r.c = nil
 	return err
 }
@@ -363,11 +370,11 @@ func (r *benchRun) floors() error {
 	}
 	var err error
 	r.progress("floor: serialized Puts for %s", r.spec.FloorDuration)
-	if r.b.Floor, err = MeasureFloor(r.ctx, r.admin, r.ns+floorKeyName, r.spec.FloorDuration, 1); err != nil {
+	if r.b.Floor, err = harness.MeasureFloor(r.ctx, r.admin, r.ns+floorKeyName, r.spec.FloorDuration, 1); err != nil {
 		return fmt.Errorf("floor: %w", err)
 	}
 	r.progress("floor: two writers for %s", r.spec.FloorDuration)
-	if r.b.TwoWriters, err = MeasureFloor(r.ctx, r.admin, r.ns+floorKeyName, r.spec.FloorDuration, 2); err != nil {
+	if r.b.TwoWriters, err = harness.MeasureFloor(r.ctx, r.admin, r.ns+floorKeyName, r.spec.FloorDuration, 2); err != nil {
 		return fmt.Errorf("floor with two writers: %w", err)
 	}
 	return r.references()
@@ -398,11 +405,11 @@ func (r *benchRun) references() error {
 // measureIdeal runs the ideal handoff chain for d under prefix, with
 // spec.idealClients() clients on the cells' data path.
 func (r *benchRun) measureIdeal(prefix string, d time.Duration) (*report.Ideal, error) {
-	base, err := directConfig(r.c)
+	base, err := harness.DirectConfig(r.c)
 	if err != nil {
 		return nil, err
 	}
-	return MeasureIdeal(r.ctx, base, prefix, r.spec.idealClients(), d)
+	return harness.MeasureIdeal(r.ctx, base, prefix, r.spec.idealClients(), d)
 }
 
 // cells runs every lock at every client count. A cell cut short by ctx is
@@ -439,7 +446,7 @@ func (r *benchRun) cell(lock string, n int) report.BenchCell {
 func (r *benchRun) cellOn(lock string, n int, sc scenarios.Scenario) report.BenchCell {
 	cell := report.BenchCell{Lock: lock, Clients: n}
 	if r.spec.CellFloor > 0 {
-		f, err := MeasureFloor(r.ctx, r.admin, r.ns+floorKeyName, r.spec.CellFloor, 1)
+		f, err := harness.MeasureFloor(r.ctx, r.admin, r.ns+floorKeyName, r.spec.CellFloor, 1)
 		if err != nil {
 			cell.Error = fmt.Sprintf("floor before the cell: %v", err)
 			r.failed(fmt.Errorf("%s × %d clients: %s", lock, n, cell.Error))
@@ -448,16 +455,16 @@ func (r *benchRun) cellOn(lock string, n int, sc scenarios.Scenario) report.Benc
 		cell.Floor = f
 	}
 	resetPeakRSS()
-	spec := RunSpec{Lock: lock, Scenario: sc, Seed: r.spec.Seed, KeepAlive: r.spec.KeepAlive,
+	spec := harness.RunSpec{Lock: lock, Scenario: sc, Seed: r.spec.Seed, KeepAlive: r.spec.KeepAlive,
 		RPCTimeout: r.spec.RPCTimeout, SharedConns: r.spec.SharedConns, Cluster: r.spec.Cluster, Out: r.spec.Dir, Notice: r.spec.Notice}
-	var res *Result
+	var res *harness.Result
 	var err error
-	if deployerOf(lock) != nil {
+	if harness.DeployerOf(lock) != nil {
 		// Another backend's lock: on a deployment started for the cell
 		// (its start is not measured); the floors are etcd's.
-		res, err = Run(r.ctx, spec)
+		res, err = harness.Run(r.ctx, spec)
 	} else {
-		res, err = RunOn(r.ctx, r.c, spec)
+		res, err = harness.RunOn(r.ctx, r.c, spec)
 	}
 	cell.PeakRSSMB = peakRSSMB()
 	if err != nil {
@@ -475,10 +482,10 @@ func (r *benchRun) cellOn(lock string, n int, sc scenarios.Scenario) report.Benc
 }
 
 // lockServiceNote probes etcd's lock service after a run of lock (see
-// checkLockService) and, where it is stuck, replaces the bench's cluster;
+// harness.CheckLockService) and, where it is stuck, replaces the bench's cluster;
 // it returns what to note of the run, after saying when ("" when sound).
 func (r *benchRun) lockServiceNote(lock, when string) string {
-	found, replace := checkLockService(r.ctx, r.c, lock)
+	found, replace := harness.CheckLockService(r.ctx, r.c, lock)
 	if found == "" {
 		return ""
 	}
@@ -531,7 +538,7 @@ func (r *benchRun) floorAtEnd() error {
 	}
 	r.progress("floor again")
 	var err error
-	if r.b.FloorEnd, err = MeasureFloor(r.ctx, r.admin, r.ns+floorKeyName, r.spec.FloorDuration, 1); err != nil && r.ctx.Err() == nil {
+	if r.b.FloorEnd, err = harness.MeasureFloor(r.ctx, r.admin, r.ns+floorKeyName, r.spec.FloorDuration, 1); err != nil && r.ctx.Err() == nil {
 		r.failed(fmt.Errorf("floor at the end: %w", err))
 	}
 	return nil
@@ -542,7 +549,7 @@ func (r *benchRun) deleteKeys() {
 	if r.admin == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), harness.OpTimeout)
 	defer cancel()
 	r.admin.Delete(ctx, r.ns, clientv3.WithPrefix())
 }
