@@ -20,6 +20,7 @@ import (
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/scenarios"
+	"github.com/lockbench/lockbench/suite"
 	"github.com/lockbench/lockbench/verdict"
 )
 
@@ -62,7 +63,7 @@ var shipped = []struct {
 
 // TestShippedAdaptersMeetExpectations runs each shipped adapter under
 // contention and holder-crash on the package's cluster, as a suite cell
-// does (a fault-free scenario capped at harness.DefaultQuickDuration): every check the cell judges (the scenario's expectations
+// does (a fault-free scenario capped at suite.DefaultQuickDuration): every check the cell judges (the scenario's expectations
 // with the strategy's own, harness.ExpectationsFor) has its expected
 // verdict, and exclusion and liveness are among them.
 func TestShippedAdaptersMeetExpectations(t *testing.T) {
@@ -77,7 +78,7 @@ func TestShippedAdaptersMeetExpectations(t *testing.T) {
 					t.Fatal(err)
 				}
 				if len(sc.Steps) == 0 {
-					sc.Duration = scenarios.Duration(harness.DefaultQuickDuration)
+					sc.Duration = scenarios.Duration(suite.DefaultQuickDuration)
 				}
 				res, err := harness.RunOn(context.Background(), clustertest.Shared(t), harness.RunSpec{Lock: a.lock, Scenario: sc, Seed: 1, Out: t.TempDir()})
 				if err != nil {

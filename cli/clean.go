@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/lockbench/lockbench/harness"
+	"github.com/lockbench/lockbench/suite"
 )
 
 const cleanSynopsis = "clean --endpoints URLS [--prefix /lockbench/ | --shard I/N] [--yes] [flags]\n\n" +
@@ -62,7 +63,7 @@ func (o *cleanOptions) check() error {
 		if o.set["prefix"] {
 			return badInputf("--shard %s and --prefix %s: give one (--shard I/N means --prefix %sshardIofN/)", o.shard, o.ext.prefix, harness.DefaultCleanPrefix)
 		}
-		sh, err := harness.ParseShard(o.shard)
+		sh, err := suite.ParseShard(o.shard)
 		if err != nil {
 			return badInputf("--shard %w", err)
 		}

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
+	"github.com/lockbench/lockbench/suite"
 	"github.com/lockbench/lockbench/verdict"
 )
 
@@ -49,7 +49,7 @@ func TestWriteJUnitFile(t *testing.T) {
 	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "junit.xml")
-	res := &harness.SuiteResult{Dir: "/r/suite-1", Cells: []report.Cell{{
+	res := &suite.Result{Dir: "/r/suite-1", Cells: []report.Cell{{
 		Summary:  report.Summary{Run: rundir.Run{Lock: "queue", Seed: 1}, Scenario: "contention", Verdict: verdict.Fail},
 		Expected: verdict.Pass, Dir: "queue-contention-s1"}}}
 	if err := writeJUnitFile(e, path, res); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
+	"github.com/lockbench/lockbench/suite"
 )
 
 // mergeCommand is `lockbench merge DIR…`: the shards of one sharded suite
@@ -49,7 +50,7 @@ func mergeCommand(ctx context.Context, e *env, args []string) error {
 		}
 		return mergeWorkers(e, pos, *out, output.json)
 	}
-	shards, err := harness.LoadShards(pos)
+	shards, err := suite.LoadShards(pos)
 	if err != nil {
 		return badInput(err)
 	}
@@ -59,8 +60,8 @@ func mergeCommand(ctx context.Context, e *env, args []string) error {
 // runMerge writes the merged suite and prints it. A shard missing or one
 // that stopped early exits 1: the merged suite is incomplete, as compare
 // would find it.
-func runMerge(_ context.Context, e *env, shards []harness.ShardFolder, out, junit string, asJSON bool) error {
-	dir, m, err := harness.WriteMerged(out, shards)
+func runMerge(_ context.Context, e *env, shards []suite.ShardFolder, out, junit string, asJSON bool) error {
+	dir, m, err := suite.WriteMerged(out, shards)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
+	"github.com/lockbench/lockbench/suite"
 	"github.com/lockbench/lockbench/verdict"
 )
 
@@ -80,7 +81,7 @@ func reportCommand(ctx context.Context, e *env, args []string) error {
 // when a cell is not as expected, 3 when the only cells not as expected
 // ran on a saturated harness.
 func reportSuite(_ context.Context, e *env, o reportOptions) error {
-	rs, err := harness.RecheckSuite(o.dir)
+	rs, err := suite.Recheck(o.dir)
 	if err != nil {
 		return badInput(err)
 	}

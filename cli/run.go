@@ -17,6 +17,7 @@ import (
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/runner"
 	"github.com/lockbench/lockbench/scenarios"
+	"github.com/lockbench/lockbench/suite"
 	"github.com/lockbench/lockbench/verdict"
 )
 
@@ -162,7 +163,7 @@ func (o *runOptions) workerSpec(ext *harness.External) error {
 	case !o.set["worker"]:
 		return nil
 	}
-	w, err := harness.ParseWorker(o.worker)
+	w, err := suite.ParseWorker(o.worker)
 	if err != nil {
 		return badInputf("--worker %w", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/scenarios"
+	"github.com/lockbench/lockbench/suite"
 )
 
 // suiteOptions are suite's flags.
@@ -87,7 +88,7 @@ func (o *suiteOptions) register(fs *flagSet) {
 	fs.IntVar(&o.seeds, "seeds", 1, "run every cell with N seeds, from --first-seed on")
 	fs.Int64Var(&o.firstSeed, "first-seed", 1, "the first of the --seeds seeds (e.g. --seeds 10 --first-seed 11: seeds 11..20)")
 	fs.StringVar(&o.out, "out", harness.DefaultOut, "parent folder: the suite is written to OUT/suite-<time>/ (as run's --out; bench's --out is the bench folder itself)")
-	fs.DurationVar(&o.quick, "quick-duration", harness.DefaultQuickDuration, "cap on the duration of scenarios without fault steps (0: no cap)")
+	fs.DurationVar(&o.quick, "quick-duration", suite.DefaultQuickDuration, "cap on the duration of scenarios without fault steps (0: no cap)")
 	o.output.register(fs, "suite.json (the suite folder's path goes to stderr)", true)
 	fs.StringVar(&o.benchOut, "bench-out", "", "also write every cell's figures as Go benchmark lines to this file (- for stdout), for benchstat")
 	fs.StringVar(&o.junit, "junit", "", "also write the suite as JUnit XML to this file, - for stdout (a testcase per run, lock/scenario/seed and its other dimensions; a failure per run not as expected, skipped when interrupted or not run)")
@@ -102,68 +103,68 @@ func (o *suiteOptions) register(fs *flagSet) {
 // spec checks the flags and builds the suite, before anything starts:
 // each --etcd-bin binary is asked its release here, so that a bad one is
 // refused before any folder is made.
-func (o *suiteOptions) spec(ctx context.Context) (harness.SuiteSpec, error) {
+func (o *suiteOptions) spec(ctx context.Context) (suite.Spec, error) {
 	ext, err := o.ext.parse(o.set)
 	if err != nil {
-		return harness.SuiteSpec{}, err
+		return suite.Spec{}, err
 	}
 	if ext != nil {
 		// Each cell's prefix is PREFIX<run-id>/: the flag names their folder.
 		ext.Parent, ext.Prefix = ext.Prefix, ""
 		if err := ext.Validate(); err != nil {
-			return harness.SuiteSpec{}, badInput(err)
+			return suite.Spec{}, badInput(err)
 		}
 	}
 	rpcT, err := o.client.rpcTimeoutSpec()
 	if err != nil {
-		return harness.SuiteSpec{}, err
+		return suite.Spec{}, err
 	}
 	cl, err := o.cluster.options()
 	if err != nil {
-		return harness.SuiteSpec{}, err
+		return suite.Spec{}, err
 	}
 	if err := o.client.checkLeaseTTL(o.set); err != nil {
-		return harness.SuiteSpec{}, err
+		return suite.Spec{}, err
 	}
 	if o.quick < 0 {
-		return harness.SuiteSpec{}, badInputf("--quick-duration %s: must be ≥0 (0: no cap)", o.quick)
+		return suite.Spec{}, badInputf("--quick-duration %s: must be ≥0 (0: no cap)", o.quick)
 	}
 	lockNames, err := namesList("locks", o.locks)
 	if err != nil {
-		return harness.SuiteSpec{}, err
+		return suite.Spec{}, err
 	}
 	if o.extended && !o.set["scenarios"] {
 		o.scenarios += "," + strings.Join(scenarios.ExtendedNames(), ",")
 	}
 	scenNames, err := namesList("scenarios", o.scenarios)
 	if err != nil {
-		return harness.SuiteSpec{}, err
+		return suite.Spec{}, err
 	}
 	// Each keepalive policy given is a dimension of the matrix.
 	kas, err := o.client.keepAlives(true)
 	if err != nil {
-		return harness.SuiteSpec{}, err
+		return suite.Spec{}, err
 	}
 	if o.reps < 1 {
-		return harness.SuiteSpec{}, badInputf("--reps %d: must be ≥1", o.reps)
+		return suite.Spec{}, badInputf("--reps %d: must be ≥1", o.reps)
 	}
 	if o.firstSeed < 1 {
-		return harness.SuiteSpec{}, badInputf("--first-seed %d: must be ≥1", o.firstSeed)
+		return suite.Spec{}, badInputf("--first-seed %d: must be ≥1", o.firstSeed)
 	}
 	if o.workers < 1 {
-		return harness.SuiteSpec{}, badInputf("--parallel %d: must be ≥1 (cells at a time)", o.workers)
+		return suite.Spec{}, badInputf("--parallel %d: must be ≥1 (cells at a time)", o.workers)
 	}
-	var shard harness.ShardSpec
+	var shard suite.ShardSpec
 	if o.set["shard"] {
-		if shard, err = harness.ParseShard(o.shard); err != nil {
-			return harness.SuiteSpec{}, badInputf("--shard %w", err)
+		if shard, err = suite.ParseShard(o.shard); err != nil {
+			return suite.Spec{}, badInputf("--shard %w", err)
 		}
 		if ext != nil && !o.set["prefix"] {
 			// Shards sharing the cluster never touch each other's keys.
 			ext.Parent = shard.Prefix()
 		}
 	}
-	spec := harness.SuiteSpec{
+	spec := suite.Spec{
 		Locks: lockNames, Seeds: o.seeds, FirstSeed: o.firstSeed, KeepAlives: kas, RPCTimeout: rpcT, Out: o.out,
 		Cluster: cl, QuickDuration: o.quick,
 		Reps: o.reps, InjectDelay: o.inject, External: ext, Shard: shard, Parallel: o.workers,
@@ -234,7 +235,7 @@ func (o *suiteOptions) scenarioList(names []string, external bool, members int) 
 }
 
 // runSuite runs the checked suite and prints its table.
-func runSuite(ctx context.Context, e *env, o *suiteOptions, spec harness.SuiteSpec) error {
+func runSuite(ctx context.Context, e *env, o *suiteOptions, spec suite.Spec) error {
 	e.raiseFDLimit(o.cluster.verbose)
 	var err error
 	if spec.External != nil {
@@ -257,7 +258,7 @@ func runSuite(ctx context.Context, e *env, o *suiteOptions, spec harness.SuiteSp
 		elapsed := time.Since(start)
 		progress.Update(fmt.Sprintf("cell %d/%d %s — %s elapsed%s", done+1, total, cell, elapsed.Round(time.Second), eta(elapsed, done, total)))
 	}
-	res, err := harness.Suite(ctx, spec)
+	res, err := suite.Run(ctx, spec)
 	progress.Done()
 	if res != nil {
 		if perr := printSuite(e, res, time.Since(start), o.benchOut, err == nil, o.output.json); perr != nil && err == nil {
@@ -303,7 +304,7 @@ func saturatedCount(n int) string {
 
 // printSuite prints the suite's table, folder and notes, and writes
 // --bench-out when the suite finished.
-func printSuite(e *env, res *harness.SuiteResult, took time.Duration, benchOut string, finished, asJSON bool) error {
+func printSuite(e *env, res *suite.Result, took time.Duration, benchOut string, finished, asJSON bool) error {
 	folderTo := e.stdout
 	switch {
 	case asJSON && res.Written:
@@ -338,7 +339,7 @@ func printSuite(e *env, res *harness.SuiteResult, took time.Duration, benchOut s
 // stoppedEarly is what the suite folder line adds for a suite that did not
 // run every cell: whether suite.json records what ran, and how much did
 // not, so the line never reads as a finished suite's.
-func stoppedEarly(res *harness.SuiteResult) string {
+func stoppedEarly(res *suite.Result) string {
 	h := res.Header
 	switch {
 	case !res.Written:
@@ -352,7 +353,7 @@ func stoppedEarly(res *harness.SuiteResult) string {
 // writeJUnitFile writes --junit (nothing when it is "", "-" standard
 // output, else a file written atomically: writeOutput): the cells run so
 // far, also when the suite stopped early, so CI shows what ran.
-func writeJUnitFile(e *env, path string, res *harness.SuiteResult) error {
+func writeJUnitFile(e *env, path string, res *suite.Result) error {
 	if path == "" {
 		return nil
 	}

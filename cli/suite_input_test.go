@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
+	"github.com/lockbench/lockbench/suite"
 	"github.com/lockbench/lockbench/verdict"
 )
 
@@ -69,18 +69,18 @@ func TestPrintSuiteStoppedEarly(t *testing.T) {
 		Expected: verdict.Pass, Note: "interrupted"}
 	for _, tc := range []struct {
 		name string
-		res  harness.SuiteResult
+		res  suite.Result
 		want []string
 		not  []string
 	}{
-		{"finished", harness.SuiteResult{Dir: "D", Cells: []report.Cell{{Summary: cut.Summary, Matches: true}}, Written: true},
+		{"finished", suite.Result{Dir: "D", Cells: []report.Cell{{Summary: cut.Summary, Matches: true}}, Written: true},
 			[]string{"suite folder: D (1 cells, 0 not as expected, 0s)\n"}, []string{"stopped early"}},
-		{"a failed cell, suite.json written", harness.SuiteResult{Dir: "D", Cells: []report.Cell{cut}, Mismatches: 1, Written: true,
+		{"a failed cell, suite.json written", suite.Result{Dir: "D", Cells: []report.Cell{cut}, Mismatches: 1, Written: true,
 			Header: report.Suite{Error: "disk full", NotRun: []string{"txn/contention"}}},
 			[]string{"stopped early: suite.json lists the cells that ran and the 1 not run", "NO (interrupted)"}, nil},
-		{"suite.json not written", harness.SuiteResult{Dir: "D", Cells: []report.Cell{cut}, Header: report.Suite{Error: "disk full"}},
+		{"suite.json not written", suite.Result{Dir: "D", Cells: []report.Cell{cut}, Header: report.Suite{Error: "disk full"}},
 			[]string{"suite.json NOT written"}, nil},
-		{"nothing ran, suite.json written", harness.SuiteResult{Dir: "D", Written: true, Header: report.Suite{Error: "x", NotRun: []string{"a/b"}}},
+		{"nothing ran, suite.json written", suite.Result{Dir: "D", Written: true, Header: report.Suite{Error: "x", NotRun: []string{"a/b"}}},
 			[]string{"suite folder: D (0 cells", "the 1 not run"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

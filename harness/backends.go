@@ -2,11 +2,13 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/lockbench/lockbench/backend"
+	"github.com/lockbench/lockbench/etcd/cluster"
 	"github.com/lockbench/lockbench/etcd/etcdlocks"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/redis/redisbackend"
@@ -32,9 +34,9 @@ func checkBackend(name string) error {
 	return nil
 }
 
-// backendOf is the backend lock runs on (locks.Strategy.Backend), ""
+// BackendOf is the backend lock runs on (locks.Strategy.Backend), ""
 // for an unknown lock.
-func backendOf(lock string) string {
+func BackendOf(lock string) string {
 	st, err := locks.Lookup(lock)
 	if err != nil {
 		return ""
@@ -45,7 +47,7 @@ func backendOf(lock string) string {
 // DeployerOf is the Deployer of lock's backend, nil for etcd's (or an
 // unknown lock's): those run on the cluster RunSpec.Cluster describes.
 func DeployerOf(lock string) backend.Deployer {
-	name := backendOf(lock)
+	name := BackendOf(lock)
 	for _, d := range deployers {
 		if d.Name() == name {
 			return d
@@ -64,10 +66,10 @@ func OwnDeployment(lock string) (backendName string, own bool) {
 	return "", false
 }
 
-// runDeployed starts the deployment spec.Lock runs on (d's), runs spec
+// RunDeployed starts the deployment spec.Lock runs on (d's), runs spec
 // on it through the runner as an etcd run is, and writes the run folder.
 // The deployment is closed on every path out.
-func runDeployed(ctx context.Context, d backend.Deployer, spec RunSpec) (res *Result, err error) {
+func RunDeployed(ctx context.Context, d backend.Deployer, spec RunSpec) (res *Result, err error) {
 	needs := spec.Scenario.Needs()
 	dep, err := d.Deploy(ctx, spec.Lock, backend.DeployOptions{DataParent: spec.Cluster.DataParent, PeerNetwork: needs.PeerNetwork, Clock: needs.Clock})
 	if err != nil {
@@ -86,7 +88,7 @@ func runDeployed(ctx context.Context, d backend.Deployer, spec RunSpec) (res *Re
 	})
 }
 
-// refused says why the deployment s's lock runs on cannot take the
+// Refused says why the deployment s's lock runs on cannot take the
 // faults of s's scenario, or nil: etcd's cluster of s's options (with
 // what the faults need of it, ClusterFor), or another backend's.
 func (s RunSpec) refused() error {
@@ -94,23 +96,23 @@ func (s RunSpec) refused() error {
 		return err
 	}
 	if d := DeployerOf(s.Lock); d != nil {
-		return deployerRefuses(d, s.Lock, s.Scenario)
+		return DeployerRefuses(d, s.Lock, s.Scenario)
 	}
-	return refused(ClusterFor(s.Cluster, s.Scenario), s.Scenario)
+	return Refused(ClusterFor(s.Cluster, s.Scenario), s.Scenario)
 }
 
 // notFor says why sc is not for lock's backend (scenarios.Scenario.Backends), or nil.
 func notFor(lock string, sc scenarios.Scenario) error {
-	if b := backendOf(lock); !sc.For(b) {
+	if b := BackendOf(lock); !sc.For(b) {
 		return inputErr("scenario %s is for %s only, and %s runs on %s", sc.Name, strings.Join(sc.Backends, ", "), lock, b)
 	}
 	return nil
 }
 
-// deployerRefuses says why d's deployment for lock cannot run sc's
+// DeployerRefuses says why d's deployment for lock cannot run sc's
 // faults (and, when d's deployment differs by lock, its steps), as
-// refused says it of etcd's cluster.
-func deployerRefuses(d backend.Deployer, lock string, sc scenarios.Scenario) error {
+// Refused says it of etcd's cluster.
+func DeployerRefuses(d backend.Deployer, lock string, sc scenarios.Scenario) error {
 	for _, f := range sc.FaultKinds() {
 		if err := d.Refuses(f); err != nil {
 			return inputErr("scenario %s: %v", sc.Name, err)
@@ -124,4 +126,20 @@ func deployerRefuses(d backend.Deployer, lock string, sc scenarios.Scenario) err
 		}
 	}
 	return nil
+}
+
+// CheckLockService probes etcd's lock service on c after a run of lock,
+// if lock runs on it (locks.Strategy.LockService), so that a later run on
+// c does not inherit a service the run left stuck; c nil (an external
+// cluster, not lockbench's to replace) is not probed. It returns what it
+// found ("" when sound or not probed) and whether c must be replaced.
+func CheckLockService(ctx context.Context, c cluster.Members, lock string) (found string, replace bool) {
+	if st, _ := locks.Lookup(lock); c == nil || !st.LockService || ctx.Err() != nil {
+		return "", false
+	}
+	err := c.CheckLockService(ctx)
+	if err == nil || ctx.Err() != nil {
+		return "", false
+	}
+	return err.Error(), errors.Is(err, cluster.ErrLockServiceStuck)
 }

@@ -333,11 +333,11 @@ func (x External) grantOn() string { return cmp.Or(x.Prefix, x.Parent, DefaultCl
 // ready checks, before a suite makes its folder, what RunExternal checks
 // before each of its runs: the input, every endpoint, and the user's
 // permissions under the folder of the runs' prefixes.
-// refusesProcess says why lock, a strategy whose Lockers are processes
+// RefusesProcess says why lock, a strategy whose Lockers are processes
 // given only the members' addresses (locks.Strategy.Process), cannot run
 // on x, a cluster that needs credentials or TLS, or nil: its every
 // acquire would fail, and the run read as the lock's violation.
-func (x External) refusesProcess(lock string) error {
+func (x External) RefusesProcess(lock string) error {
 	st, err := locks.Lookup(lock)
 	if err != nil || !st.Process {
 		return nil
@@ -349,7 +349,10 @@ func (x External) refusesProcess(lock string) error {
 	return inputErr("lock %s runs as a process of its own given only the endpoints (docs/adapters.md), not the user, password or TLS files this cluster needs: run it on a cluster without them", lock)
 }
 
-func (x External) ready(ctx context.Context) error {
+// Ready checks, before a suite's first cell, that the cluster answers
+// and takes the suite's writes (the health check and preflight a run
+// makes), so that a suite on a cluster it cannot use stops at once.
+func (x External) Ready(ctx context.Context) error {
 	x, cc, err := x.prepared()
 	if err != nil {
 		return err
@@ -369,7 +372,7 @@ func RunExternal(ctx context.Context, ext External, spec RunSpec) (*Result, erro
 	if err := spec.Validate(); err != nil {
 		return nil, &InputError{err}
 	}
-	if err := ext.refusesProcess(spec.Lock); err != nil {
+	if err := ext.RefusesProcess(spec.Lock); err != nil {
 		return nil, err
 	}
 	if spec.Scenario.Needs().Members {

@@ -155,8 +155,8 @@ func runContext(cfg rundir.Config, sc scenarios.Scenario, sum report.Summary, in
 	rc := report.RunContext{Cell: report.Cell{Summary: sum}}
 	if sc.Name != "" {
 		expect := ExpectationsFor(sc, cfg.Lock, cfg.KeepAlive)
-		rc.Cell = judge(sum, expect)
-		rc.Cell.AnyReasons = anyReasons(withReasons(sc), cfg.Lock, cfg.KeepAlive, expect)
+		rc.Cell = Judge(sum, expect)
+		rc.Cell.AnyReasons = AnyReasons(WithReasons(sc), cfg.Lock, cfg.KeepAlive, expect)
 		rc.Reproduce = reproduceCommand(cfg, sc)
 	}
 	if inSuite {

@@ -65,20 +65,23 @@ type RunSpec struct {
 	Worker runner.Worker
 	// ClockSkew, test-only, skews the history's clock (runner.Config).
 	ClockSkew time.Duration
-	// runID, when set, names the run (default NewRunID): a suite running
+	// RunID, when set, names the run (default NewRunID): a suite running
 	// cells in parallel issues ids that no two of its runs share.
-	runID string
-	// inSuite: Out is a suite's folder, whose page the run's page links.
-	inSuite bool
+	RunID string
+	// InSuite: Out is a suite's folder, whose page the run's page links.
+	InSuite bool
 }
 
 // Validate checks everything that can be checked before a cluster starts,
 // so that bad input never leaves anything behind.
 func (s RunSpec) Validate() error { return s.validate(true) }
 
-// validate is Validate; without refuse it leaves out whether the cluster
-// kind can do the scenario's faults (a suite decides that per binary and
-// skips such cells with a note).
+// ValidateInput is Validate without whether the cluster kind can do the
+// scenario's faults: a suite decides that per binary and skips such cells
+// with a note.
+func (s RunSpec) ValidateInput() error { return s.validate(false) }
+
+// validate is Validate, or ValidateInput without refuse.
 func (s RunSpec) validate(refuse bool) error {
 	if _, err := locks.Lookup(s.Lock); err != nil {
 		return err
@@ -97,7 +100,7 @@ func (s RunSpec) validate(refuse bool) error {
 	// (backend.StepRefuser, in refused), and a scenario not for the
 	// lock's backend makes no run of it (notFor); the others have etcd's
 	// count.
-	if _, own := DeployerOf(s.Lock).(backend.StepRefuser); !own && s.Scenario.For(backendOf(s.Lock)) {
+	if _, own := DeployerOf(s.Lock).(backend.StepRefuser); !own && s.Scenario.For(BackendOf(s.Lock)) {
 		if err := s.Scenario.CheckMembers(members); err != nil {
 			return err
 		}
@@ -119,7 +122,7 @@ func (s RunSpec) validate(refuse bool) error {
 	// etcd's leases are whole seconds; another backend's lock takes the
 	// TTL its scenario allows it (scenarios.MinMillisecondTTL), and a
 	// scenario not for etcd makes no etcd run to check (notFor).
-	if DeployerOf(s.Lock) == nil && s.Scenario.For(backendOf(s.Lock)) {
+	if DeployerOf(s.Lock) == nil && s.Scenario.For(BackendOf(s.Lock)) {
 		if _, err := (etcdlocks.Options{Options: locks.Options{TTL: s.Scenario.TTL()}, KeepAlive: s.KeepAlive}).WithDefaults(); err != nil {
 			return err
 		}
@@ -155,7 +158,7 @@ func Run(ctx context.Context, spec RunSpec) (res *Result, err error) {
 		return nil, err
 	}
 	if d := DeployerOf(spec.Lock); d != nil {
-		return runDeployed(ctx, d, spec)
+		return RunDeployed(ctx, d, spec)
 	}
 	members := spec.Cluster.Members
 	if members == 0 {
@@ -165,9 +168,9 @@ func Run(ctx context.Context, spec RunSpec) (res *Result, err error) {
 	if err := spec.fitFDs(members, true); err != nil {
 		return nil, err
 	}
-	if opts := ClusterFor(spec.Cluster, spec.Scenario); !sameFaultOptions(opts, spec.Cluster) {
+	if opts := ClusterFor(spec.Cluster, spec.Scenario); !SameFaultOptions(opts, spec.Cluster) {
 		if spec.Notice != nil {
-			spec.Notice(fmt.Sprintf("scenario %s: %s", spec.Scenario.Name, faultOptionsNote(spec.Cluster, opts)))
+			spec.Notice(fmt.Sprintf("scenario %s: %s", spec.Scenario.Name, FaultOptionsNote(spec.Cluster, opts)))
 		}
 		spec.Cluster = opts
 	}
@@ -281,7 +284,7 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 		// scenario needs no front door (runner's data path).
 		cfg.Cluster.Endpoints = out.Endpoints
 	}
-	res, err := finishRun(spec.Out, cfg, spec.Scenario, out, sat, spec.inSuite)
+	res, err := finishRun(spec.Out, cfg, spec.Scenario, out, sat, spec.InSuite)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", runID, err)
 	}
@@ -294,7 +297,7 @@ func runTarget(ctx context.Context, spec RunSpec, t target) (*Result, error) {
 // identify is the run's id and key prefix: the target's, else a new id
 // and PARENT<run-id>/ (PARENT /lockbench/ unless the target names one).
 func (t target) identify(spec RunSpec) (runID, prefix string) {
-	runID, prefix = cmp.Or(t.runID, spec.runID), t.prefix
+	runID, prefix = cmp.Or(t.runID, spec.RunID), t.prefix
 	if runID == "" {
 		runID = NewRunID(spec.Lock, spec.Scenario.Name, spec.Seed)
 		if w := spec.Worker; w.Count > 1 {
@@ -343,7 +346,7 @@ func identity(runID string, spec RunSpec, t target) rundir.Run {
 	return rundir.Run{
 		RunID: runID, Lock: spec.Lock, Seed: spec.Seed,
 		KeepAlive: string(etcdlocks.EffectiveKeepAlive(spec.Lock, spec.KeepAlive)),
-		Backend:   backendOf(spec.Lock),
+		Backend:   BackendOf(spec.Lock),
 		Etcd:      etcdOf(spec, t), EtcdVersion: etcdVersionOf(t),
 		ScenarioHash: spec.Scenario.Hash(), Lockbench: rundir.ThisBuild(), Schema: rundir.SchemaVersion,
 	}
@@ -400,16 +403,16 @@ func ClusterFor(opts cluster.Options, sc scenarios.Scenario) cluster.Options {
 	return opts
 }
 
-// sameFaultOptions says whether clusters of a and b can take the same
+// SameFaultOptions says whether clusters of a and b can take the same
 // faults: ClusterFor's fields agree (cluster.Options holds a func, so it
 // is not comparable as a whole).
-func sameFaultOptions(a, b cluster.Options) bool {
+func SameFaultOptions(a, b cluster.Options) bool {
 	return a.PeerRelays == b.PeerRelays && a.SnapshotCount == b.SnapshotCount
 }
 
-// faultOptionsNote says what ClusterFor added to from, for the user: it
+// FaultOptionsNote says what ClusterFor added to from, for the user: it
 // changes what is measured (the relays slow every commit).
-func faultOptionsNote(from, to cluster.Options) string {
+func FaultOptionsNote(from, to cluster.Options) string {
 	var adds []string
 	if to.PeerRelays && !from.PeerRelays {
 		adds = append(adds, "peer relays (as --peer-relays; every commit a little slower)")
@@ -420,8 +423,8 @@ func faultOptionsNote(from, to cluster.Options) string {
 	return "its faults need the cluster started with " + strings.Join(adds, " and ")
 }
 
-// refused says why a cluster of opts cannot run sc's faults, or nil.
-func refused(opts cluster.Options, sc scenarios.Scenario) error {
+// Refused says why a cluster of opts cannot run sc's faults, or nil.
+func Refused(opts cluster.Options, sc scenarios.Scenario) error {
 	for _, f := range sc.FaultKinds() {
 		if err := cluster.Refuses(opts, f); err != nil {
 			return fmt.Errorf("scenario %s: %w", sc.Name, err)

@@ -18,7 +18,8 @@ func TestLayering(t *testing.T) {
 		"scenarios": {"locks", "check", "report", "rundir", "runner"},
 		"chaos":     {"check", "report", "scenarios", "locks", "etcd/cluster"},
 		"check":     {"report", "rundir", "scenarios", "locks", "runner"},
-		"harness":   {"bench", "cli"},
+		"harness":   {"bench", "suite", "cli"},
+		"suite":     {"bench", "cli"},
 	} {
 		out, err := exec.Command("go", "list", "-deps", mod+pkg).Output()
 		if err != nil {

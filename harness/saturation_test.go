@@ -58,7 +58,7 @@ func TestJudgeSaturatedCell(t *testing.T) {
 	expect := map[string]verdict.Verdict{verdict.Exclusion: verdict.Pass, verdict.Progress: verdict.Pass}
 	failed := report.Summary{Verdict: verdict.Fail, Saturation: sat, Checks: map[string]check.Result{
 		verdict.Exclusion: {Verdict: verdict.Pass}, verdict.Progress: {Verdict: verdict.Fail}}}
-	c := judge(failed, expect)
+	c := Judge(failed, expect)
 	if !c.Saturated() || c.Mismatch() || !strings.HasPrefix(c.Note, "harness saturated: the harness's scheduler probe") {
 		t.Errorf("failed on a saturated harness: saturated %v, mismatch %v, note %q", c.Saturated(), c.Mismatch(), c.Note)
 	}
@@ -77,12 +77,12 @@ func TestJudgeSaturatedCell(t *testing.T) {
 	}
 	passed := failed
 	passed.Verdict, passed.Checks = verdict.Pass, map[string]check.Result{verdict.Exclusion: {Verdict: verdict.Pass}, verdict.Progress: {Verdict: verdict.Pass}}
-	if c := judge(passed, expect); !c.Matches || c.Saturated() {
+	if c := Judge(passed, expect); !c.Matches || c.Saturated() {
 		t.Errorf("passed on a saturated harness: %+v", c)
 	}
 	unsaturated := failed
 	unsaturated.Saturation = judgeSaturation(lagsOf(100, 0, 0), probeInterval)
-	if c := judge(unsaturated, expect); !c.Mismatch() || c.Saturated() {
+	if c := Judge(unsaturated, expect); !c.Mismatch() || c.Saturated() {
 		t.Errorf("failed on an idle harness: mismatch %v, saturated %v", c.Mismatch(), c.Saturated())
 	}
 }

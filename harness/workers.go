@@ -31,8 +31,8 @@ func LoadWorkers(dirs []string) ([]*rundir.Folder, error) {
 		if f.Config.Worker == nil {
 			return nil, inputErr("%s: the run of one process, not a worker's (lockbench run --worker I/N writes a worker's run folder)", dir)
 		}
-		if w := f.Config.Worker; checkIndexOf(w.Index, w.Count) != nil {
-			return nil, inputErr("%s: worker %d/%d: %v", filepath.Join(dir, rundir.ConfigFile), w.Index, w.Count, checkIndexOf(w.Index, w.Count))
+		if w := f.Config.Worker; CheckIndexOf(w.Index, w.Count) != nil {
+			return nil, inputErr("%s: worker %d/%d: %v", filepath.Join(dir, rundir.ConfigFile), w.Index, w.Count, CheckIndexOf(w.Index, w.Count))
 		}
 		ws = append(ws, f)
 	}
@@ -191,3 +191,19 @@ func mergeEvents(ws []*rundir.Folder, offsets []clocks.Offset, cv []history.Cloc
 		next[pick]++
 	}
 }
+
+// CheckIndexOf checks part i of n: 1 ≤ i ≤ n ≤ maxParts.
+func CheckIndexOf(i, n int) error {
+	switch {
+	case n < 1 || n > maxParts:
+		return fmt.Errorf("the count N must be 1..%d, not %d", maxParts, n)
+	case i < 1 || i > n:
+		return fmt.Errorf("the index I must be 1..%d, not %d", n, i)
+	}
+	return nil
+}
+
+// maxParts bounds N in I/N: no suite is split over more machines, nor a
+// run over more processes, and a merge sizes its tables by N, which it
+// reads from files (config.json, suite.json) that anyone may edit.
+const maxParts = 10_000

@@ -11,9 +11,9 @@ import (
 
 	"github.com/lockbench/lockbench/etcd/cluster"
 	"github.com/lockbench/lockbench/etcd/locktest"
-	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/scenarios"
+	"github.com/lockbench/lockbench/suite"
 	"github.com/lockbench/lockbench/verdict"
 )
 
@@ -113,7 +113,7 @@ func TestDefaultSuiteCatchesEveryMutant(t *testing.T) {
 		t.Fatal(err)
 	}
 	names := append(append([]string{}, Controls...), Names()...)
-	res, err := harness.Suite(context.Background(), harness.SuiteSpec{
+	res, err := suite.Run(context.Background(), suite.Spec{
 		Locks: names, Scenarios: scs, Seeds: 1, Out: t.TempDir(),
 		Progress: func(done, total int, cell string) { t.Logf("[%d/%d] %s", done+1, total, cell) },
 	})

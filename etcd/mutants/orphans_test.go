@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/scenarios"
+	"github.com/lockbench/lockbench/suite"
 	"github.com/lockbench/lockbench/verdict"
 )
 
@@ -22,7 +22,7 @@ func TestOrphansCatchesLeakOnCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := harness.Suite(context.Background(), harness.SuiteSpec{
+	res, err := suite.Run(context.Background(), suite.Spec{
 		Locks: []string{"mut-leak-on-cancel", "mut-control-queue"}, Scenarios: []scenarios.Scenario{sc}, Seeds: 2, Out: t.TempDir(),
 	})
 	if err != nil {

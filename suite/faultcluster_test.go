@@ -1,4 +1,4 @@
-package harness
+package suite
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/etcd/cluster"
+	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/scenarios"
@@ -36,7 +37,7 @@ func TestClusterFor(t *testing.T) {
 		{"leader-kill", cluster.Options{}, false, 0, ""},
 		{"drop-peers", cluster.Options{}, true, 0, ""},
 		{"delay-peers", cluster.Options{SnapshotCount: 50}, true, 50, ""},
-		{"snapshot-catchup", cluster.Options{}, false, CatchUpSnapshotCount, ""},
+		{"snapshot-catchup", cluster.Options{}, false, harness.CatchUpSnapshotCount, ""},
 		{"snapshot-catchup", cluster.Options{PeerRelays: true, SnapshotCount: 300}, true, 300, ""},
 		{"snapshot-catchup", cluster.Options{SnapshotCount: 5000}, false, 5000, "--snapshot-count 1..1000"},
 		{"snapshot-catchup", cluster.Options{EtcdBin: cluster.EtcdBinSelf}, false, 0, "process cluster does not set"},
@@ -44,22 +45,22 @@ func TestClusterFor(t *testing.T) {
 		{"replace-member", cluster.Options{}, false, 0, ""},
 	} {
 		sc := lookup(tc.scenario)
-		got := ClusterFor(tc.opts, sc)
+		got := harness.ClusterFor(tc.opts, sc)
 		if got.PeerRelays != tc.relays || got.SnapshotCount != tc.count || got.EtcdBin != tc.opts.EtcdBin {
 			t.Errorf("%s on %+v: relays %v, snapshot count %d; want %v, %d", tc.scenario, tc.opts, got.PeerRelays, got.SnapshotCount, tc.relays, tc.count)
 		}
-		err := refused(got, sc)
+		err := harness.Refused(got, sc)
 		switch {
 		case tc.refusedFor == "" && err != nil:
 			t.Errorf("%s on %+v: refused: %v", tc.scenario, tc.opts, err)
 		case tc.refusedFor != "" && (err == nil || !strings.Contains(err.Error(), tc.refusedFor)):
 			t.Errorf("%s on %+v: %v, want a refusal naming %q", tc.scenario, tc.opts, err, tc.refusedFor)
 		}
-		if vErr := (RunSpec{Lock: "queue", Scenario: sc, Cluster: tc.opts, Out: t.TempDir()}).Validate(); (vErr != nil) != (tc.refusedFor != "") {
+		if vErr := (harness.RunSpec{Lock: "queue", Scenario: sc, Cluster: tc.opts, Out: t.TempDir()}).Validate(); (vErr != nil) != (tc.refusedFor != "") {
 			t.Errorf("%s on %+v: Validate %v", tc.scenario, tc.opts, vErr)
 		}
 	}
-	if note := faultOptionsNote(cluster.Options{}, ClusterFor(cluster.Options{}, lookup("snapshot-catchup"))); !strings.Contains(note, "snapshot count of 100") {
+	if note := harness.FaultOptionsNote(cluster.Options{}, harness.ClusterFor(cluster.Options{}, lookup("snapshot-catchup"))); !strings.Contains(note, "snapshot count of 100") {
 		t.Errorf("note %q", note)
 	}
 }
@@ -92,7 +93,7 @@ func TestSuiteGivesEachCellItsCluster(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	res, err := Suite(ctx, SuiteSpec{Locks: []string{"queue"}, Scenarios: scs, Seeds: 2, Out: t.TempDir(), QuickDuration: 300 * time.Millisecond})
+	res, err := Run(ctx, Spec{Locks: []string{"queue"}, Scenarios: scs, Seeds: 2, Out: t.TempDir(), QuickDuration: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +108,7 @@ func TestSuiteGivesEachCellItsCluster(t *testing.T) {
 		// config.json says which cluster the cell had: contention shares
 		// the default one, drop-peers has relays, snapshot-catchup a
 		// snapshot count of its own.
-		want := map[string][2]any{"contention": {false, uint64(0)}, "drop-peers": {true, uint64(0)}, "snapshot-catchup": {false, uint64(CatchUpSnapshotCount)}}[c.Summary.Scenario]
+		want := map[string][2]any{"contention": {false, uint64(0)}, "drop-peers": {true, uint64(0)}, "snapshot-catchup": {false, uint64(harness.CatchUpSnapshotCount)}}[c.Summary.Scenario]
 		if got := [2]any{f.Config.Cluster.PeerRelays, f.Config.Cluster.SnapshotCount}; got != want {
 			t.Errorf("%s seed %d: config.json's cluster has peer_relays, snapshot_count %v, want %v", c.Summary.Scenario, c.Summary.Seed, got, want)
 		}
@@ -159,7 +160,7 @@ func TestRunGivesTheScenarioItsCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var notices []string
-	res, err := Run(ctx, RunSpec{Lock: "queue", Scenario: sc, Seed: 1, Out: t.TempDir(), Notice: func(m string) { notices = append(notices, m) }})
+	res, err := harness.Run(ctx, harness.RunSpec{Lock: "queue", Scenario: sc, Seed: 1, Out: t.TempDir(), Notice: func(m string) { notices = append(notices, m) }})
 	if err != nil {
 		t.Fatal(err)
 	}

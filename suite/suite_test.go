@@ -1,4 +1,4 @@
-package harness
+package suite
 
 import (
 	"context"
@@ -29,7 +29,7 @@ func TestSuite(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var seen []string
-	res, err := Suite(ctx, SuiteSpec{Locks: []string{"queue", "rpc"}, Scenarios: []scenarios.Scenario{sc}, Seeds: 1,
+	res, err := Run(ctx, Spec{Locks: []string{"queue", "rpc"}, Scenarios: []scenarios.Scenario{sc}, Seeds: 1,
 		KeepAlives: []etcdlocks.KeepAlive{etcdlocks.KeepAliveAuto, etcdlocks.KeepAliveSafe},
 		// 1 s cells: 300 ms ones failed progress under -race at load ~10.
 		Out: t.TempDir(), QuickDuration: time.Second,

@@ -1,4 +1,4 @@
-package harness
+package suite
 
 import (
 	"maps"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/etcd/cluster"
+	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/scenarios"
@@ -29,11 +30,11 @@ func TestBaselineCoversTheDefaultSuite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := SuiteSpec{Locks: locks.Names(), Scenarios: scs, Seeds: 1, QuickDuration: DefaultQuickDuration}
+	spec := Spec{Locks: locks.Names(), Scenarios: scs, Seeds: 1, QuickDuration: DefaultQuickDuration}
 	bins := []suiteBin{{opts: cluster.Options{}}}
 	want := map[string]bool{}
 	for _, sc := range scs {
-		if refused(bins[0].opts, sc) != nil {
+		if harness.Refused(bins[0].opts, sc) != nil {
 			continue // the default suite skips it too
 		}
 		for _, k := range spec.cellKeys(sc.Name, bins) {

@@ -1,4 +1,4 @@
-package harness
+package suite
 
 import (
 	"cmp"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/etcd/etcdlocks"
+	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/runner"
 )
@@ -45,43 +46,27 @@ func parseIndexOf(s, what string) (i, n int, err error) {
 	if !ok || ierr != nil || nerr != nil {
 		return 0, 0, fmt.Errorf("%q is not I/N (%s I of N, e.g. 1/4)", s, what)
 	}
-	if err := checkIndexOf(i, n); err != nil {
+	if err := harness.CheckIndexOf(i, n); err != nil {
 		return 0, 0, fmt.Errorf("%q: %w", s, err)
 	}
 	return i, n, nil
-}
-
-// maxParts bounds N in I/N: no suite is split over more machines, nor a
-// run over more processes, and a merge sizes its tables by N, which it
-// reads from files (config.json, suite.json) that anyone may edit.
-const maxParts = 10_000
-
-// checkIndexOf checks part i of n: 1 ≤ i ≤ n ≤ maxParts.
-func checkIndexOf(i, n int) error {
-	switch {
-	case n < 1 || n > maxParts:
-		return fmt.Errorf("the count N must be 1..%d, not %d", maxParts, n)
-	case i < 1 || i > n:
-		return fmt.Errorf("the index I must be 1..%d, not %d", n, i)
-	}
-	return nil
 }
 
 // sharded reports whether the spec runs only part of the matrix.
 func (s ShardSpec) sharded() bool { return s.Count > 0 }
 
 // Prefix is the folder of shard s's key namespaces on an external
-// cluster when the user names none: DefaultCleanPrefix + "shardIofN/",
+// cluster when the user names none: harness.DefaultCleanPrefix + "shardIofN/",
 // e.g. /lockbench/shard1of4/. Shards sharing one cluster then never
 // touch each other's keys, and one shard's clean (clean --shard I/N)
 // removes what it left, never what another shard still runs on.
 func (s ShardSpec) Prefix() string {
-	return fmt.Sprintf("%sshard%dof%d/", DefaultCleanPrefix, s.Index, s.Count)
+	return fmt.Sprintf("%sshard%dof%d/", harness.DefaultCleanPrefix, s.Index, s.Count)
 }
 
 // withShardPrefix gives a sharded suite on an external cluster whose
 // caller named no prefix its shard's own (ShardSpec.Prefix).
-func (s SuiteSpec) withShardPrefix() SuiteSpec {
+func (s Spec) withShardPrefix() Spec {
 	if x := s.External; x != nil && s.Shard.sharded() && x.Prefix == "" && x.Parent == "" {
 		ext := *x
 		ext.Parent = s.Shard.Prefix()
@@ -133,7 +118,7 @@ func AssignShards(units []ShardUnit, n int) [][]string {
 
 // shardUnits are the matrix's keys in run order with their expected
 // times.
-func (s SuiteSpec) shardUnits(bins []suiteBin) []ShardUnit {
+func (s Spec) shardUnits(bins []suiteBin) []ShardUnit {
 	var out []ShardUnit
 	runs := time.Duration(s.Seeds * max(s.Reps, 1))
 	for _, sc := range s.Scenarios {
@@ -146,7 +131,7 @@ func (s SuiteSpec) shardUnits(bins []suiteBin) []ShardUnit {
 }
 
 // shardKeys are the keys this spec's shard runs, nil for the whole matrix.
-func (s SuiteSpec) shardKeys(bins []suiteBin) []string {
+func (s Spec) shardKeys(bins []suiteBin) []string {
 	if !s.Shard.sharded() {
 		return nil
 	}
@@ -155,7 +140,7 @@ func (s SuiteSpec) shardKeys(bins []suiteBin) []string {
 
 // matrix is the suite's whole matrix as suite.json records it; h is the
 // header with its scenario hashes and expectations, which its id covers.
-func (s SuiteSpec) matrix(bins []suiteBin, h report.Suite) *report.Matrix {
+func (s Spec) matrix(bins []suiteBin, h report.Suite) *report.Matrix {
 	m := &report.Matrix{Locks: s.Locks, Seeds: s.Seeds, FirstSeed: max(s.FirstSeed, 1)}
 	for _, sc := range s.Scenarios {
 		m.Scenarios = append(m.Scenarios, sc.Name)

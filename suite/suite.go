@@ -1,4 +1,4 @@
-package harness
+package suite
 
 import (
 	"context"
@@ -6,22 +6,20 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/lockbench/lockbench/etcd/cluster"
 	"github.com/lockbench/lockbench/etcd/etcdlocks"
+	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/scenarios"
-	"github.com/lockbench/lockbench/verdict"
 )
 
 // DefaultQuickDuration caps fault-free scenarios in a suite: their verdicts
@@ -32,9 +30,9 @@ import (
 // and herd-hold at this cap).
 const DefaultQuickDuration = 2 * time.Second
 
-// SuiteSpec is a matrix of strategies × scenarios × keepalive policies ×
+// Spec is a matrix of strategies × scenarios × keepalive policies ×
 // seeds × etcd binaries.
-type SuiteSpec struct {
+type Spec struct {
 	Locks     []string
 	Scenarios []scenarios.Scenario
 	// Seeds runs every cell with Seeds seeds from FirstSeed (0: 1) on:
@@ -54,7 +52,7 @@ type SuiteSpec struct {
 	// old and new etcd releases run side by side. It overrides
 	// Cluster.EtcdBin; none: the cluster Cluster asks for.
 	EtcdBins []string
-	// RPCTimeout is RunSpec.RPCTimeout of every cell.
+	// RPCTimeout is harness.RunSpec.RPCTimeout of every cell.
 	RPCTimeout time.Duration
 	Cluster    cluster.Options
 	Out        string
@@ -68,10 +66,10 @@ type SuiteSpec struct {
 	// machine's noise since the seed, and so the workload, is the same.
 	Reps int
 	// InjectDelay, test-only, delays every grant of the named strategies
-	// (RunSpec.InjectDelay): a known regression on demand.
+	// (harness.RunSpec.InjectDelay): a known regression on demand.
 	InjectDelay map[string]time.Duration
 	// FloorDuration is how long the suite measures the commit floor on its
-	// cluster before the first cell (0: DefaultSuiteFloor; < 0: not at all).
+	// cluster before the first cell (0: DefaultFloor; < 0: not at all).
 	FloorDuration time.Duration
 	// Shard, when set, runs only that part of the matrix (AssignShards);
 	// suite.json records it and the whole matrix, for lockbench merge.
@@ -79,20 +77,20 @@ type SuiteSpec struct {
 	// Parallel is how many cells run at a time (0: 1), each worker on its
 	// own cluster: cells are gathered back in matrix order.
 	Parallel int
-	// External, when set, is the cluster every cell runs on (RunExternal),
-	// each under its own prefix PARENT<run-id>/ (External.Parent; a shard's
+	// harness.External, when set, is the cluster every cell runs on (harness.RunExternal),
+	// each under its own prefix PARENT<run-id>/ (harness.External.Parent; a shard's
 	// own, ShardSpec.Prefix, when it names none and Shard is set); Cluster
 	// and EtcdBins are then unused, cells whose scenario needs member
 	// faults are skipped with a note, and no commit floor is measured.
-	External *External
+	External *harness.External
 }
 
-// DefaultSuiteFloor is how long a suite measures its commit floor: enough
+// DefaultFloor is how long a suite measures its commit floor: enough
 // for a stable median commit latency, short next to any cell.
-const DefaultSuiteFloor = time.Second
+const DefaultFloor = time.Second
 
-// SuiteResult is a finished suite.
-type SuiteResult struct {
+// Result is a finished suite.
+type Result struct {
 	Dir   string
 	Cells []report.Cell
 	// Mismatches counts the cells not as expected; Saturated those not as
@@ -112,37 +110,37 @@ type SuiteResult struct {
 }
 
 // Validate checks the whole matrix before anything starts.
-func (s SuiteSpec) Validate() error {
+func (s Spec) Validate() error {
 	if len(s.Locks) == 0 || len(s.Scenarios) == 0 {
 		return fmt.Errorf("suite has no cells: give at least one lock and one scenario")
 	}
 	if s.Seeds < 1 {
-		return FieldErr("Seeds", s.Seeds, "must be ≥1")
+		return harness.FieldErr("Seeds", s.Seeds, "must be ≥1")
 	}
 	if s.FirstSeed < 0 || s.FirstSeed > math.MaxInt64-int64(s.Seeds) {
-		return FieldErr("FirstSeed", s.FirstSeed, "must be ≥1, and leave room for the seeds after it")
+		return harness.FieldErr("FirstSeed", s.FirstSeed, "must be ≥1, and leave room for the seeds after it")
 	}
 	if s.Reps < 0 {
-		return FieldErr("Reps", s.Reps, "must be ≥1")
+		return harness.FieldErr("Reps", s.Reps, "must be ≥1")
 	}
 	if s.Parallel < 0 {
-		return FieldErr("Parallel", s.Parallel, "must be ≥1")
+		return harness.FieldErr("Parallel", s.Parallel, "must be ≥1")
 	}
 	if sh := s.Shard; sh.sharded() && (sh.Index < 1 || sh.Index > sh.Count) {
-		return FieldErr("Shard", fmt.Sprintf("%d/%d", sh.Index, sh.Count), "must be I/N with 1 ≤ I ≤ N")
+		return harness.FieldErr("Shard", fmt.Sprintf("%d/%d", sh.Index, sh.Count), "must be I/N with 1 ≤ I ≤ N")
 	}
 	for l, d := range s.InjectDelay {
 		if !slices.Contains(s.Locks, l) {
-			return FieldErr("InjectDelay", l, "names a lock the suite does not run")
+			return harness.FieldErr("InjectDelay", l, "names a lock the suite does not run")
 		}
 		if d <= 0 {
-			return FieldErr("InjectDelay", d, "must be > 0")
+			return harness.FieldErr("InjectDelay", d, "must be > 0")
 		}
 	}
 	for _, l := range s.Locks {
 		for _, sc := range s.Scenarios {
 			for _, ka := range s.keepAlives() {
-				if err := (RunSpec{Lock: l, Scenario: sc, KeepAlive: ka, Out: s.Out}).validate(false); err != nil {
+				if err := (harness.RunSpec{Lock: l, Scenario: sc, KeepAlive: ka, Out: s.Out}).ValidateInput(); err != nil {
 					return err
 				}
 			}
@@ -154,7 +152,7 @@ func (s SuiteSpec) Validate() error {
 // keepAlivesFor is the policies lock runs under: keepAlives, or only the
 // first for a strategy that keeps its own lease (locks.Strategy.OwnLease:
 // every policy would run the same code).
-func (s SuiteSpec) keepAlivesFor(lock string) []etcdlocks.KeepAlive {
+func (s Spec) keepAlivesFor(lock string) []etcdlocks.KeepAlive {
 	if st, _ := locks.Lookup(lock); st.OwnLease {
 		return s.keepAlives()[:1]
 	}
@@ -162,19 +160,19 @@ func (s SuiteSpec) keepAlivesFor(lock string) []etcdlocks.KeepAlive {
 }
 
 // keepAlives is KeepAlives, or the default policy alone.
-func (s SuiteSpec) keepAlives() []etcdlocks.KeepAlive {
+func (s Spec) keepAlives() []etcdlocks.KeepAlive {
 	if len(s.KeepAlives) == 0 {
 		return []etcdlocks.KeepAlive{etcdlocks.DefaultKeepAlive}
 	}
 	return s.KeepAlives
 }
 
-// Suite runs every cell (of its shard, SuiteSpec.Shard) on one cluster
+// Run runs every cell (of its shard, Spec.Shard) on one cluster
 // per worker (Parallel workers, each cluster restarted only when a cell
 // leaves it unhealthy), on each binary of EtcdBins in turn, writes a run
 // folder per cell and suite.json with the cells in matrix order, and
 // compares each cell's verdicts with its scenario's expectations.
-func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
+func Run(ctx context.Context, spec Spec) (res *Result, err error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
@@ -189,7 +187,7 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 		return nil, err
 	}
 	if spec.External != nil {
-		if err := spec.External.ready(ctx); err != nil {
+		if err := spec.External.Ready(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -203,7 +201,7 @@ func Suite(ctx context.Context, spec SuiteSpec) (res *SuiteResult, err error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &suiteRun{spec: spec, dir: dir, bins: bins, res: &SuiteResult{Dir: dir, Header: spec.header(bins)}, ids: map[string]bool{}}
+	r := &suiteRun{spec: spec, dir: dir, bins: bins, res: &Result{Dir: dir, Header: spec.header(bins)}, ids: map[string]bool{}}
 	r.res.Header.Started = start.UTC().Format(time.RFC3339)
 	if spec.Shard.sharded() {
 		// A shard may be empty (more shards than keys): it runs nothing.
@@ -307,7 +305,7 @@ func (b suiteBin) label() string {
 // binaries resolves the suite's binaries (EtcdBins, else Cluster.EtcdBin,
 // else the embedded cluster), asking each its release and refusing
 // duplicates (cluster.ResolveBinaries), before anything starts.
-func (s SuiteSpec) binaries(ctx context.Context) ([]suiteBin, error) {
+func (s Spec) binaries(ctx context.Context) ([]suiteBin, error) {
 	names := s.EtcdBins
 	if len(names) == 0 && s.Cluster.EtcdBin != "" {
 		names = []string{s.Cluster.EtcdBin}
@@ -330,10 +328,10 @@ func (s SuiteSpec) binaries(ctx context.Context) ([]suiteBin, error) {
 
 // suiteRun is a suite under way: its cells so far.
 type suiteRun struct {
-	spec SuiteSpec
+	spec Spec
 	dir  string
 	bins []suiteBin
-	res  *SuiteResult
+	res  *Result
 	// keys are the cell keys of the suite's shard, nil for all.
 	keys  map[string]bool
 	total int
@@ -361,7 +359,7 @@ func (r *suiteRun) jobs(b suiteBin) []suiteJob {
 	for _, sc := range r.spec.Scenarios {
 		sc = r.spec.capped(sc)
 		for _, lock := range r.spec.Locks {
-			if !sc.For(backendOf(lock)) {
+			if !sc.For(harness.BackendOf(lock)) {
 				continue
 			}
 			for run := range r.spec.cells(lock) {
@@ -402,7 +400,7 @@ func (r *suiteRun) newRunID(j suiteJob) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for {
-		id := NewRunID(j.lock, j.sc.Name, j.run.seed)
+		id := harness.NewRunID(j.lock, j.sc.Name, j.run.seed)
 		if !r.ids[id] {
 			r.ids[id] = true
 			return id
@@ -411,7 +409,7 @@ func (r *suiteRun) newRunID(j suiteJob) string {
 	}
 }
 
-// progress tells SuiteSpec.Progress that j starts.
+// progress tells Spec.Progress that j starts.
 func (r *suiteRun) progress(j suiteJob) {
 	if r.spec.Progress == nil {
 		return
@@ -430,29 +428,29 @@ type cellOutcome struct {
 	err   error
 }
 
-// refused says why the suite's cluster for binary b, with what sc's
-// faults need of it (ClusterFor), cannot run sc's faults, or nil: an
+// harness.Refused says why the suite's cluster for binary b, with what sc's
+// faults need of it (harness.ClusterFor), cannot run sc's faults, or nil: an
 // external cluster takes no member fault. Another backend's lock's cell
 // runs on a deployment of its own (runDeployed), which says what it
 // refuses.
 func (r *suiteRun) refused(b suiteBin, lock string, sc scenarios.Scenario) error {
-	if d := DeployerOf(lock); d != nil {
-		return deployerRefuses(d, lock, sc)
+	if d := harness.DeployerOf(lock); d != nil {
+		return harness.DeployerRefuses(d, lock, sc)
 	}
 	if r.spec.External != nil && sc.Needs().Members {
 		return fmt.Errorf("scenario %s injects member faults (crash, partition, the peer faults), which an external cluster cannot take", sc.Name)
 	}
 	if r.spec.External != nil {
-		if err := r.spec.External.refusesProcess(lock); err != nil {
+		if err := r.spec.External.RefusesProcess(lock); err != nil {
 			return err
 		}
 	}
-	return refused(ClusterFor(b.opts, sc), sc)
+	return harness.Refused(harness.ClusterFor(b.opts, sc), sc)
 }
 
 // faultClusterNotes say, once per scenario, which of binary b's cells ran
 // on a cluster of their own because their faults need more of it
-// (ClusterFor): the relays slow every commit, so their figures are not
+// (harness.ClusterFor): the relays slow every commit, so their figures are not
 // the plain cluster's.
 func (r *suiteRun) faultClusterNotes(b suiteBin, jobs []suiteJob) []string {
 	if r.spec.External != nil {
@@ -463,11 +461,11 @@ func (r *suiteRun) faultClusterNotes(b suiteBin, jobs []suiteJob) []string {
 		if !slices.ContainsFunc(jobs, func(j suiteJob) bool { return j.sc.Name == sc.Name }) {
 			continue // not in this shard
 		}
-		opts := ClusterFor(b.opts, sc)
-		if sameFaultOptions(opts, b.opts) || refused(opts, sc) != nil {
+		opts := harness.ClusterFor(b.opts, sc)
+		if harness.SameFaultOptions(opts, b.opts) || harness.Refused(opts, sc) != nil {
 			continue
 		}
-		note := fmt.Sprintf("scenario %s ran on a cluster of its own: %s", sc.Name, faultOptionsNote(b.opts, opts))
+		note := fmt.Sprintf("scenario %s ran on a cluster of its own: %s", sc.Name, harness.FaultOptionsNote(b.opts, opts))
 		if sc.Needs().SnapshotCount {
 			note += "; a fresh one for each cell (" + freshClusterWhy + ")"
 		}
@@ -484,7 +482,7 @@ type suiteCell struct {
 }
 
 // seeds yields the suite's seeds, in order.
-func (s SuiteSpec) seeds() func(yield func(int64) bool) {
+func (s Spec) seeds() func(yield func(int64) bool) {
 	first := max(s.FirstSeed, 1)
 	return func(yield func(int64) bool) {
 		for seed := first; seed < first+int64(s.Seeds); seed++ {
@@ -498,7 +496,7 @@ func (s SuiteSpec) seeds() func(yield func(int64) bool) {
 // cells yields the runs of lock on one scenario: every keepalive policy
 // it runs under, for each every seed, and each seed Reps times (samples
 // that differ only by the machine's noise).
-func (s SuiteSpec) cells(lock string) func(yield func(suiteCell) bool) {
+func (s Spec) cells(lock string) func(yield func(suiteCell) bool) {
 	return func(yield func(suiteCell) bool) {
 		for _, ka := range s.keepAlivesFor(lock) {
 			for seed := range s.seeds() {
@@ -512,111 +510,7 @@ func (s SuiteSpec) cells(lock string) func(yield func(suiteCell) bool) {
 	}
 }
 
-// CheckLockService probes etcd's lock service on c after a run of lock,
-// if lock runs on it (locks.Strategy.LockService), so that a later run on
-// c does not inherit a service the run left stuck; c nil (an external
-// cluster, not lockbench's to replace) is not probed. It returns what it
-// found ("" when sound or not probed) and whether c must be replaced.
-func CheckLockService(ctx context.Context, c cluster.Members, lock string) (found string, replace bool) {
-	if st, _ := locks.Lookup(lock); c == nil || !st.LockService || ctx.Err() != nil {
-		return "", false
-	}
-	err := c.CheckLockService(ctx)
-	if err == nil || ctx.Err() != nil {
-		return "", false
-	}
-	return err.Error(), errors.Is(err, cluster.ErrLockServiceStuck)
-}
-
-// ExpectationsFor is what a suite expects of lock in scenario sc under a
-// keepalive policy (the one lock really runs under, etcdlocks.EffectiveKeepAlive:
-// a strategy that keeps its own lease is never judged by a policy's
-// expectations): the scenario's expectations for it, overlaid with the
-// strategy's own for that scenario (locks.Strategy.Expect), without the
-// checks either leaves unjudged ("any").
-func ExpectationsFor(sc scenarios.Scenario, lock, keepalive string) map[string]verdict.Verdict {
-	st, _ := locks.Lookup(lock)
-	out := sc.Expect.For(subject(lock, keepalive))
-	maps.Copy(out, st.Expect[sc.Name])
-	maps.DeleteFunc(out, func(_ string, v verdict.Verdict) bool { return v == verdict.Any })
-	return out
-}
-
-// subject is what lock's expectations are chosen by under keepalive: the
-// policy it really runs under (etcdlocks.EffectiveKeepAlive: a strategy
-// that keeps its own lease is never judged by a policy's expectations)
-// and its backend.
-func subject(lock, keepalive string) verdict.Subject {
-	return verdict.Subject{Lock: lock, Backend: backendOf(lock),
-		KeepAlive: string(etcdlocks.EffectiveKeepAlive(lock, etcdlocks.KeepAlive(keepalive)))}
-}
-
-// anyReasons is, for each check expect does not judge, why the scenario
-// says "any" of it for lock under keepalive, where it says why; nil when
-// it gives no reason.
-func anyReasons(sc scenarios.Scenario, lock, keepalive string, expect map[string]verdict.Verdict) map[string]string {
-	var out map[string]string
-	sub := subject(lock, keepalive)
-	for _, name := range verdict.CheckNames {
-		if _, judged := expect[name]; judged {
-			continue
-		}
-		if why := sc.AnyReason(sub, name); why != "" {
-			if out == nil {
-				out = map[string]string{}
-			}
-			out[name] = why
-		}
-	}
-	return out
-}
-
-// judge compares a run's verdicts with what its scenario expects of the
-// strategy, check by check.
-func judge(sum report.Summary, expect map[string]verdict.Verdict) report.Cell {
-	cell := report.Cell{Summary: sum, Matches: true, ExpectedChecks: expect}
-	var exp []verdict.Verdict
-	var diffs []string
-	for _, name := range slices.Sorted(maps.Keys(expect)) {
-		want := expect[name]
-		exp = append(exp, want)
-		got := verdict.Unknown
-		if r, ok := sum.Checks[name]; ok {
-			got = r.Verdict
-		}
-		if got != want {
-			cell.Matches = false
-			diffs = append(diffs, fmt.Sprintf("%s: %s, expected %s", name, got, want))
-		}
-	}
-	if sum.Interrupted {
-		cell.Matches = false
-		diffs = append(diffs, "interrupted")
-	}
-	if len(sum.Stuck) > 0 {
-		cell.Matches = false
-		diffs = append(diffs, "stuck: "+strings.Join(sum.Stuck, "; "))
-	}
-	if !cell.Matches && sum.Saturated() {
-		diffs = append([]string{"harness saturated: " + sum.Saturation.Reason}, diffs...)
-	}
-	if len(exp) > 0 {
-		cell.Expected = verdict.Worst(exp...)
-	}
-	// A check the scenario does not judge is said to be so: a failing one
-	// must never read as if "pass" were expected of it.
-	for _, name := range verdict.CheckNames {
-		if r, ok := sum.Checks[name]; ok && r.Verdict != verdict.Pass && name != verdict.Herd {
-			if _, judged := expect[name]; !judged {
-				diffs = append(diffs, fmt.Sprintf("%s: %s, not asserted", name, r.Verdict))
-			}
-		}
-	}
-	cell.Note = strings.Join(diffs, "; ")
-	return cell
-}
-
-func writeSuite(dir string, res *SuiteResult) error {
+func writeSuite(dir string, res *Result) error {
 	s := res.Header
 	// [] when no cell ran (an empty shard): "cells": null is no suite.
 	s.Cells = []report.Summary{}

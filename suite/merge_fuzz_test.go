@@ -1,4 +1,4 @@
-package harness
+package suite
 
 import (
 	"os"
@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/rundir"
 )
 
@@ -46,7 +47,7 @@ func FuzzMergeShards(f *testing.F) {
 		writeFile(t, filepath.Join(two, rundir.SuiteFile), suite)
 		n := allocated(func() {
 			if shards, err := LoadShards([]string{one, two}); err == nil {
-				WriteMerged(filepath.Join(dir, "out"), shards) // refused or written: either is fine
+				WriteMerged(filepath.Join(dir, "out"), shards) // harness.Refused or written: either is fine
 			}
 		})
 		if n > mergeAllocLimit {
@@ -73,8 +74,8 @@ func FuzzMergeWorkers(f *testing.F) {
 		writeFile(t, filepath.Join(two, rundir.ProbesFile), prb)
 		dirs := []string{filepath.Join(fuzzWorkers, "w1"), two, filepath.Join(fuzzWorkers, "w3"), filepath.Join(fuzzWorkers, "w4")}
 		n := allocated(func() {
-			if ws, err := LoadWorkers(dirs); err == nil {
-				WriteMergedRun(t.TempDir(), ws) // refused or written: either is fine
+			if ws, err := harness.LoadWorkers(dirs); err == nil {
+				harness.WriteMergedRun(t.TempDir(), ws) // harness.Refused or written: either is fine
 			}
 		})
 		if n > mergeAllocLimit {

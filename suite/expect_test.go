@@ -1,4 +1,4 @@
-package harness
+package suite
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/etcd/etcdlocks"
+	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/scenarios"
 	"github.com/lockbench/lockbench/verdict"
@@ -33,18 +34,18 @@ func TestStrategyCarriesItsExpectations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := ExpectationsFor(wc, "test-carries-expect", "auto")
+	got := harness.ExpectationsFor(wc, "test-carries-expect", "auto")
 	if _, judged := got[verdict.Exclusion]; judged {
 		t.Errorf("exclusion still judged: %v", got)
 	}
 	if got[verdict.Liveness] != verdict.Fail || got[verdict.Progress] != verdict.Pass {
 		t.Errorf("expectations %v: want liveness fail (own) and progress pass (baseline)", got)
 	}
-	if got := ExpectationsFor(wc, "queue", "auto"); got[verdict.Exclusion] != verdict.Pass {
+	if got := harness.ExpectationsFor(wc, "queue", "auto"); got[verdict.Exclusion] != verdict.Pass {
 		t.Errorf("queue's expectations changed: %v", got)
 	}
 	hc, _ := scenarios.Lookup("holder-crash")
-	if got := ExpectationsFor(hc, "test-carries-expect", "auto"); got[verdict.Exclusion] != verdict.Pass {
+	if got := harness.ExpectationsFor(hc, "test-carries-expect", "auto"); got[verdict.Exclusion] != verdict.Pass {
 		t.Errorf("another scenario changed: %v", got)
 	}
 }
@@ -59,13 +60,13 @@ func TestOwnLeaseIsNeverJudgedByAPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ExpectationsFor(ci, "queue", "safe"); got[verdict.Exclusion] != verdict.Pass {
+	if got := harness.ExpectationsFor(ci, "queue", "safe"); got[verdict.Exclusion] != verdict.Pass {
 		t.Fatalf("queue under safe: exclusion %q, want pass (the scenario's premise changed?)", got[verdict.Exclusion])
 	}
-	if got := ExpectationsFor(ci, "test-own-lease", "safe"); got[verdict.Exclusion] == verdict.Pass {
+	if got := harness.ExpectationsFor(ci, "test-own-lease", "safe"); got[verdict.Exclusion] == verdict.Pass {
 		t.Errorf("own-lease strategy judged by safe's expectations: %v", got)
 	}
-	spec := SuiteSpec{Locks: []string{"queue", "test-own-lease"}, Seeds: 2,
+	spec := Spec{Locks: []string{"queue", "test-own-lease"}, Seeds: 2,
 		KeepAlives: []etcdlocks.KeepAlive{etcdlocks.KeepAliveAuto, etcdlocks.KeepAliveSafe}, Scenarios: []scenarios.Scenario{ci}}
 	if n := len(spec.keepAlivesFor("test-own-lease")); n != 1 {
 		t.Errorf("own-lease strategy runs under %d policies, want 1", n)
@@ -92,7 +93,7 @@ func TestOwnLeaseIsNeverJudgedByAPolicy(t *testing.T) {
 }
 
 // TestAnyReasonsComeFromTheScenario: a check a built-in scenario does not
-// judge carries the comment above the entry that says "any" (queue-naive's
+// Judge carries the comment above the entry that says "any" (queue-naive's
 // exclusion in contention, election's fencing in waiter-revoke, auto's and election's in
 // client-isolation); a judged check, or an entry without a comment,
 // carries none.
@@ -113,7 +114,7 @@ func TestAnyReasonsComeFromTheScenario(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := anyReasons(sc, tc.lock, tc.keepalive, ExpectationsFor(sc, tc.lock, tc.keepalive))[tc.check]
+		got := harness.AnyReasons(sc, tc.lock, tc.keepalive, harness.ExpectationsFor(sc, tc.lock, tc.keepalive))[tc.check]
 		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) || strings.Contains(got, "#") {
 			t.Errorf("%s × %s (%s) %s: reason %q, want one with %q", tc.lock, tc.scenario, tc.keepalive, tc.check, got, tc.want)
 		}

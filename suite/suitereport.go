@@ -1,27 +1,26 @@
-package harness
+package suite
 
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 
+	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/scenarios"
 )
 
-// RecheckedSuite is a saved suite folder judged again: each cell's run
-// re-checked with today's checker (Recheck) against the expectations the
+// Rechecked is a saved suite folder judged again: each cell's run
+// re-checked with today's checker (harness.Recheck) against the expectations the
 // suite recorded, as `lockbench report RUN_DIR` does for one run.
-type RecheckedSuite struct {
+type Rechecked struct {
 	Dir string
 	// Header is suite.json as recorded, without its cells.
 	Header report.Suite
 	Cells  []report.Cell
-	// Mismatches and Saturated count the cells as SuiteResult does.
+	// Mismatches and Saturated count the cells as Result does.
 	Mismatches, Saturated int
 	// Notes say what differs from the recording: a verdict today's checker
 	// changed, a cell whose run folder is gone (its recorded summary is
@@ -29,42 +28,36 @@ type RecheckedSuite struct {
 	Notes []string
 }
 
-// IsSuite reports whether dir is a suite folder (it holds suite.json).
-func IsSuite(dir string) bool {
-	st, err := os.Stat(filepath.Join(dir, rundir.SuiteFile))
-	return err == nil && st.Mode().IsRegular()
-}
-
-// RecheckSuite loads the suite folder dir (its suite.json) and judges
+// Recheck loads the suite folder dir (its suite.json) and judges
 // every cell again: its run folder (dir/RUN_ID) re-checked with today's
 // checker, against the expectations suite.json recorded for its key, with
 // the reasons its scenario (config.json) gives for the checks it does not
-// judge. A cell whose run folder is missing keeps its recorded summary.
-func RecheckSuite(dir string) (*RecheckedSuite, error) {
+// harness.Judge. A cell whose run folder is missing keeps its recorded summary.
+func Recheck(dir string) (*Rechecked, error) {
 	s, err := report.ReadSuiteFile(filepath.Join(dir, rundir.SuiteFile))
 	if err != nil {
 		return nil, err
 	}
-	r := &RecheckedSuite{Dir: dir, Header: s}
+	r := &Rechecked{Dir: dir, Header: s}
 	r.Header.Cells = nil
 	for _, saved := range s.Cells {
 		sum, sc := saved, scenarios.Scenario{}
 		folder, err := cellFolder(dir, s.Shards, saved)
-		var rf *Rechecked
+		var rf *harness.Rechecked
 		if err == nil {
 			rf, err = recheckCell(folder, saved.RunID)
 		}
 		if err != nil {
 			r.Notes = append(r.Notes, fmt.Sprintf("%s: run folder not re-checked (%v): its recorded verdicts are shown", saved.RunID, err))
 		} else {
-			sum, sc = rf.Summary, withReasons(rf.Scenario)
+			sum, sc = rf.Summary, harness.WithReasons(rf.Scenario)
 			sum.SuiteFloor = saved.SuiteFloor
 			if sum.Verdict != saved.Verdict {
 				r.Notes = append(r.Notes, fmt.Sprintf("%s: verdict was %s when recorded, %s with today's checker", saved.RunID, saved.Verdict, sum.Verdict))
 			}
 		}
-		cell := judge(sum, s.Expected[sum.Key()])
-		cell.AnyReasons = anyReasons(sc, sum.Lock, sum.KeepAlive, cell.ExpectedChecks)
+		cell := harness.Judge(sum, s.Expected[sum.Key()])
+		cell.AnyReasons = harness.AnyReasons(sc, sum.Lock, sum.KeepAlive, cell.ExpectedChecks)
 		if rf != nil {
 			cell.Dir, _ = filepath.Rel(dir, filepath.Join(folder, saved.RunID))
 		}
@@ -77,17 +70,6 @@ func RecheckSuite(dir string) (*RecheckedSuite, error) {
 		r.Cells = append(r.Cells, cell)
 	}
 	return r, nil
-}
-
-// withReasons is sc, or the built-in scenario of its name when that has
-// the same expectations: config.json records a scenario's expectations
-// but not the comments that say why a check is "any" (they are YAML
-// comments), which the built-in one carries.
-func withReasons(sc scenarios.Scenario) scenarios.Scenario {
-	if b, err := scenarios.Lookup(sc.Name); err == nil && reflect.DeepEqual(b.Expect, sc.Expect) {
-		return b
-	}
-	return sc
 }
 
 // cellFolder is the folder that holds a cell's run folder: the suite's
@@ -110,16 +92,16 @@ func cellFolder(dir string, shards []report.Shard, cell report.Summary) (string,
 
 // recheckCell re-checks the run folder of a suite's cell, dir/runID: a
 // run id is one folder's name, never a path.
-func recheckCell(dir, runID string) (*Rechecked, error) {
+func recheckCell(dir, runID string) (*harness.Rechecked, error) {
 	if runID == "" || runID != filepath.Base(runID) || runID == ".." {
 		return nil, fmt.Errorf("run id %q is not a folder name", runID)
 	}
-	return Recheck(filepath.Join(dir, runID))
+	return harness.Recheck(filepath.Join(dir, runID))
 }
 
 // Suite is the re-checked suite as a suite.json: the recorded header with
 // today's cells.
-func (r *RecheckedSuite) Suite() report.Suite { return withCells(r.Header, r.Cells) }
+func (r *Rechecked) Suite() report.Suite { return withCells(r.Header, r.Cells) }
 
 // withCells is suite.json: header with the cells' summaries.
 func withCells(header report.Suite, cells []report.Cell) report.Suite {
@@ -131,6 +113,6 @@ func withCells(header report.Suite, cells []report.Cell) report.Suite {
 }
 
 // WriteHTML writes the suite's matrix page to path.
-func (r *RecheckedSuite) WriteHTML(path string) error {
+func (r *Rechecked) WriteHTML(path string) error {
 	return rundir.WriteFile(path, func(w io.Writer) error { return report.WriteSuiteHTML(w, r.Header, r.Cells) })
 }

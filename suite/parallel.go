@@ -1,4 +1,4 @@
-package harness
+package suite
 
 import (
 	"context"
@@ -9,9 +9,10 @@ import (
 	"sync"
 
 	"github.com/lockbench/lockbench/etcd/cluster"
+	"github.com/lockbench/lockbench/harness"
 )
 
-// runBinary runs binary b's cells, SuiteSpec.Parallel at a time, each
+// runBinary runs binary b's cells, Spec.Parallel at a time, each
 // worker on its own cluster, and gathers them into the suite in matrix
 // order. The first worker measures the commit floor on its first cluster
 // while the others wait, so that no other cluster loads the machine then.
@@ -31,7 +32,7 @@ func (r *suiteRun) runBinary(ctx context.Context, b suiteBin) (runErr, closeErr 
 	// A suite whose cells all run on deployments of their own (Redis,
 	// ZooKeeper) starts no etcd cluster to measure the floor on: its
 	// workers start together.
-	etcdCells := slices.ContainsFunc(jobs, func(j suiteJob) bool { return DeployerOf(j.lock) == nil })
+	etcdCells := slices.ContainsFunc(jobs, func(j suiteJob) bool { return harness.DeployerOf(j.lock) == nil })
 	floor := newGate(r.res.Header.Floor != nil || r.spec.FloorDuration < 0 || r.spec.External != nil || !etcdCells)
 	var wg sync.WaitGroup
 	for i := range workers {
@@ -123,7 +124,7 @@ type suiteWorker struct {
 	r *suiteRun
 	c cluster.Members
 	// opts are what c was started with: a cell whose faults need other
-	// options (ClusterFor) gets a cluster of its own, never c.
+	// options (harness.ClusterFor) gets a cluster of its own, never c.
 	opts cluster.Options
 	// measures is set on the worker that measures the floor on its first
 	// cluster, then opens floor for the others.
@@ -158,8 +159,8 @@ func (w *suiteWorker) runCell(ctx context.Context, j suiteJob) (out cellOutcome)
 	}
 	name := r.name(j)
 	r.progress(j)
-	cellSpec := RunSpec{Lock: j.lock, Scenario: j.sc, Seed: j.run.seed, KeepAlive: j.run.keepAlive, RPCTimeout: r.spec.RPCTimeout, Cluster: j.bin.opts, Out: r.dir,
-		InjectDelay: r.spec.InjectDelay[j.lock], runID: r.newRunID(j), inSuite: true}
+	cellSpec := harness.RunSpec{Lock: j.lock, Scenario: j.sc, Seed: j.run.seed, KeepAlive: j.run.keepAlive, RPCTimeout: r.spec.RPCTimeout, Cluster: j.bin.opts, Out: r.dir,
+		InjectDelay: r.spec.InjectDelay[j.lock], RunID: r.newRunID(j), InSuite: true}
 	res, err := w.run(ctx, j.bin, cellSpec)
 	switch {
 	case err != nil:
@@ -169,10 +170,10 @@ func (w *suiteWorker) runCell(ctx context.Context, j suiteJob) (out cellOutcome)
 		return out
 	}
 	ka := string(j.run.keepAlive)
-	cell := judge(res.Summary, ExpectationsFor(j.sc, j.lock, ka))
-	cell.AnyReasons = anyReasons(j.sc, j.lock, ka, cell.ExpectedChecks)
+	cell := harness.Judge(res.Summary, harness.ExpectationsFor(j.sc, j.lock, ka))
+	cell.AnyReasons = harness.AnyReasons(j.sc, j.lock, ka, cell.ExpectedChecks)
 	cell.Dir, _ = filepath.Rel(r.dir, res.Dir)
-	if found, replace := CheckLockService(ctx, w.c, j.lock); found != "" {
+	if found, replace := harness.CheckLockService(ctx, w.c, j.lock); found != "" {
 		note := fmt.Sprintf("after %s: %s", name, found)
 		if replace {
 			note += "; the cluster was replaced"
@@ -197,30 +198,30 @@ func (w *suiteWorker) runCell(ctx context.Context, j suiteJob) (out cellOutcome)
 const freshClusterWhy = "etcd holds its log for 30 s after it sends a snapshot (releaseDelayAfterSnapshot), so a second catch-up on the same cluster within 30 s gets no snapshot and cuts its follower again and again"
 
 // run runs one cell: on the external cluster, or on the worker's cluster
-// of binary b with what the cell's faults need (ClusterFor), started
+// of binary b with what the cell's faults need (harness.ClusterFor), started
 // when there is none, the last cell left it unhealthy, it was started
 // with other options, or the cell catches a member up by snapshot. The
 // measuring worker's first start measures the suite's commit floor, on
 // a cluster of b's own options, before its first cell of any backend, so
 // that the other workers wait only for the floor. A nil result with a nil
 // error is a cluster start that ctx cut short.
-func (w *suiteWorker) run(ctx context.Context, b suiteBin, spec RunSpec) (*Result, error) {
+func (w *suiteWorker) run(ctx context.Context, b suiteBin, spec harness.RunSpec) (*harness.Result, error) {
 	r := w.r
 	if w.floorDue() && r.spec.External == nil {
 		if ok, err := w.start(ctx, b, b.opts); !ok {
 			return nil, err
 		}
 	}
-	if d := DeployerOf(spec.Lock); d != nil {
-		return runDeployed(ctx, d, spec) // a deployment of its own, every cell
+	if d := harness.DeployerOf(spec.Lock); d != nil {
+		return harness.RunDeployed(ctx, d, spec) // a deployment of its own, every cell
 	}
 	if r.spec.External != nil {
-		return RunExternal(ctx, *r.spec.External, spec)
+		return harness.RunExternal(ctx, *r.spec.External, spec)
 	}
-	spec.Cluster = ClusterFor(b.opts, spec.Scenario)
+	spec.Cluster = harness.ClusterFor(b.opts, spec.Scenario)
 	// A catch-up needs a cluster that sent no snapshot within 30 s
 	// (freshClusterWhy): a replaced member is sent one too.
-	if w.c != nil && (!w.c.Healthy() || !sameFaultOptions(w.opts, spec.Cluster) || spec.Scenario.Needs().SnapshotCount) {
+	if w.c != nil && (!w.c.Healthy() || !harness.SameFaultOptions(w.opts, spec.Cluster) || spec.Scenario.Needs().SnapshotCount) {
 		w.closeCluster()
 	}
 	if w.c == nil {
@@ -228,7 +229,7 @@ func (w *suiteWorker) run(ctx context.Context, b suiteBin, spec RunSpec) (*Resul
 			return nil, err
 		}
 	}
-	return RunOn(ctx, w.c, spec)
+	return harness.RunOn(ctx, w.c, spec)
 }
 
 // start starts the worker's cluster of binary b with opts; the

@@ -1,4 +1,4 @@
-package harness
+package suite
 
 import (
 	"context"
@@ -30,7 +30,7 @@ func TestSuiteMetaKeysByBinary(t *testing.T) {
 	if _, ok := h.Expected["queue/holder-crash"]; ok {
 		t.Error("an unkeyed cell in a version matrix")
 	}
-	r := &SuiteResult{Header: h}
+	r := &Result{Header: h}
 	for range 3 {
 		r.Cells = append(r.Cells, report.Cell{Summary: report.Summary{Run: rundir.Run{Lock: "queue", Etcd: "self", EtcdVersion: "3.7.3"}, Scenario: "contention"}})
 	}
@@ -47,7 +47,7 @@ func TestSuiteRefusesBadEtcdBins(t *testing.T) {
 	s.Out, s.InjectDelay = out, nil
 	for _, bins := range [][]string{{"self", "self"}, {"self", "/bin/true"}} {
 		s.EtcdBins = bins
-		if _, err := Suite(context.Background(), s); err == nil {
+		if _, err := Run(context.Background(), s); err == nil {
 			t.Errorf("%v accepted", bins)
 		}
 		if left, _ := os.ReadDir(out); len(left) > 0 {
@@ -57,14 +57,14 @@ func TestSuiteRefusesBadEtcdBins(t *testing.T) {
 }
 
 // matrixSuite runs queue × contention (1 s) on each binary of bins.
-func matrixSuite(t *testing.T, bins ...string) (*SuiteResult, string) {
+func matrixSuite(t *testing.T, bins ...string) (*Result, string) {
 	t.Helper()
 	sc, err := scenarios.Lookup("contention")
 	if err != nil {
 		t.Fatal(err)
 	}
 	data := t.TempDir()
-	res, err := Suite(context.Background(), SuiteSpec{Locks: []string{"queue"}, Scenarios: []scenarios.Scenario{sc}, Seeds: 1,
+	res, err := Run(context.Background(), Spec{Locks: []string{"queue"}, Scenarios: []scenarios.Scenario{sc}, Seeds: 1,
 		EtcdBins: bins, QuickDuration: time.Second, FloorDuration: -1, Out: t.TempDir(),
 		Cluster: cluster.Options{DataParent: data}})
 	if err != nil {
@@ -127,7 +127,11 @@ func TestSuiteMatrixTwoBinaries(t *testing.T) {
 func TestSuiteValidateLeavesRefusalsToCells(t *testing.T) {
 	s := metaSpec(t)
 	s.Out = t.TempDir()
-	s.Scenarios = append(s.Scenarios, pauseLeader(t))
+	pause, err := scenarios.ParseFile("../examples/pause-leader.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Scenarios = append(s.Scenarios, pause)
 	if err := s.Validate(); err != nil {
 		t.Errorf("embedded suite with pause-leader refused: %v", err)
 	}

@@ -1,4 +1,4 @@
-package harness
+package suite
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockbench/lockbench/etcd/cluster"
 	"github.com/lockbench/lockbench/etcd/etcdlocks"
+	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/scenarios"
@@ -19,7 +20,7 @@ import (
 
 // capped is sc as the suite runs it: a scenario without fault steps is
 // cut to QuickDuration.
-func (s SuiteSpec) capped(sc scenarios.Scenario) scenarios.Scenario {
+func (s Spec) capped(sc scenarios.Scenario) scenarios.Scenario {
 	if len(sc.Steps) == 0 && sc.Nemesis == nil && s.QuickDuration > 0 && sc.Duration.D() > s.QuickDuration {
 		sc.Duration = scenarios.Duration(s.QuickDuration)
 	}
@@ -28,7 +29,7 @@ func (s SuiteSpec) capped(sc scenarios.Scenario) scenarios.Scenario {
 
 // header is suite.json's fields other than its cells, as far as they are
 // known before the first cell.
-func (s SuiteSpec) header(bins []suiteBin) report.Suite {
+func (s Spec) header(bins []suiteBin) report.Suite {
 	h := rundir.ThisHost()
 	out := report.Suite{
 		Schema: rundir.SchemaVersion, Lockbench: rundir.ThisBuild(),
@@ -41,7 +42,7 @@ func (s SuiteSpec) header(bins []suiteBin) report.Suite {
 		sc = s.capped(sc)
 		out.ScenarioHashes[sc.Name] = sc.Hash()
 		for _, key := range s.cellKeys(sc.Name, bins) {
-			out.Expected[key.Key()] = ExpectationsFor(sc, key.Lock, key.KeepAlive)
+			out.Expected[key.Key()] = harness.ExpectationsFor(sc, key.Lock, key.KeepAlive)
 		}
 	}
 	for l, d := range s.InjectDelay {
@@ -59,26 +60,26 @@ func (s SuiteSpec) header(bins []suiteBin) report.Suite {
 
 // measureFloor measures the commit floor on c once per suite, before the
 // first cell; a failure is a note, not the suite's end.
-func (r *SuiteResult) measureFloor(ctx context.Context, c cluster.Members, d time.Duration) {
+func (r *Result) measureFloor(ctx context.Context, c cluster.Members, d time.Duration) {
 	if r.Header.Floor != nil || d < 0 {
 		return
 	}
 	if d == 0 {
-		d = DefaultSuiteFloor
+		d = DefaultFloor
 	}
-	cli, err := NewAdmin(c)
+	cli, err := harness.NewAdmin(c)
 	if err != nil {
 		r.Notes = append(r.Notes, fmt.Sprintf("commit floor not measured: connect: %v", err))
 		return
 	}
 	defer cli.Close()
 	key := "/lockbench/suite-floor"
-	f, err := MeasureFloor(ctx, cli, key, d, 1)
+	f, err := harness.MeasureFloor(ctx, cli, key, d, 1)
 	if err != nil {
 		r.Notes = append(r.Notes, fmt.Sprintf("commit floor not measured: %v", err))
 		return
 	}
-	dctx, cancel := context.WithTimeout(ctx, OpTimeout)
+	dctx, cancel := context.WithTimeout(ctx, harness.OpTimeout)
 	defer cancel()
 	_, _ = cli.Delete(dctx, key)
 	r.Header.Floor = f
@@ -86,7 +87,7 @@ func (r *SuiteResult) measureFloor(ctx context.Context, c cluster.Members, d tim
 
 // cellKeys are the cells of scenario sc as summaries that hold only what
 // keys them (report.Summary.Key): strategy, keepalive policy, binary.
-func (s SuiteSpec) cellKeys(sc string, bins []suiteBin) []report.Summary {
+func (s Spec) cellKeys(sc string, bins []suiteBin) []report.Summary {
 	var out []report.Summary
 	for _, b := range bins {
 		for _, lock := range s.Locks {
@@ -104,7 +105,7 @@ func (s SuiteSpec) cellKeys(sc string, bins []suiteBin) []report.Summary {
 // compare what happened to run. A key with any run, even one cut short
 // (its summary interrupted), is in Cells and not here, so that each key
 // is in exactly one of the two lists.
-func (r *SuiteResult) markInterrupted(s SuiteSpec, bins []suiteBin, shard map[string]bool) {
+func (r *Result) markInterrupted(s Spec, bins []suiteBin, shard map[string]bool) {
 	r.Header.Interrupted = true
 	r.Header.NotRun = nil
 	ran := map[string]bool{}

@@ -1,4 +1,4 @@
-package harness
+package suite
 
 import (
 	"context"
@@ -44,7 +44,7 @@ func defaultUnits(t *testing.T) []ShardUnit {
 		}
 		scs = append(scs, sc)
 	}
-	s := SuiteSpec{Locks: locks.Names(), Scenarios: scs, Seeds: 2, QuickDuration: DefaultQuickDuration}
+	s := Spec{Locks: locks.Names(), Scenarios: scs, Seeds: 2, QuickDuration: DefaultQuickDuration}
 	return s.shardUnits([]suiteBin{{}})
 }
 
@@ -133,7 +133,7 @@ func TestShardedSuiteMerges(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	spec := tinyMatrix(t)
-	whole, err := Suite(ctx, spec)
+	whole, err := Run(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestShardedSuiteMerges(t *testing.T) {
 	for i := 1; i <= 2; i++ {
 		s := spec
 		s.Shard = ShardSpec{i, 2}
-		res, err := Suite(ctx, s)
+		res, err := Run(ctx, s)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,7 +185,7 @@ func TestShardedSuiteMerges(t *testing.T) {
 			t.Error(msg)
 		}
 	}
-	re, err := RecheckSuite(dir)
+	re, err := Recheck(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestShardedSuiteMerges(t *testing.T) {
 
 // parallelMatrix is tinyMatrix two cells at a time, the workers' data
 // under a folder of the test's, so that a test can see it removed.
-func parallelMatrix(t *testing.T) SuiteSpec {
+func parallelMatrix(t *testing.T) Spec {
 	spec := tinyMatrix(t)
 	spec.Parallel = 2
 	spec.Cluster.DataParent = t.TempDir()
@@ -212,7 +212,7 @@ func TestParallelSuiteInOrder(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	spec := parallelMatrix(t)
-	res, err := Suite(ctx, spec)
+	res, err := Run(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestParallelSuiteInOrder(t *testing.T) {
 
 // tinyMatrix is 2 strategies × 2 short scenarios × 2 seeds, at the
 // quick cap a suite runs them with.
-func tinyMatrix(t *testing.T) SuiteSpec {
+func tinyMatrix(t *testing.T) Spec {
 	t.Helper()
 	var scs []scenarios.Scenario
 	for _, n := range []string{"contention", "herd-hold"} {
@@ -250,7 +250,7 @@ func tinyMatrix(t *testing.T) SuiteSpec {
 		}
 		scs = append(scs, sc)
 	}
-	return SuiteSpec{Locks: []string{"queue", "mutex"}, Scenarios: scs, Seeds: 2, Out: t.TempDir()}
+	return Spec{Locks: []string{"queue", "mutex"}, Scenarios: scs, Seeds: 2, Out: t.TempDir()}
 }
 
 // cellIDs are the cells as key and seed, in order.
@@ -277,7 +277,7 @@ func TestParallelSuiteInterrupted(t *testing.T) {
 			cancel()
 		}
 	}
-	res, err := Suite(ctx, spec)
+	res, err := Run(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +316,7 @@ func TestShardHeader(t *testing.T) {
 		}
 		ids = append(ids, h.Matrix.ID)
 		all = append(all, h.Shard.Keys...)
-		r := &SuiteResult{Header: h}
+		r := &Result{Header: h}
 		r.markInterrupted(s, bins, map[string]bool{h.Shard.Keys[0]: true, h.Shard.Keys[1]: true})
 		if !slices.Equal(r.Header.NotRun, h.Shard.Keys) {
 			t.Errorf("shard %d: not run %v, want its own keys %v", i, r.Header.NotRun, h.Shard.Keys)
@@ -338,7 +338,7 @@ func TestShardHeader(t *testing.T) {
 func TestEmptyShard(t *testing.T) {
 	spec := tinyMatrix(t)
 	spec.Shard = ShardSpec{5, 5}
-	res, err := Suite(context.Background(), spec)
+	res, err := Run(context.Background(), spec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package harness
+package suite
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockbench/lockbench/harness"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/rundir"
 	"github.com/lockbench/lockbench/scenarios"
@@ -42,7 +43,7 @@ func LoadShards(paths []string) ([]ShardFolder, error) {
 		if s.Shard == nil || s.Matrix == nil {
 			return nil, fmt.Errorf("%s is not a shard's suite folder (its suite.json names no shard: suite --shard I/N writes shards)", dir)
 		}
-		if err := checkIndexOf(s.Shard.Index, s.Shard.Count); err != nil {
+		if err := harness.CheckIndexOf(s.Shard.Index, s.Shard.Count); err != nil {
 			return nil, fmt.Errorf("%s: shard %d/%d: %w", filepath.Join(dir, rundir.SuiteFile), s.Shard.Index, s.Shard.Count, err)
 		}
 		out = append(out, ShardFolder{Dir: dir, Suite: s})
@@ -91,12 +92,12 @@ func checkShardKeys(shards []ShardFolder) error {
 	return nil
 }
 
-// MergedSuite is shards joined into one suite: suite.json's header and
+// Merged is shards joined into one suite: suite.json's header and
 // the cells judged against the expectations the shards recorded.
-type MergedSuite struct {
+type Merged struct {
 	Header report.Suite
 	Cells  []report.Cell
-	// Mismatches and Saturated count the cells as SuiteResult does.
+	// Mismatches and Saturated count the cells as Result does.
 	Mismatches, Saturated int
 	// Missing are the shards not given (e.g. "3/4").
 	Missing []string
@@ -111,11 +112,11 @@ type MergedSuite struct {
 // its shard's folder (relative to dir). A shard not given makes the
 // merge incomplete, as an interrupted suite is: its cells not run, Error
 // naming it.
-func MergeShards(dir string, shards []ShardFolder) (*MergedSuite, error) {
+func MergeShards(dir string, shards []ShardFolder) (*Merged, error) {
 	first := shards[0].Suite
 	h := first
 	h.Cells, h.Shard, h.NotRun, h.Interrupted, h.Error = nil, nil, nil, false, ""
-	m := &MergedSuite{}
+	m := &Merged{}
 	given := map[int]bool{}
 	var errs []string
 	for _, sf := range shards {
@@ -159,10 +160,10 @@ func MergeShards(dir string, shards []ShardFolder) (*MergedSuite, error) {
 }
 
 // add judges one shard cell against the recorded expectations and adds it.
-func (m *MergedSuite) add(h report.Suite, sum report.Summary, rel string) {
-	cell := judge(sum, h.Expected[sum.Key()])
+func (m *Merged) add(h report.Suite, sum report.Summary, rel string) {
+	cell := harness.Judge(sum, h.Expected[sum.Key()])
 	if sc, err := scenarios.Lookup(sum.Scenario); err == nil {
-		cell.AnyReasons = anyReasons(sc, sum.Lock, sum.KeepAlive, cell.ExpectedChecks)
+		cell.AnyReasons = harness.AnyReasons(sc, sum.Lock, sum.KeepAlive, cell.ExpectedChecks)
 	}
 	cell.Dir = filepath.Join(rel, sum.RunID)
 	switch {
@@ -217,12 +218,12 @@ func inOrder(order, keys []string) []string {
 }
 
 // Suite is the merged suite.json: the header with the cells.
-func (m *MergedSuite) Suite() report.Suite { return withCells(m.Header, m.Cells) }
+func (m *Merged) Suite() report.Suite { return withCells(m.Header, m.Cells) }
 
 // WriteMerged creates the merged suite's folder, OUT/suite-<time>-merged,
 // and writes suite.json and report.html into it; a failed write leaves
 // no folder.
-func WriteMerged(out string, shards []ShardFolder) (dir string, m *MergedSuite, err error) {
+func WriteMerged(out string, shards []ShardFolder) (dir string, m *Merged, err error) {
 	dir = filepath.Join(out, "suite-"+time.Now().UTC().Format("20060102T150405.000Z")+"-merged")
 	if m, err = MergeShards(dir, shards); err != nil {
 		return "", nil, err

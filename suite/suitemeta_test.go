@@ -1,6 +1,7 @@
-package harness
+package suite
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"os"
@@ -17,7 +18,7 @@ import (
 	"github.com/lockbench/lockbench/verdict"
 )
 
-func metaSpec(t *testing.T) SuiteSpec {
+func metaSpec(t *testing.T) Spec {
 	t.Helper()
 	var scs []scenarios.Scenario
 	for _, n := range []string{"contention", "holder-crash"} {
@@ -27,7 +28,7 @@ func metaSpec(t *testing.T) SuiteSpec {
 		}
 		scs = append(scs, sc)
 	}
-	return SuiteSpec{Locks: []string{"queue", "txn"}, Scenarios: scs, Seeds: 1, Reps: 3, QuickDuration: time.Second,
+	return Spec{Locks: []string{"queue", "txn"}, Scenarios: scs, Seeds: 1, Reps: 3, QuickDuration: time.Second,
 		InjectDelay: map[string]time.Duration{"queue": 2 * time.Millisecond}}
 }
 
@@ -58,7 +59,7 @@ func TestSuiteHeader(t *testing.T) {
 
 func TestSuiteMarkInterrupted(t *testing.T) {
 	s := metaSpec(t)
-	r := &SuiteResult{Header: s.header([]suiteBin{{}})}
+	r := &Result{Header: s.header([]suiteBin{{}})}
 	sum := func(lock, sc string, interrupted bool) report.Cell {
 		return report.Cell{Summary: report.Summary{Run: rundir.Run{Lock: lock}, Scenario: sc, Interrupted: interrupted}}
 	}
@@ -82,7 +83,7 @@ func TestSuiteMarkInterrupted(t *testing.T) {
 func TestSuiteFinishAfterAFailedCell(t *testing.T) {
 	s := metaSpec(t)
 	dir := t.TempDir()
-	r := &suiteRun{spec: s, dir: dir, bins: []suiteBin{{}}, res: &SuiteResult{Dir: dir, Header: s.header([]suiteBin{{}})}}
+	r := &suiteRun{spec: s, dir: dir, bins: []suiteBin{{}}, res: &Result{Dir: dir, Header: s.header([]suiteBin{{}})}}
 	sum := report.Summary{Run: rundir.Run{Lock: "queue"}, Scenario: "contention", Verdict: verdict.Pass,
 		LatencyMS: map[string]report.Latency{}, Checks: map[string]check.Result{verdict.Exclusion: {Verdict: verdict.Pass}}}
 	r.res.Cells = append(r.res.Cells, report.Cell{Summary: sum, Matches: true})
@@ -162,5 +163,21 @@ func TestSuiteSeeds(t *testing.T) {
 		if err := s.Validate(); err == nil {
 			t.Errorf("first seed %d accepted", first)
 		}
+	}
+}
+
+// TestSuiteFileCarriesItsVersion: suite.json names the build that wrote
+// it and its format at its top level, as every file lockbench writes.
+func TestSuiteFileCarriesItsVersion(t *testing.T) {
+	b, err := json.Marshal(metaSpec(t).header([]suiteBin{{}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s report.Suite
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Schema != rundir.SchemaVersion || s.Lockbench == "" || s.Lockbench != rundir.ThisBuild() {
+		t.Errorf("suite.json: schema_version %d, lockbench_version %q; want %d, %q", s.Schema, s.Lockbench, rundir.SchemaVersion, rundir.ThisBuild())
 	}
 }
