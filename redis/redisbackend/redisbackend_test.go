@@ -34,7 +34,7 @@ func TestRedisThroughTheRunner(t *testing.T) {
 		want           map[string]verdict.Verdict
 	}{
 		{"redis-setnx", "../../examples/redis-failover.yaml", "redis-sentinel", 3, cli.ExitPass, map[string]verdict.Verdict{verdict.Exclusion: verdict.Pass, verdict.Fencing: verdict.Pass}},
-		{"redis-setnx", "../../examples/redis-failover-unreplicated.yaml", "redis-sentinel", 3, cli.ExitViolation, map[string]verdict.Verdict{verdict.Exclusion: verdict.Fail, verdict.Fencing: verdict.Fail}},
+		{"redis-setnx", "redis-primary-crash-unreplicated", "redis-sentinel", 3, cli.ExitViolation, map[string]verdict.Verdict{verdict.Exclusion: verdict.Fail, verdict.Fencing: verdict.Fail}},
 		{"redlock", "redis-bare-majority-restart", "redis-instances", 5, cli.ExitViolation, map[string]verdict.Verdict{verdict.Exclusion: verdict.Fail, verdict.Fencing: verdict.Pass}},
 	} {
 		t.Run(tc.lock+"/"+filepath.Base(tc.scenario), func(t *testing.T) {
