@@ -94,7 +94,13 @@ type holding struct {
 	stop  chan struct{}
 	done  chan struct{}
 	lost  chan struct{}
+	// loseOnce closes lost once: a renewal's answer and the validity's
+	// end may both say so.
+	loseOnce sync.Once
 }
+
+// lose closes the grant's Lost.
+func (h *holding) lose() { h.loseOnce.Do(func() { close(h.lost) }) }
 
 // grants is what a Locker keeps between Lock and Unlock: the grant held
 // and its extender, and the jitter of its retries. One goroutine uses a
@@ -172,10 +178,60 @@ func (h *holding) renewEvery(period time.Duration, renew func() (lost bool)) {
 		case <-tick.C:
 		}
 		if renew() {
-			close(h.lost)
+			h.lose()
 			return
 		}
 	}
+}
+
+// renewWithin renews as renewEvery does, and also closes the grant's
+// Lost the moment the validity of the last confirmed send runs out
+// (valid after sent; renew confirms a send by returning its time), even
+// while a renewal's answer is still on its way: a holder must not
+// believe past the time the key may expire, whenever its renewals are
+// due. A renewal confirmed after that is too late: the grant stays lost.
+func (h *holding) renewWithin(period, valid time.Duration, sent time.Time, renew func() (confirmed time.Time, lost bool)) {
+	var mu sync.Mutex
+	deadline := sent.Add(valid)
+	watched := make(chan struct{})
+	quit := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for {
+			mu.Lock()
+			d := deadline
+			mu.Unlock()
+			t := time.NewTimer(time.Until(d))
+			select {
+			case <-quit:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			mu.Lock()
+			moved := deadline.After(d)
+			mu.Unlock()
+			if !moved {
+				h.lose()
+				return
+			}
+		}
+	}()
+	defer func() { close(quit); <-watched }()
+	h.renewEvery(period, func() bool {
+		confirmed, lost := renew()
+		select {
+		case <-h.lost:
+			return true // the validity ran out first
+		default:
+		}
+		if !confirmed.IsZero() {
+			mu.Lock()
+			deadline = confirmed.Add(valid)
+			mu.Unlock()
+		}
+		return lost
+	})
 }
 
 // end stops the held grant's extender, if any, and returns its value.

@@ -28,6 +28,9 @@ type Redlock struct {
 	opts Options
 	key  string
 	grants
+	// stragglers are the renewals still waiting for an instance after a
+	// majority answered (quorumOf); Close waits for them.
+	stragglers sync.WaitGroup
 }
 
 // NewRedlock makes one client's Redlock over one client per instance
@@ -99,18 +102,52 @@ func (l *Redlock) Lock(ctx context.Context) (*locks.Grant, error) {
 }
 
 // extend renews the key on every instance every TTL/3. The grant is lost
-// when a majority answer that the key is not ours, or when no majority
-// confirmed a renewal within the validity of the last one confirmed.
+// when a majority answer that the key is not ours, or the moment the
+// validity (TTL − drift) of the last send a majority confirmed runs out —
+// the grant's own validity first, which a slow acquire may have left
+// shorter than TTL/3. A renewal counts once a majority confirmed it, not
+// when the last instance answered: an instance that is down answers only
+// at the request timeout, longer than the validity may last.
 func (l *Redlock) extend(h *holding, lastSent time.Time) {
-	h.renewEvery(l.opts.TTL/3, func() (lost bool) {
+	h.renewWithin(l.opts.TTL/3, l.opts.TTL-l.drift(), lastSent, func() (time.Time, bool) {
 		sent := time.Now()
-		ok, notOurs := ones(l.onEach(extendScript, []string{l.key}, h.value, l.opts.TTL.Milliseconds()))
-		if ok >= l.quorum() && l.opts.TTL-time.Since(sent)-l.drift() > 0 {
-			lastSent = sent
-			return false
+		ok, notOurs := l.quorumOf(extendScript, []string{l.key}, h.value, l.opts.TTL.Milliseconds())
+		if ok >= l.quorum() {
+			return sent, false
 		}
-		return notOurs >= l.quorum() || time.Since(lastSent) >= l.opts.TTL-l.drift()
+		return time.Time{}, notOurs >= l.quorum()
 	})
+}
+
+// quorumOf runs script on every instance side by side, as onEach does,
+// and counts the answers 1 and 0 until a majority answered 1 or too many
+// did not for a majority to; the rest finish in the background.
+func (l *Redlock) quorumOf(script *redis.Script, keys []string, args ...any) (one, zero int) {
+	answers := make(chan int64, len(l.clis))
+	for _, cli := range l.clis {
+		l.stragglers.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), l.opts.RequestTimeout)
+			defer cancel()
+			n, err := script.Run(ctx, cli, keys, args...).Int64()
+			if err != nil {
+				n = -1
+			}
+			answers <- n
+		})
+	}
+	q := l.quorum()
+	for answered := 1; answered <= len(l.clis); answered++ {
+		switch <-answers {
+		case 1:
+			one++
+		case 0:
+			zero++
+		}
+		if one >= q || answered-one > len(l.clis)-q {
+			break
+		}
+	}
+	return one, zero
 }
 
 // ones counts the instances that answered 1 and those that answered 0.
@@ -147,5 +184,6 @@ func (l *Redlock) Unlock(_ context.Context, g *locks.Grant) error {
 // Close stops the extender of a grant still held.
 func (l *Redlock) Close(context.Context) error {
 	l.end()
+	l.stragglers.Wait()
 	return nil
 }

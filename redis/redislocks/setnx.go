@@ -126,21 +126,21 @@ func (l *SetNX) giveUp(value string, unsure bool, cause error) error {
 }
 
 // extend renews the key every TTL/3 until stopped. The grant is lost
-// when the key is no longer ours, or when no renewal was confirmed for a
-// whole TTL since the last one was sent (the server may have expired it).
-// An unanswered renewal is not retried sooner: a client cannot tell a
-// dead primary from a slow one, and the key lives its TTL either way.
+// when the key is no longer ours, or the moment a whole TTL has passed
+// since the last confirmed renewal was sent (the server may have expired
+// it), even while a renewal is unanswered. An unanswered renewal is not
+// retried sooner: a client cannot tell a dead primary from a slow one,
+// and the key lives its TTL either way.
 func (l *SetNX) extend(h *holding, lastSent time.Time) {
-	h.renewEvery(l.opts.TTL/3, func() (lost bool) {
+	h.renewWithin(l.opts.TTL/3, l.opts.TTL, lastSent, func() (time.Time, bool) {
 		sent := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), l.opts.RequestTimeout)
 		defer cancel()
 		n, err := extendScript.Run(ctx, l.cli, []string{l.key}, h.value, l.opts.TTL.Milliseconds()).Int64()
 		if err == nil && n == 1 {
-			lastSent = sent
-			return false
+			return sent, false
 		}
-		return err == nil || time.Since(lastSent) >= l.opts.TTL
+		return time.Time{}, err == nil
 	})
 }
 
