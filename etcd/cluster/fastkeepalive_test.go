@@ -24,16 +24,31 @@ import (
 
 // leaseLearn is what one revoke did to its holder, in time from the
 // revoke's answer: when the holder's KeepAlive channel closed (it
-// learned), how many renewals it was granted after the revoke answered,
-// and how long its last granted renewal let it believe past the revoke.
-// probeLate counts the answers with a TTL that a renewal probe (one
-// KeepAliveOnce after another on the leader, from the pause until 300 ms
-// after the revoke answered) got after the revoke answered: the leader
-// had committed the revoke by then, since the follower applied it.
+// learned), how long its last granted renewal let it believe past the
+// revoke, and how many of its renewals were granted after the revoke
+// answered. A probe renewing the same lease back to back on the leader
+// counts its grants answered while the revoke was in flight (sent, not
+// yet answered: before its commit, and, with the gate on, between its
+// commit and its apply) and after it answered.
 type leaseLearn struct {
-	learned, believed       time.Duration
-	lateRenewals, probeLate int
-	probed                  int // probe answers with a TTL in all
+	learned, believed                    time.Duration
+	lateRenewals, inFlight, after, total int
+}
+
+// leaseFault is what strikes while the lease is revoked: the leader
+// paused for pause (the revoke sent halfway through), or heavy keys put
+// beforehand and deleted in one request just before the revoke, so that
+// the leader is busy applying the delete when the revoke commits.
+type leaseFault struct {
+	pause time.Duration
+	heavy int
+}
+
+func (f leaseFault) String() string {
+	if f.heavy > 0 {
+		return fmt.Sprintf("a delete of %d keys applied just before the revoke", f.heavy)
+	}
+	return fmt.Sprintf("leader paused %s", f.pause)
 }
 
 // featureEnabled reads member i's etcd_server_feature_enabled metric for
@@ -58,44 +73,94 @@ func featureEnabled(t *testing.T, pc *ProcessCluster, i int, feature string) str
 	return ""
 }
 
-// revokeUnderLeaderPause grants a lease of ttl to a holder whose client
-// talks to the leader only and keeps it alive (clientv3's KeepAlive),
-// with a key under it and four writers putting 1 KiB values through the
-// leader; then pauses the leader for pause (none when 0) and, halfway
-// through it, revokes the lease through a follower; and watches the
-// holder's KeepAlive channel until it closes.
-func revokeUnderLeaderPause(t *testing.T, pc *ProcessCluster, ttl, pause time.Duration) leaseLearn {
+// renewals records when a lease's renewals were granted.
+type renewals struct {
+	mu      sync.Mutex
+	granted []time.Time
+}
+
+func (r *renewals) add() {
+	r.mu.Lock()
+	r.granted = append(r.granted, time.Now())
+	r.mu.Unlock()
+}
+
+// count returns how many grants came after from and, of those, before to.
+func (r *renewals) count(from, to time.Time) (after, before int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, g := range r.granted {
+		if g.After(from) {
+			after++
+			if g.Before(to) {
+				before++
+			}
+		}
+	}
+	return after, before
+}
+
+// holdLease grants a lease of ttl through cli, puts a key under it and
+// keeps it alive with clientv3's KeepAlive, recording each renewal
+// granted; closed hears when the KeepAlive channel closed.
+func holdLease(ctx context.Context, t *testing.T, cli *clientv3.Client, ttl time.Duration) (clientv3.LeaseID, *renewals, <-chan time.Time) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	l := waitProcLeader(ctx, t, pc)
-	eps := pc.Endpoints()
-	holder, revoker := procClient(t, eps[l]), procClient(t, eps[(l+1)%len(eps)])
-	g, err := holder.Grant(ctx, int64(ttl/time.Second))
+	g, err := cli.Grant(ctx, int64(ttl/time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := holder.Put(ctx, "/fastkeepalive", "held", clientv3.WithLease(g.ID)); err != nil {
+	if _, err := cli.Put(ctx, "/fastkeepalive", "held", clientv3.WithLease(g.ID)); err != nil {
 		t.Fatal(err)
 	}
-	ch, err := holder.KeepAlive(ctx, g.ID)
+	ch, err := cli.KeepAlive(ctx, g.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var granted []time.Time // renewals answered with a TTL
-	closed := make(chan time.Time, 1)
+	r, closed := &renewals{}, make(chan time.Time, 1)
 	go func() {
-		for r := range ch {
-			if r.TTL > 0 {
-				mu.Lock()
-				granted = append(granted, time.Now())
-				mu.Unlock()
+		for resp := range ch {
+			if resp.TTL > 0 {
+				r.add()
 			}
 		}
 		closed <- time.Now()
 	}()
+	return g.ID, r, closed
+}
+
+// putHeavy puts n keys of 1 KiB under /fastkeepalive-heavy/, 100 to a
+// transaction.
+func putHeavy(ctx context.Context, t *testing.T, cli *clientv3.Client, n int) {
+	t.Helper()
+	for i := 0; i < n; i += 100 {
+		var ops []clientv3.Op
+		for j := i; j < min(n, i+100); j++ {
+			ops = append(ops, clientv3.OpPut(fmt.Sprintf("/fastkeepalive-heavy/%06d", j), strings.Repeat("x", 1024)))
+		}
+		if _, err := cli.Txn(ctx).Then(ops...).Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// revokeUnder keeps a lease of ttl alive for a holder whose client talks
+// to the leader only, a key under it, with four writers putting 1 KiB
+// values and a probe renewing the lease back to back, both through the
+// leader; then revokes the lease through a follower under fault, and
+// watches the holder's KeepAlive channel until it closes.
+func revokeUnder(t *testing.T, pc *ProcessCluster, ttl time.Duration, fault leaseFault) leaseLearn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	l := waitProcLeader(ctx, t, pc)
+	eps := pc.Endpoints()
+	holder, revoker := procClient(t, eps[l]), procClient(t, eps[(l+1)%len(eps)])
+	if fault.heavy > 0 {
+		putHeavy(ctx, t, holder, fault.heavy)
+	}
+	id, held, closed := holdLease(ctx, t, holder, ttl)
 	load, stop := context.WithCancel(ctx)
+	defer stop()
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
@@ -106,43 +171,19 @@ func revokeUnderLeaderPause(t *testing.T, pc *ProcessCluster, ttl, pause time.Du
 			}
 		})
 	}
-	time.Sleep(1500 * time.Millisecond)
-	revoked := make(chan time.Time, 1)
-	probe, probed := context.WithCancel(ctx)
-	var probes []time.Time // probe answers with a TTL
+	probe := &renewals{}
 	wg.Go(func() {
-		for probe.Err() == nil {
-			c, done := context.WithTimeout(probe, time.Second)
-			r, err := holder.KeepAliveOnce(c, g.ID)
-			done()
-			if err == nil && r.TTL > 0 {
-				mu.Lock()
-				probes = append(probes, time.Now())
-				mu.Unlock()
+		for load.Err() == nil {
+			c, done := context.WithTimeout(load, time.Second)
+			if r, err := holder.KeepAliveOnce(c, id); err == nil && r.TTL > 0 {
+				probe.add()
 			}
+			done()
 		}
 	})
-	if pause > 0 {
-		if err := pc.Pause(l); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(pause / 2)
-	}
-	go func() {
-		if _, err := revoker.Revoke(ctx, g.ID); err != nil {
-			t.Error(err)
-		}
-		revoked <- time.Now()
-	}()
-	if pause > 0 {
-		time.Sleep(pause - pause/2)
-		if err := pc.Resume(l); err != nil {
-			t.Fatal(err)
-		}
-	}
+	time.Sleep(1500 * time.Millisecond)
+	sent, at := revokeWith(ctx, t, pc, l, holder, revoker, id, fault)
 	var res leaseLearn
-	at := <-revoked
-	time.AfterFunc(300*time.Millisecond, probed)
 	select {
 	case c := <-closed:
 		res.learned = c.Sub(at)
@@ -151,36 +192,72 @@ func revokeUnderLeaderPause(t *testing.T, pc *ProcessCluster, ttl, pause time.Du
 	}
 	stop()
 	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	for _, g := range granted {
-		if g.After(at) {
-			res.lateRenewals++
-		}
-	}
-	res.probed = len(probes)
-	for _, p := range probes {
-		if p.After(at) {
-			res.probeLate++
-		}
-	}
-	if n := len(granted); n > 0 {
-		res.believed = max(0, granted[n-1].Add(ttl).Sub(at))
+	res.lateRenewals, _ = held.count(at, time.Now())
+	res.after, _ = probe.count(at, time.Now())
+	_, res.inFlight = probe.count(sent, at)
+	res.total, _ = probe.count(time.Time{}, time.Now())
+	if n := len(held.granted); n > 0 {
+		res.believed = max(0, held.granted[n-1].Add(ttl).Sub(at))
 	}
 	return res
+}
+
+// revokeWith revokes lease id through revoker under fault (pausing
+// member l, or deleting the heavy keys through the holder's client just
+// before) and returns when the revoke was sent and when it answered.
+func revokeWith(ctx context.Context, t *testing.T, pc *ProcessCluster, l int, holder, revoker *clientv3.Client, id clientv3.LeaseID, fault leaseFault) (sent, at time.Time) {
+	t.Helper()
+	if fault.pause > 0 {
+		if err := pc.Pause(l); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(fault.pause / 2)
+	}
+	deleted := make(chan error, 1)
+	if fault.heavy > 0 {
+		go func() {
+			_, err := holder.Delete(ctx, "/fastkeepalive-heavy/", clientv3.WithPrefix())
+			deleted <- err
+		}()
+		time.Sleep(time.Millisecond) // the delete first, then the revoke
+	}
+	revoked := make(chan error, 1)
+	sent = time.Now()
+	go func() {
+		_, err := revoker.Revoke(ctx, id)
+		revoked <- err
+	}()
+	if fault.pause > 0 {
+		time.Sleep(fault.pause - fault.pause/2)
+		if err := pc.Resume(l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-revoked; err != nil {
+		t.Fatalf("revoke: %v", err)
+	}
+	at = time.Now()
+	if fault.heavy > 0 {
+		if err := <-deleted; err != nil {
+			t.Fatalf("delete the heavy keys: %v", err)
+		}
+	}
+	return sent, at
 }
 
 // TestFastLeaseKeepAlive measures, on 3.7.3 member processes (self) with
 // FastLeaseKeepAlive off and on, how late a holder (its client on the
 // leader, TTL 3 s) learns that its lease was revoked through a follower,
-// and how many renewals a probe renewing the same lease back to back on
-// the leader was granted after the revoke answered:
-// with no pause, with the leader paused 300 ms (no election) and 2 s (a
-// new leader), the revoke sent halfway through the pause, under a write
-// load on the leader. LOCKBENCH_FASTKEEPALIVE_RUNS (default 5) runs of
-// each. A measurement, printed with -v (make measure-etcd-fastkeepalive):
-// it asserts only that each member's feature metric says the gate is as
-// asked and that every holder learned within 3 TTLs.
+// and how many renewals a back-to-back probe on the leader was granted
+// while the revoke was in flight and after it answered: with no fault,
+// with the leader paused 300 ms (no election) and 2 s (a new leader),
+// the revoke sent halfway through the pause, and with the leader busy
+// applying a delete of 20,000 keys when the revoke commits; under a
+// write load on the leader. LOCKBENCH_FASTKEEPALIVE_RUNS (default 5)
+// runs of each. A measurement, printed with -v (make
+// measure-etcd-fastkeepalive): it asserts only that each member's
+// feature metric says the gate is as asked and that every holder
+// learned within 3 TTLs.
 func TestFastLeaseKeepAlive(t *testing.T) {
 	if os.Getenv("LOCKBENCH_MEASURE") != "fastkeepalive" {
 		t.Skip("a measurement: LOCKBENCH_MEASURE=fastkeepalive (make measure-etcd-fastkeepalive)")
@@ -192,6 +269,7 @@ func TestFastLeaseKeepAlive(t *testing.T) {
 		}
 	}
 	const ttl = 3 * time.Second
+	faults := []leaseFault{{}, {pause: 300 * time.Millisecond}, {pause: 2 * time.Second}, {heavy: 20000}}
 	for _, gate := range []string{"false", "true"} {
 		t.Run("FastLeaseKeepAlive="+gate, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -206,19 +284,20 @@ func TestFastLeaseKeepAlive(t *testing.T) {
 					t.Fatalf("member %d: etcd_server_feature_enabled FastLeaseKeepAlive %q, asked %s", i, got, gate)
 				}
 			}
-			for _, pause := range []time.Duration{0, 300 * time.Millisecond, 2 * time.Second} {
+			for _, f := range faults {
 				var learned, believed []time.Duration
-				late, probeLate, withLate, probed := 0, 0, 0, 0
+				var sum leaseLearn
+				hit := 0
 				for range runs {
-					r := revokeUnderLeaderPause(t, pc, ttl, pause)
-					learned, believed, late, probeLate = append(learned, r.learned), append(believed, r.believed), late+r.lateRenewals, probeLate+r.probeLate
-					probed += r.probed
-					if r.probeLate > 0 {
-						withLate++
+					r := revokeUnder(t, pc, ttl, f)
+					learned, believed = append(learned, r.learned), append(believed, r.believed)
+					sum.lateRenewals, sum.inFlight, sum.after, sum.total = sum.lateRenewals+r.lateRenewals, sum.inFlight+r.inFlight, sum.after+r.after, sum.total+r.total
+					if r.inFlight > 0 {
+						hit++
 					}
 				}
-				t.Logf("FastLeaseKeepAlive=%s, leader paused %s, %d runs: the holder learned %s after the revoke answered; believed up to %s past it; %d of its renewals granted after it; the probe was granted %d renewals after it (of %d), in %d runs",
-					gate, pause, runs, spread(learned), spread(believed), late, probeLate, probed, withLate)
+				t.Logf("FastLeaseKeepAlive=%s, %s, %d runs: the holder learned %s after the revoke answered, believed up to %s past it, %d of its renewals granted after it; the probe was granted %d renewals while the revoke was in flight (in %d runs), %d after it answered, %d in all",
+					gate, f, runs, spread(learned), spread(believed), sum.lateRenewals, sum.inFlight, hit, sum.after, sum.total)
 			}
 		})
 	}
