@@ -9,7 +9,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # and installs them, then node-etcd3's npm package and bin/etcdctl).
 ADAPTER_DEPS := python3-etcd3 nodejs npm etcd-client etcd-server
 
-.PHONY: adapter-deps redis-deps zk-deps repro-go-zookeeper-unlock repro-zookeeper-1262 build run run-one test test-short verify mutants bench regress regress-baseline baseline repro-etcd-20716 repro-etcd-11456 repro-election-split-brain repro-etcd-21128 repro-etcd-19597 repro-etcd-21126 repro-etcd-15247 repro-etcd-16221 repro-etcd-20418 measure-etcd-fastkeepalive measure-etcd-15247-freeze measure-etcd-20273 repro-etcd-18082 measure-etcd-19597 vet fmt clean
+.PHONY: adapter-deps redis-deps zk-deps repro-go-zookeeper-unlock repro-zookeeper-1262 build run run-one test test-short verify mutants bench regress regress-baseline baseline repro-etcd-20716 repro-etcd-11456 repro-election-split-brain repro-etcd-21128 repro-etcd-19597 repro-etcd-21126 repro-etcd-15247 repro-etcd-16221 measure-etcd-fastkeepalive measure-etcd-15247-freeze measure-etcd-20273 repro-etcd-18082 measure-etcd-19597 vet fmt clean
 
 # The binary names its commit (lockbench version, every run's
 # lockbench_version) also where GOFLAGS turns VCS stamping off.
