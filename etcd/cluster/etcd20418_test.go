@@ -120,6 +120,7 @@ func readsUnderPauses(t *testing.T, pc *ProcessCluster, plans []pausePlan) (writ
 	since := func() time.Duration { return time.Since(start) }
 	run, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
+	defer func() { stop(); wg.Wait() }() // on every path out
 	var mu sync.Mutex
 	wcli := procClient(t, pc.Endpoints()...)
 	wg.Go(func() {

@@ -159,9 +159,10 @@ func revokeUnder(t *testing.T, pc *ProcessCluster, ttl time.Duration, fault leas
 		putHeavy(ctx, t, holder, fault.heavy)
 	}
 	id, held, closed := holdLease(ctx, t, holder, ttl)
+	var wg sync.WaitGroup
+	defer wg.Wait() // after stop, on every path out
 	load, stop := context.WithCancel(ctx)
 	defer stop()
-	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
 			for load.Err() == nil {
