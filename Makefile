@@ -356,14 +356,14 @@ repro-etcd-15247:
 # embedded cluster, revoking waiting writers' leases, and judges every
 # hold; controls: no revokes, and concurrency.Mutex with the revokes.
 # "Successful reproduction" only when every one of REPRO_16221_COUNT
-# trials overlapped because of a revoked waiter and no control overlapped
-# (the test asserts both). docs/leases.md.
+# trials overlapped because of a revoked waiter and no control did (the
+# test asserts both). docs/leases.md.
 REPRO_16221_COUNT ?= 3
 repro-etcd-16221:
 	@out=$$($(GO) test -count=$(REPRO_16221_COUNT) -run 'TestEtcd16221$$' -v ./etcd/cluster 2>&1); rc=$$?; \
 	echo "$$out" | grep -E "revokes (true|false)|both held|Error|unexplained|^(ok|FAIL)" | sed 's/^ *etcd16221_test.go:[0-9]*: //'; \
 	n=$$(echo "$$out" | grep -c 'Successful reproduction of etcd #16221'); \
-	if [ $$rc = 0 ] && [ $$n = $(REPRO_16221_COUNT) ]; then echo "Successful reproduction of etcd #16221: in $$n of $$n trials recipe.RWMutex let a writer revoked while it waited hold beside another; concurrency.Mutex and the recipe without revokes never overlapped"; \
+	if [ $$rc = 0 ] && [ $$n = $(REPRO_16221_COUNT) ]; then echo "Successful reproduction of etcd #16221: in $$n of $$n trials recipe.RWMutex let a writer revoked while it waited hold beside another; concurrency.Mutex and the recipe without revokes never did"; \
 	else echo "Failed to reproduce (go test exit $$rc, $$n reproductions of $(REPRO_16221_COUNT))"; exit 1; fi
 
 # etcd v3.7's FastLeaseKeepAlive feature gate (on by default): the leader

@@ -324,8 +324,8 @@ func runHolds(t *testing.T, cli *clientv3.Client, kind rwKind, prefix string, re
 // concurrency.Mutex (5 writers) with the revokes: its Lock reads its own
 // key after waiting. Asserted: the recipe with revokes overlaps because
 // of a revoked waiter (make repro-etcd-16221 prints "Successful
-// reproduction" then), the controls do not overlap, and no overlap is
-// unexplained. Printed with -v.
+// reproduction" then), the controls do not overlap after a revoked
+// wait, and no overlap is unexplained. Printed with -v.
 func TestEtcd16221(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t)
@@ -351,8 +351,10 @@ func TestEtcd16221(t *testing.T) {
 			t.Errorf("%s: no waiting writer was revoked: the premise failed", tc.kind.name)
 		case tc.expect && len(o.bug) == 0:
 			t.Errorf("%s: no overlap after %d revoked waits; expected #16221", tc.kind.name, waiting)
-		case !tc.expect && len(o.bug)+len(o.excused) > 0:
-			t.Errorf("%s: %d overlaps; expected none", tc.kind.name, len(o.bug)+len(o.excused))
+		case !tc.expect && len(o.bug) > 0:
+			// A revoke that struck a holder (the older key went just
+			// before it) may overlap, as with any lease lock: excused.
+			t.Errorf("%s: %d overlaps after a revoked wait; expected none", tc.kind.name, len(o.bug))
 		case tc.expect:
 			bug += len(o.bug)
 		}
