@@ -360,6 +360,6 @@ func TestEtcd16221(t *testing.T) {
 		}
 	}
 	if !t.Failed() {
-		t.Logf("Successful reproduction of etcd #16221: recipe.RWMutex let a writer whose lease was revoked while it waited hold beside another holder (%d overlaps); concurrency.Mutex and the recipe without revokes did not overlap", bug)
+		t.Logf("Successful reproduction of etcd #16221: recipe.RWMutex let a writer whose lease was revoked while it waited hold beside another holder (%d overlaps); concurrency.Mutex and the recipe without revokes did not", bug)
 	}
 }
