@@ -329,7 +329,7 @@ func (c *Cluster) config(m *Member, state string) (*embed.Config, error) {
 			return nil, fmt.Errorf("feature gates %q: etcd's feature gates cannot be set", c.opts.FeatureGates)
 		}
 		if err := fg.Set(c.opts.FeatureGates); err != nil {
-			return nil, fmt.Errorf("feature gates %q: %w", c.opts.FeatureGates, err)
+			return nil, fmt.Errorf("feature gates %q (want etcd's Gate=true|false,…): %w", c.opts.FeatureGates, err)
 		}
 	}
 	if c.opts.TLS {

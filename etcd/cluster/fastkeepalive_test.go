@@ -13,6 +13,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/features"
 )
 
 // etcd v3.7's FastLeaseKeepAlive feature gate (on by default): the
@@ -310,4 +311,30 @@ func spread(ds []time.Duration) string {
 	slices.Sort(s)
 	ms := func(d time.Duration) int64 { return d.Milliseconds() }
 	return fmt.Sprintf("%d/%d/%d ms (min/median/max)", ms(s[0]), ms(s[len(s)/2]), ms(s[len(s)-1]))
+}
+
+// TestFeatureGatesEmbedded: Options.FeatureGates reaches every embedded
+// member's server, and a gate etcd does not know is refused by name.
+func TestFeatureGatesEmbedded(t *testing.T) {
+	t.Parallel()
+	c := startClusterWith(t, Options{UnsafeNoFsync: true, FeatureGates: "FastLeaseKeepAlive=false"})
+	for _, m := range c.Members() {
+		m.mu.Lock()
+		on := m.etcd.Server.FeatureEnabled(features.FastLeaseKeepAlive)
+		m.mu.Unlock()
+		if on {
+			t.Errorf("member %d: FastLeaseKeepAlive on, asked off", m.Index)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	bad, err := Start(ctx, Options{UnsafeNoFsync: true, DataParent: t.TempDir(), FeatureGates: "NoSuchGate=true"})
+	if err == nil {
+		bad.Close()
+		t.Fatal("a cluster started with an unknown feature gate")
+	}
+	t.Logf("refused: %v", err)
+	if !strings.Contains(err.Error(), "NoSuchGate") {
+		t.Errorf("unknown gate refused with %q, which does not name it", err)
+	}
 }
