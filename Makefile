@@ -9,7 +9,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # and installs them, then node-etcd3's npm package and bin/etcdctl).
 ADAPTER_DEPS := python3-etcd3 nodejs npm etcd-client etcd-server
 
-.PHONY: adapter-deps redis-deps zk-deps repro-go-zookeeper-unlock repro-zookeeper-1262 build run run-one test test-short verify mutants bench regress regress-baseline baseline repro-etcd-20716 repro-etcd-11456 repro-election-split-brain repro-etcd-21128 repro-etcd-19597 repro-etcd-21126 repro-etcd-15247 measure-etcd-15247-freeze measure-etcd-20273 repro-etcd-18082 measure-etcd-19597 vet fmt clean
+.PHONY: adapter-deps redis-deps zk-deps repro-go-zookeeper-unlock repro-zookeeper-1262 build run run-one test test-short verify mutants bench regress regress-baseline baseline repro-etcd-20716 repro-etcd-11456 repro-election-split-brain repro-etcd-21128 repro-etcd-19597 repro-etcd-21126 repro-etcd-15247 repro-etcd-16221 measure-etcd-fastkeepalive measure-etcd-15247-freeze measure-etcd-20273 repro-etcd-18082 measure-etcd-19597 vet fmt clean
 
 # The binary names its commit (lockbench version, every run's
 # lockbench_version) also where GOFLAGS turns VCS stamping off.
@@ -348,6 +348,37 @@ repro-etcd-15247:
 	n=$$(echo "$$out" | grep -c 'Successful reproduction of etcd #15247'); \
 	if [ $$rc = 0 ] && [ $$n = $(REPRO_15247_COUNT) ]; then echo "Successful reproduction of etcd #15247: in $$n of $$n trials etcd 3.4.23 revoked leases kept alive through the followers after its leader's disk stalled; 3.7.3 revoked none"; \
 	else echo "Failed to reproduce (go test exit $$rc, $$n reproductions of $(REPRO_15247_COUNT))"; exit 1; fi
+
+# etcd #16221 (v3.7.3's client, and etcd's main branch): recipe.RWMutex's
+# Lock returns once no older key stands, without reading its own key, so a
+# writer whose lease is revoked while it waits holds beside whoever queued
+# behind it. TestEtcd16221 runs 3 writers and 2 readers for 4 s on the
+# embedded cluster, revoking waiting writers' leases, and judges every
+# hold; controls: no revokes, and concurrency.Mutex with the revokes.
+# "Successful reproduction" only when every one of REPRO_16221_COUNT
+# trials overlapped because of a revoked waiter and no control did (the
+# test asserts both). docs/leases.md.
+REPRO_16221_COUNT ?= 3
+repro-etcd-16221:
+	@out=$$($(GO) test -count=$(REPRO_16221_COUNT) -run 'TestEtcd16221$$' -v ./etcd/cluster 2>&1); rc=$$?; \
+	echo "$$out" | grep -E "revokes (true|false)|both held|Error|unexplained|^(ok|FAIL)" | sed 's/^ *etcd16221_test.go:[0-9]*: //'; \
+	n=$$(echo "$$out" | grep -c 'Successful reproduction of etcd #16221'); \
+	if [ $$rc = 0 ] && [ $$n = $(REPRO_16221_COUNT) ]; then echo "Successful reproduction of etcd #16221: in $$n of $$n trials recipe.RWMutex let a writer revoked while it waited hold beside another; concurrency.Mutex and the recipe without revokes never did"; \
+	else echo "Failed to reproduce (go test exit $$rc, $$n reproductions of $(REPRO_16221_COUNT))"; exit 1; fi
+
+# etcd v3.7's FastLeaseKeepAlive feature gate (on by default): the leader
+# renews a lease it still has without waiting for its applied index, so a
+# renewal may succeed while a revoke of it is committed but not applied.
+# TestFastLeaseKeepAlive (3.7.3 member processes, the gate off then on)
+# revokes a holder's lease (TTL 3 s, its client on the leader) through a
+# follower with no fault, the leader paused 300 ms and 2 s, and the
+# leader busy applying a delete of 20,000 keys; it prints how late the
+# holder learned, how long it believed past the revoke, and the renewals
+# a back-to-back probe on the leader was granted while the revoke was in
+# flight; FASTKEEPALIVE_RUNS runs of each. docs/leases.md.
+FASTKEEPALIVE_RUNS ?= 5
+measure-etcd-fastkeepalive:
+	@LOCKBENCH_MEASURE=fastkeepalive LOCKBENCH_FASTKEEPALIVE_RUNS=$(FASTKEEPALIVE_RUNS) $(GO) test -count=1 -timeout 20m -run 'TestFastLeaseKeepAlive$$' -v ./etcd/cluster 2>&1 | grep -E " runs: |Error|^(ok|FAIL)" | sed 's/^ *fastkeepalive_test.go:[0-9]*: //'
 
 # The same with the whole leader frozen (SIGSTOP, pause-member) instead of
 # its disk: its lessor stops too and races its raft loop on SIGCONT. A

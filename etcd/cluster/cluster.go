@@ -67,6 +67,13 @@ type Options struct {
 	// remaining TTL, so that a new leader need not give it a full TTL
 	// again (etcd #20273). Embedded cluster only.
 	LeaseCheckpoint bool
+	// FeatureGates is etcd's --feature-gates value (for instance
+	// "FastLeaseKeepAlive=false"), so that a test can measure a gate
+	// off and on: set on the embedded members' server feature gate, or
+	// passed as the flag to member processes (etcd 3.6 and later, where
+	// the flag exists; an older binary is refused). Empty: etcd's
+	// defaults.
+	FeatureGates string
 	// PeerRelays puts a relay in front of each embedded member's peer
 	// port, as the process cluster always has, so that the peer faults
 	// can delay or drop one member's peer traffic (ShapePeers). Off by
@@ -314,6 +321,15 @@ func (c *Cluster) config(m *Member, state string) (*embed.Config, error) {
 		}
 		if err := fg.Set("LeaseCheckpoint=true,LeaseCheckpointPersist=true"); err != nil {
 			return nil, fmt.Errorf("lease checkpoint: %w", err)
+		}
+	}
+	if c.opts.FeatureGates != "" {
+		fg, ok := cfg.ServerFeatureGate.(featuregate.MutableFeatureGate)
+		if !ok {
+			return nil, fmt.Errorf("feature gates %q: etcd's feature gates cannot be set", c.opts.FeatureGates)
+		}
+		if err := fg.Set(c.opts.FeatureGates); err != nil {
+			return nil, fmt.Errorf("feature gates %q (want etcd's Gate=true|false,…): %w", c.opts.FeatureGates, err)
 		}
 	}
 	if c.opts.TLS {

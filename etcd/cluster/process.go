@@ -112,7 +112,7 @@ func StartProcesses(ctx context.Context, opts Options) (*ProcessCluster, error) 
 		return nil, err
 	}
 	// Checked before anything starts: flags this release lacks.
-	if _, err := memberFlags(bin.Version, memberSpec{UnsafeNoFsync: opts.UnsafeNoFsync}); err != nil {
+	if _, err := memberFlags(bin.Version, memberSpec{UnsafeNoFsync: opts.UnsafeNoFsync, FeatureGates: opts.FeatureGates}); err != nil {
 		return nil, err
 	}
 	stale := opts.removeStale()

@@ -59,7 +59,7 @@ func (pc *ProcessCluster) spawn(m *procMember, state string) error {
 	flags, err := memberFlags(pc.bin.Version, memberSpec{
 		Name: m.name, Dir: m.dir, ClientURL: m.clientURL, PeerURL: m.peerURL,
 		AdvertisePeerURL: m.advertiseURL, Initial: pc.initial, State: state,
-		Tick: pc.opts.Tick, Election: pc.opts.Election, UnsafeNoFsync: pc.opts.UnsafeNoFsync,
+		Tick: pc.opts.Tick, Election: pc.opts.Election, UnsafeNoFsync: pc.opts.UnsafeNoFsync, FeatureGates: pc.opts.FeatureGates,
 	})
 	if err != nil {
 		return err

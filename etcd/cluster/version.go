@@ -61,6 +61,7 @@ type memberSpec struct {
 	State                     string // "new" or "existing"
 	Tick, Election            time.Duration
 	UnsafeNoFsync             bool
+	FeatureGates              string // --feature-gates (3.6 and later); empty: none
 }
 
 // memberFlags builds the command-line flags of one member for etcd v. The
@@ -94,6 +95,12 @@ func memberFlags(v Version, s memberSpec) ([]string, error) {
 	}
 	if s.UnsafeNoFsync {
 		args = append(args, "--unsafe-no-fsync")
+	}
+	if s.FeatureGates != "" {
+		if !v.AtLeast(3, 6) {
+			return nil, fmt.Errorf("etcd %s has no --feature-gates (added in 3.6): run without feature gates", v)
+		}
+		args = append(args, "--feature-gates="+s.FeatureGates)
 	}
 	return args, nil
 }

@@ -71,6 +71,13 @@ func TestMemberFlags(t *testing.T) {
 	if _, err := memberFlags(Version{3, 3, 27}, spec); err == nil || !strings.Contains(err.Error(), "3.4 and later") {
 		t.Errorf("3.3: %v, want refused", err)
 	}
+	spec.FeatureGates = "FastLeaseKeepAlive=false"
+	if _, err := memberFlags(Version{3, 5, 9}, spec); err == nil || !strings.Contains(err.Error(), "--feature-gates") {
+		t.Errorf("3.5 with feature gates: %v, want a refusal naming the flag", err)
+	}
+	if args, err := memberFlags(Version{3, 7, 3}, spec); err != nil || !slices.Contains(args, "--feature-gates=FastLeaseKeepAlive=false") {
+		t.Errorf("3.7 with feature gates: %v %v", args, err)
+	}
 }
 
 func TestRefuses(t *testing.T) {
