@@ -37,7 +37,7 @@ const (
 
 // retryEvery is watchFromNow's periodic retry, "in case a watch misses
 // an event": the lock may stand free that long while it waits.
-const retryEvery = 1500 * time.Millisecond
+const retryEvery = 2 * time.Second
 
 // The catalogue gains this file's mutants before init registers it.
 var _ = func() bool {
