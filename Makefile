@@ -83,7 +83,7 @@ test-short:
 # must be caught, no control flagged. Took 21m22s on 2 cores at bf8b2bc
 # (2026-12-04: 85 s of locktest, then 304 suite cells one at a time).
 mutants:
-	LOCKBENCH_MUTANTS=1 $(GO) test -count=1 -timeout 40m -v -run 'TestLocktestCatchesEveryMutant|TestDefaultSuiteCatchesEveryMutant' ./etcd/mutants
+	LOCKBENCH_MUTANTS=1 $(GO) test -count=1 -timeout 60m -v -run 'TestLocktestCatchesEveryMutant|TestDefaultSuiteCatchesEveryMutant' ./etcd/mutants
 
 # Hot paths that need no cluster: recorder, JSONL codec, checker.
 bench:
