@@ -19,7 +19,24 @@ type Step struct {
 	// Arg is the fault's parameter (delay-client's or delay-answers'
 	// latency).
 	Arg time.Duration
+	// On, when set (OnAcquire, OnRelease), times the fault to a call
+	// instead of a clock: from At on, it strikes as a client invokes that
+	// call, and the call waits until it is in place, so that the call's
+	// own requests meet it (a release's delete lost with a leader, a
+	// join's answer late). A fault that takes a client strikes at a call
+	// of the client its target names at that moment; any other, at any
+	// client's call.
+	On string
 }
+
+// The calls a step can be timed to (Step.On).
+const (
+	OnAcquire = "acquire"
+	OnRelease = "release"
+)
+
+// ValidOn documents Step.On's values for error messages.
+const ValidOn = "acquire, release (the call whose invoke strikes the step)"
 
 // PlannedStep is a step with its random draw fixed by the seed, so that a
 // run can be replayed with the same targets.

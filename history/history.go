@@ -286,6 +286,10 @@ type Fault struct {
 	// by: how far clock-jump moved the clock), 0 when it takes none.
 	// Added later, additive: older histories have none.
 	ArgNS int64 `json:"arg_ns,omitempty"`
+	// On names the call that struck a step timed to one (a scenario
+	// step's on): the call and its client, "release client:3". Added
+	// later, additive: absent for a fault struck by the clock.
+	On string `json:"on,omitempty"`
 }
 
 // DeletionValue encodes d for Event.Value.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/backend"
+	"github.com/lockbench/lockbench/chaos"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/relay"
@@ -369,6 +370,7 @@ func (c *client) loop(ctx context.Context, gen int, conn backend.Connection, loc
 		c.queue.cancelLock = cancelLock
 		c.mu.Unlock()
 		c.emit(gen, history.Event{Type: history.Invoke, F: history.FAcquire, Value: intended})
+		c.r.fire(ctx, c.id, chaos.OnAcquire) // a step timed to this call strikes first
 		g, err := locker.Lock(lctx)
 		c.mu.Lock()
 		c.queue.cancelLock = nil

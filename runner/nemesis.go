@@ -17,7 +17,9 @@ type activeFault struct {
 }
 
 // nemesis runs the fault plan: each step at its time, undone after its
-// `for`; every fault still in effect is undone when the run ends.
+// `for`; every fault still in effect is undone when the run ends. The
+// steps timed to a call (triggers) are struck by the clients, and
+// handed here to be undone.
 func (r *runner) nemesis(ctx context.Context, plan []chaos.PlannedStep) error {
 	var pending []*activeFault
 	next := 0
@@ -33,22 +35,30 @@ func (r *runner) nemesis(ctx context.Context, plan []chaos.PlannedStep) error {
 				wake, due = a.undoAt, a
 			}
 		}
-		if wake < 0 {
-			<-ctx.Done()
-			break
-		}
-		if !Sleep(ctx, wake-time.Duration(r.rec.Now())) {
-			break
-		}
-		if due != nil {
+		a, ok := r.sleepUnlessStruck(ctx, wake)
+		switch {
+		case !ok:
+		case a != nil:
+			pending = append(pending, a)
+			continue
+		case due != nil:
 			r.undo(due)
 			pending = remove(pending, due)
 			continue
+		default:
+			if a := r.strike(ctx, plan[next]); a != nil {
+				pending = append(pending, a)
+			}
+			next++
+			continue
 		}
-		if a := r.strike(ctx, plan[next]); a != nil {
-			pending = append(pending, a)
+		break
+	}
+	if r.triggers != nil {
+		r.triggers.close()
+		for len(r.triggers.struck) > 0 {
+			pending = append(pending, <-r.triggers.struck)
 		}
-		next++
 	}
 	for _, a := range pending {
 		r.undo(a)
@@ -56,11 +66,41 @@ func (r *runner) nemesis(ctx context.Context, plan []chaos.PlannedStep) error {
 	return nil
 }
 
+// sleepUnlessStruck waits until wake (run time; < 0: no end) and reports
+// true, or returns sooner with a fault a client's call struck (triggers);
+// false once ctx ends.
+func (r *runner) sleepUnlessStruck(ctx context.Context, wake time.Duration) (*activeFault, bool) {
+	var struck chan *activeFault
+	if r.triggers != nil {
+		struck = r.triggers.struck
+	}
+	var timer <-chan time.Time
+	if wake >= 0 {
+		t := time.NewTimer(max(0, wake-time.Duration(r.rec.Now())))
+		defer t.Stop()
+		timer = t.C
+	}
+	select {
+	case <-ctx.Done():
+		return nil, false
+	case a := <-struck:
+		return a, true
+	case <-timer:
+		return nil, ctx.Err() == nil
+	}
+}
+
 // strike injects one step's fault, recording its start and, unless it
 // lasts, its end. It returns the fault in effect, or nil when it was
 // instantaneous or failed.
 func (r *runner) strike(ctx context.Context, st chaos.PlannedStep) *activeFault {
-	v := history.Fault{Fault: st.Fault.Name(), Target: st.Target.String(), ForNS: int64(st.For), ArgNS: int64(st.Arg)}
+	return r.strikeOn(ctx, st, "")
+}
+
+// strikeOn is strike, recording on: the call that struck a step timed
+// to one (triggers), "" for the clock.
+func (r *runner) strikeOn(ctx context.Context, st chaos.PlannedStep, on string) *activeFault {
+	v := history.Fault{Fault: st.Fault.Name(), Target: st.Target.String(), ForNS: int64(st.For), ArgNS: int64(st.Arg), On: on}
 	event := func(typ history.Type, err error) {
 		r.record(history.Event{Process: history.NemesisProcess, Type: typ, F: history.FFault, Value: history.FaultValue(v), Error: errString(err, "")})
 	}

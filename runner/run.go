@@ -217,6 +217,10 @@ type runner struct {
 	// another worker's ready (worker 1's stop and finished come after it).
 	startRev int64
 
+	// triggers are the steps timed to a call (triggers.go); nil when
+	// the scenario has none.
+	triggers *triggers
+
 	mu      sync.Mutex
 	stopped string
 	seq     int64 // orders acquire requests, for waiter:K
@@ -363,12 +367,17 @@ func (r *runner) run(ctx context.Context, plan []chaos.PlannedStep) error {
 
 	g, gctx := errgroup.WithContext(deadline)
 	r.life = gctx
+	// The steps timed to a call are the clients' to strike (triggers.go).
+	timed, trig := newTriggers(plan)
+	if len(trig.armed) > 0 {
+		r.triggers = trig
+	}
 	probeCtx, stopProbes := context.WithCancel(ctx)
 	probes := r.startProbes(probeCtx)
 	for _, c := range r.clients {
 		c.startWorker(gctx)
 	}
-	g.Go(func() error { return r.nemesis(gctx, plan) })
+	g.Go(func() error { return r.nemesis(gctx, timed) })
 	endWatch := r.watchStop(deadline)
 	endProgress := r.reportProgress(deadline)
 	err := g.Wait()

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/backend"
+	"github.com/lockbench/lockbench/chaos"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locks"
 	"github.com/lockbench/lockbench/scenarios"
@@ -139,6 +140,7 @@ func (c *client) writeCounter(gen int, conn backend.Connection, g *locks.Grant, 
 // unknown (info): the key may still go with its lease.
 func (c *client) release(gen int, conn backend.Connection, locker locks.Locker, g *locks.Grant) {
 	c.endHold(gen, g, history.Event{Type: history.Invoke, F: history.FRelease, Token: g.Token})
+	c.r.fire(c.r.life, c.id, chaos.OnRelease) // a step timed to this call strikes first
 	// Marked after the invoke's time is taken: the writes sent from here
 	// on commit after the hold ended.
 	revs, _ := conn.(backend.Revisions)

@@ -146,7 +146,11 @@ type Step struct {
 	// By is how far clock-jump moves the member's wall clock forward
 	// (required). Added later, additive: omitted, a step reads and
 	// hashes as before.
-	By   Duration `json:"by,omitempty" yaml:"by"`
+	By Duration `json:"by,omitempty" yaml:"by"`
+	// On times the step to a call (acquire or release) instead of its
+	// at alone: see chaos.Step.On. Added later, additive: omitted, a step
+	// reads and hashes as before.
+	On   string `json:"on,omitempty" yaml:"on"`
 	line int
 }
 
@@ -363,12 +367,14 @@ func (s Scenario) parseSteps() ([]chaos.Step, error) {
 			return nil, fmt.Errorf("%s: step %d: at %s: must be before the end of the run (duration %s)", w, i+1, st.At, s.Duration)
 		case st.For < 0:
 			return nil, fmt.Errorf("%s: step %d: for %s: must be ≥0", w, i+1, st.For)
+		case st.On != "" && st.On != chaos.OnAcquire && st.On != chaos.OnRelease:
+			return nil, fmt.Errorf("%s: step %d: on %q: valid are %s", w, i+1, st.On, chaos.ValidOn)
 		}
 		arg, err := st.arg(f)
 		if err != nil {
 			return nil, fmt.Errorf("%s: step %d: %w", w, i+1, err)
 		}
-		out = append(out, chaos.Step{At: st.At.D(), Fault: f, Target: t, For: st.For.D(), Arg: arg})
+		out = append(out, chaos.Step{At: st.At.D(), Fault: f, Target: t, For: st.For.D(), Arg: arg, On: st.On})
 	}
 	return out, nil
 }

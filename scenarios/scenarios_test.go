@@ -15,8 +15,8 @@ import (
 )
 
 func TestBuiltinsParse(t *testing.T) {
-	want := []string{"cancel-waiters", "client-isolation", "compaction-leader-move", "contention", "herd", "herd-hold", "holder-crash", "late-answers", "late-unlock", "leader-kill",
-		"leader-kill-holder-crash", "lease-expiry", "lease-expiry-fenced", "many-locks", "partition-leader", "slow-clients", "waiter-crash", "waiter-isolation", "waiter-revoke"}
+	want := []string{"cancel-waiters", "client-isolation", "compaction-leader-move", "contention", "herd", "herd-hold", "holder-crash", "join-late", "late-answers", "late-unlock", "leader-kill",
+		"leader-kill-holder-crash", "lease-expiry", "lease-expiry-fenced", "many-locks", "partition-leader", "release-lost", "release-race", "slow-clients", "waiter-crash", "waiter-isolation", "waiter-revoke"}
 
 	if got := Names(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("built-ins = %v, want %v", got, want)
@@ -195,6 +195,8 @@ func TestParseErrorsNameFileLineAndChoices(t *testing.T) {
 			[]string{"lease_ttl 50ms", "must be ≥100ms", "redis only"}},
 		{"clock-jump without by", "name: x\nclients: 2\nduration: 5s\nworkload: {kind: hold}\nsteps:\n  - {at: 1s, fault: clock-jump, target: member:0}\n",
 			[]string{"bad.yaml:6", "clock-jump needs by", "e.g. by: 60s"}},
+		{"a step timed to an unknown call", "name: x\nclients: 2\nduration: 5s\nworkload: {kind: hold}\nsteps:\n  - {at: 1s, on: unlock, fault: crash-member, target: leader}\n",
+			[]string{"bad.yaml:6", `on "unlock"`, "valid are acquire, release"}},
 		{"by for a fault that moves nothing", "name: x\nclients: 2\nduration: 5s\nworkload: {kind: hold}\nsteps:\n  - {at: 1s, fault: crash-member, target: member:0, by: 5s}\n",
 			[]string{"bad.yaml:6", "by applies only to clock-jump"}},
 		{"nemesis without faults", "name: x\nclients: 2\nduration: 5s\nworkload: {kind: hold}\nnemesis: {every: 1s, for: 500ms}\n",
@@ -550,5 +552,28 @@ func TestBackends(t *testing.T) {
 	}
 	if all, _ := Lookup("contention"); !all.For("zookeeper") {
 		t.Error("a scenario without backends is for every backend")
+	}
+}
+
+// TestStepOn checks that a step's on reaches its fault (the runner
+// strikes it at that call) and that a step without it encodes, so
+// hashes, as before the key existed.
+func TestStepOn(t *testing.T) {
+	const base = "name: x\nclients: 2\nduration: 5s\nworkload: {kind: hold}\nsteps:\n  - {at: 1s, fault: crash-member, target: leader%s}\n"
+	for _, tc := range []struct{ key, want string }{{"", ""}, {", on: release", chaos.OnRelease}, {", on: acquire", chaos.OnAcquire}} {
+		s, err := Parse("x.yaml", strings.NewReader(fmt.Sprintf(base, tc.key)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Faults()[0].On; got != tc.want {
+			t.Errorf("on %q: fault timed to %q", tc.want, got)
+		}
+		b, err := json.Marshal(s.Steps[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if has := strings.Contains(string(b), `"on"`); has != (tc.want != "") {
+			t.Errorf("on %q: step encodes as %s", tc.want, b)
+		}
 	}
 }

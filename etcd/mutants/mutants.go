@@ -322,7 +322,11 @@ func (l *locker) Lock(ctx context.Context) (*locks.Grant, error) {
 			return &locks.Grant{Key: l.key, Token: token, Lease: int64(id), Lost: lost}, nil
 		}
 		// Step 3: held: wait for a delete after the revision we saw it at.
-		if err := waitDelete(ctx, l.cli, l.key, rev); err != nil {
+		wait := func() error { return waitDelete(ctx, l.cli, l.key, rev) }
+		if l.bug == watchFromNow {
+			wait = func() error { return waitFromNow(ctx, l.cli, l.key) }
+		}
+		if err := wait(); err != nil {
 			return nil, fmt.Errorf("%w: %v", locks.ErrNotAcquired, err)
 		}
 		l.opts.OnWakeup()
@@ -375,6 +379,8 @@ func (l *locker) Unlock(ctx context.Context, g *locks.Grant) error {
 		return l.unlockLater(g)
 	case unlockPrefix:
 		return l.unlockByPrefix(ctx, g)
+	case swallowUnlockError:
+		return l.unlockQuietly(ctx, g)
 	}
 	// Step 4: delete the key only if it is still the one granted.
 	rev := g.Token

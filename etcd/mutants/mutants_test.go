@@ -35,8 +35,11 @@ func startCluster(t *testing.T) *cluster.Cluster {
 // (TestDefaultSuiteCatchesEveryMutant); locktest need not (on a loaded
 // machine its own requests may time out, and then it may).
 var onlyUnderFaults = map[string]string{
-	"mut-timeout-as-granted": "its bug needs an answer later than the RPC deadline (late-answers); locktest's requests are answered",
-	"mut-requeue-once":       "its one bug is the order it serves in; locktest tests what a lock does, not whom it serves first",
+	"mut-timeout-as-granted":   "its bug needs an answer later than the RPC deadline (late-answers); locktest's requests are answered",
+	"mut-requeue-once":         "its one bug is the order it serves in; locktest tests what a lock does, not whom it serves first",
+	"mut-swallow-unlock-error": "its bug needs a release whose delete is lost (release-lost cuts the leader off as it is sent); locktest's deletes are answered",
+	"mut-rejoin-on-timeout":    "its bug needs a join whose answer is later than the RPC deadline (join-late); locktest's requests are answered",
+	"mut-watch-from-now":       "its bug needs a release that lands between a failed try and its watch's start, a race of milliseconds locktest does not set up (release-race)",
 }
 
 // TestLocktestCatchesEveryMutant runs the conformance suite over the whole
@@ -87,9 +90,12 @@ func TestLocktestCatchesEveryMutant(t *testing.T) {
 // caughtBy names the scenario that must catch a mutant: the one that
 // judges its blind spot (docs/checker.md).
 var caughtBy = map[string]string{
-	"mut-silent-loss":        "client-isolation", // lease: belief overrun past the policy's bound
-	"mut-timeout-as-granted": "late-answers",     // exclusion: an unanswered create taken for a grant
-	"mut-unlock-prefix":      "many-locks",       // symmetry, exclusion: job1's release deletes job10's key
+	"mut-silent-loss":          "client-isolation", // lease: belief overrun past the policy's bound
+	"mut-timeout-as-granted":   "late-answers",     // exclusion: an unanswered create taken for a grant
+	"mut-unlock-prefix":        "many-locks",       // symmetry, exclusion: job1's release deletes job10's key
+	"mut-swallow-unlock-error": "release-lost",     // orphans: a lost delete swallowed, its key left under a live lease
+	"mut-rejoin-on-timeout":    "join-late",        // liveness: the queue stands behind a late join's forgotten key
+	"mut-watch-from-now":       "release-race",     // liveness: a release between a failed try and the watch missed
 }
 
 func first(fs []locktest.Failure) string {

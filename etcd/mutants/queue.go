@@ -30,15 +30,13 @@ func (q *queueLocker) Lock(ctx context.Context) (*locks.Grant, error) {
 		return nil, fmt.Errorf("%w: %v", locks.ErrNotAcquired, err)
 	}
 	// Step 1: join the queue with our own key.
-	me := entry{key: q.key + "/" + randomName()}
-	put, err := q.cli.Put(ctx, me.key, "", clientv3.WithLease(id))
+	me, err := q.join(ctx, id)
 	if isLeaseGone(err) && q.forget(id) {
 		return q.Lock(ctx) // expired before the client heard: on a new lease
 	}
 	if err != nil {
 		return nil, unknownUnless(q.dropLease(ctx, id), fmt.Errorf("join: %w", err))
 	}
-	me.rev = put.Header.Revision
 	requeued := false
 	for {
 		// Step 2: read the queue; the first key holds.
