@@ -100,6 +100,7 @@ var catalogue = []struct {
 	{tryLock, unlockByName}, {tryLock, noLease}, {tryLock, leaseAsToken},
 	{queue, leakOnCancel}, {queue, orderByName}, {tryLock, revokeOnUnlock},
 	{tryLock, lazyUnlock}, {queue, requeueOnce}, {tryLock, unlockPrefix},
+	{tryLock, swallowUnlockError}, {queue, rejoinOnTimeout}, {tryLock, watchFromNow},
 }
 
 // Controls are the correct strategies of the catalogue: never flagged.

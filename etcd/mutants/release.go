@@ -39,17 +39,6 @@ const (
 // an event": the lock may stand free that long while it waits.
 const retryEvery = 2 * time.Second
 
-// The catalogue gains this file's mutants before init registers it.
-var _ = func() bool {
-	for _, c := range []struct {
-		base base
-		bug  bug
-	}{{tryLock, swallowUnlockError}, {queue, rejoinOnTimeout}, {tryLock, watchFromNow}} {
-		catalogue = append(catalogue, c)
-	}
-	return true
-}()
-
 // unlockQuietly is swallowUnlockError's release.
 func (l *locker) unlockQuietly(ctx context.Context, g *locks.Grant) error {
 	// Step 4: delete the key only if it is still the one granted.
