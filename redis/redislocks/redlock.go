@@ -28,8 +28,8 @@ type Redlock struct {
 	opts Options
 	key  string
 	grants
-	// stragglers are the renewals still waiting for an instance after a
-	// majority answered (quorumOf); Close waits for them.
+	// stragglers are the requests still waiting for an instance (ask),
+	// e.g. a renewal's after a majority answered; Close waits for them.
 	stragglers sync.WaitGroup
 }
 
@@ -50,25 +50,36 @@ func (l *Redlock) quorum() int { return len(l.clis)/2 + 1 }
 // drift is the Redlock description's clock-drift allowance.
 func (l *Redlock) drift() time.Duration { return l.opts.TTL/100 + 2*time.Millisecond }
 
-// onEach runs script on every instance side by side, each within the
-// request timeout, and returns each instance's integer answer (-1 for an
-// error).
+// onEach runs script on every instance side by side (ask) and returns
+// every instance's integer answer (-1 for an error), in the order they
+// came.
 func (l *Redlock) onEach(script *redis.Script, keys []string, args ...any) []int64 {
+	answers := l.ask(script, keys, args...)
 	out := make([]int64, len(l.clis))
-	var wg sync.WaitGroup
-	for i, cli := range l.clis {
-		wg.Go(func() {
+	for i := range out {
+		out[i] = <-answers
+	}
+	return out
+}
+
+// ask runs script on every instance side by side, each within the
+// request timeout, and sends each instance's integer answer (-1 for an
+// error) as it comes; the channel holds them all, so a caller that stops
+// reading leaves no request blocked (Close waits for them).
+func (l *Redlock) ask(script *redis.Script, keys []string, args ...any) <-chan int64 {
+	answers := make(chan int64, len(l.clis))
+	for _, cli := range l.clis {
+		l.stragglers.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), l.opts.RequestTimeout)
 			defer cancel()
 			n, err := script.Run(ctx, cli, keys, args...).Int64()
 			if err != nil {
 				n = -1
 			}
-			out[i] = n
+			answers <- n
 		})
 	}
-	wg.Wait()
-	return out
+	return answers
 }
 
 // Lock tries every instance until a majority grants within the validity,
@@ -119,22 +130,11 @@ func (l *Redlock) extend(h *holding, lastSent time.Time) {
 	})
 }
 
-// quorumOf runs script on every instance side by side, as onEach does,
-// and counts the answers 1 and 0 until a majority answered 1 or too many
-// did not for a majority to; the rest finish in the background.
+// quorumOf asks every instance (ask) and counts the answers 1 and 0
+// until a majority answered 1 or too many did not for a majority to; the
+// rest finish in the background.
 func (l *Redlock) quorumOf(script *redis.Script, keys []string, args ...any) (one, zero int) {
-	answers := make(chan int64, len(l.clis))
-	for _, cli := range l.clis {
-		l.stragglers.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), l.opts.RequestTimeout)
-			defer cancel()
-			n, err := script.Run(ctx, cli, keys, args...).Int64()
-			if err != nil {
-				n = -1
-			}
-			answers <- n
-		})
-	}
+	answers := l.ask(script, keys, args...)
 	q := l.quorum()
 	for answered := 1; answered <= len(l.clis); answered++ {
 		switch <-answers {
