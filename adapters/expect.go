@@ -134,7 +134,8 @@ func nodeEtcd3Expect() map[string]map[string]verdict.Verdict {
 		// one back-off alone spans 14 grants. Failed once (2 waits, under
 		// make test's load, 2026-12-02); passed 14 of 14 seeds at 6.4-8.2
 		// acquisitions/s. The history was not kept, so this reading of it
-		// is the arithmetic's, not the events'.
+		// is the arithmetic's, not the events'. Measured before
+		// holder-crash's clients paused 150ms between holds (2026-12-05).
 		expectation{"holder-crash", verdict.Fairness, verdict.Any},
 	)
 	// A try-lock's waiters sleep through lockbench's retry back-off

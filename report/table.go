@@ -127,12 +127,20 @@ func unjudgedFailures(c Cell) []string {
 }
 
 // firstSentence is s up to its first full stop, to keep a reason to one
-// line (the scenario file has the rest).
+// line (the scenario file has the rest); the stop of "i.e." or "e.g."
+// ends no sentence.
 func firstSentence(s string) string {
-	if i := strings.Index(s, ". "); i >= 0 {
-		return s[:i+1]
+	for from := 0; ; {
+		i := strings.Index(s[from:], ". ")
+		if i < 0 {
+			return s
+		}
+		end := from + i + 1
+		if !strings.HasSuffix(s[:end], "i.e.") && !strings.HasSuffix(s[:end], "e.g.") {
+			return s[:end]
+		}
+		from = end
 	}
-	return s
 }
 
 // writeAnyReasons writes, under the suite table, why the scenario does

@@ -102,3 +102,19 @@ func TestSuiteTableEtcdColumn(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstSentence keeps a reason to its first sentence, which "i.e."
+// and "e.g." do not end.
+func TestFirstSentence(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"One. Two.", "One."},
+		{"no stop", "no stop"},
+		{"a Session, i.e. auto's keepalive: a race. More.", "a Session, i.e. auto's keepalive: a race."},
+		{"e.g. this. And that.", "e.g. this."},
+		{"ends with i.e. ", "ends with i.e. "},
+	} {
+		if got := firstSentence(tc.in); got != tc.want {
+			t.Errorf("firstSentence(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -58,7 +58,7 @@ func TestBuiltinsParse(t *testing.T) {
 		"snapshot-catchup":                 {Members: true, SnapshotCount: true},
 		"replace-member":                   {Members: true, OperatorAPI: true},
 		"leader-kill":                      {Members: true},
-		"waiter-revoke":                    {OperatorAPI: true},
+		"waiter-revoke":                    {ClientProxy: true, OperatorAPI: true},
 		"compaction-leader-move":           {Members: true, OperatorAPI: true},
 		"redis-primary-crash-unreplicated": {Members: true, AsyncReplication: true},
 		"redis-bare-majority-restart":      {Members: true, EmptyRestart: true},

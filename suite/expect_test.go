@@ -94,18 +94,18 @@ func TestOwnLeaseIsNeverJudgedByAPolicy(t *testing.T) {
 
 // TestAnyReasonsComeFromTheScenario: a check a built-in scenario does not
 // Judge carries the comment above the entry that says "any" (queue-naive's
-// exclusion in contention, election's fencing in waiter-revoke, auto's and election's in
-// client-isolation); a judged check, or an entry without a comment,
-// carries none.
+// exclusion in contention, auto's in client-isolation); a judged check
+// (election's exclusion in client-isolation, its fencing in waiter-revoke),
+// or an entry without a comment, carries none.
 func TestAnyReasonsComeFromTheScenario(t *testing.T) {
 	for _, tc := range []struct {
 		scenario, lock, keepalive, check, want string
 	}{
 		{"late-unlock", "queue", "safe", verdict.Exclusion, ""},
-		{"waiter-revoke", "election", "own", verdict.Fencing, "token order is not asserted"},
+		{"waiter-revoke", "election", "own", verdict.Fencing, ""},
 		{"contention", "queue-naive", "auto", verdict.Exclusion, "its exclusion is a race here"},
 		{"client-isolation", "queue", "auto", verdict.Exclusion, "the lease check judges the overrun instead"},
-		{"client-isolation", "election", "own", verdict.Exclusion, "auto's keepalive: the same race"},
+		{"client-isolation", "election", "own", verdict.Exclusion, ""},
 		{"client-isolation", "queue", "safe", verdict.Exclusion, ""},
 		{"contention", "queue", "auto", verdict.Exclusion, ""},
 		{"cancel-waiters", "queue-naive", "auto", verdict.Exclusion, ""},
