@@ -418,10 +418,11 @@ func TestExpectByKeepAlive(t *testing.T) {
 	if got := ci.Expect.For(verdict.Subject{Lock: "queue", KeepAlive: "safe"})[verdict.Exclusion]; got != verdict.Pass {
 		t.Errorf("client-isolation expects exclusion %q under safe, want pass", got)
 	}
-	for _, ka := range []string{"auto", "seed"} {
-		if got, judged := ci.Expect.For(verdict.Subject{Lock: "queue", KeepAlive: ka})[verdict.Exclusion]; judged {
-			t.Errorf("client-isolation judges exclusion (%q) under %s, want any", got, ka)
-		}
+	if got := ci.Expect.For(verdict.Subject{Lock: "queue", KeepAlive: "auto"})[verdict.Exclusion]; got != verdict.Fail {
+		t.Errorf("client-isolation expects exclusion %q under auto, want fail", got)
+	}
+	if got, judged := ci.Expect.For(verdict.Subject{Lock: "queue", KeepAlive: "seed"})[verdict.Exclusion]; judged {
+		t.Errorf("client-isolation judges exclusion (%q) under seed, want any", got)
 	}
 	e := verdict.Expectations{
 		verdict.DefaultKey:               {verdict.Exclusion: verdict.Pass},
