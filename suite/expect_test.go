@@ -96,8 +96,7 @@ func TestOwnLeaseIsNeverJudgedByAPolicy(t *testing.T) {
 // Judge carries the comment above the entry that says "any" (queue-naive's
 // exclusion in contention, seed's in client-isolation); a judged check
 // (auto's and election's exclusion in client-isolation, election's
-// fencing in waiter-revoke),
-// or an entry without a comment, carries none.
+// fencing in waiter-revoke), or an entry without a comment, carries none.
 func TestAnyReasonsComeFromTheScenario(t *testing.T) {
 	for _, tc := range []struct {
 		scenario, lock, keepalive, check, want string
